@@ -1,0 +1,86 @@
+#pragma once
+// Symbolic integers: shapes, strides, offsets and kernel index arithmetic.
+//
+// A Sym is an immutable value (a shared pointer to a node). Every constructor simplifies as it
+// builds: sums are kept in a linear normal form (constant + sum of coefficient * atom, like terms
+// combined), and each node knows its range [vmin, vmax], which the rules use to drop divisions,
+// modulos, min/max and comparisons that cannot matter. Division and modulo are floor division and
+// the matching non-negative modulo (Python semantics), which keep the algebra simple; renderers
+// emit C's truncating operators when the numerator is known to be non-negative.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+
+enum class SymKind : uint8_t { Const, Var, Sum, Mul, Div, Mod, Min, Max, Lt, Eq, And };
+
+class Sym;
+struct SymNode;
+using SymTerms = std::vector<std::pair<Sym, int64_t>>;  // (atom, coefficient)
+
+class Sym {
+ public:
+  Sym() : Sym(int64_t{0}) {}
+  Sym(int64_t value);  // NOLINT: constants convert implicitly, as in arithmetic
+  Sym(int value) : Sym(static_cast<int64_t>(value)) {}  // NOLINT
+
+  // A named variable with inclusive bounds.
+  static Sym var(const std::string& name, int64_t min_value, int64_t max_value);
+
+  SymKind kind() const;
+  bool is_const() const { return kind() == SymKind::Const; }
+  int64_t const_value() const;  // only for constants
+  const std::string& var_name() const;  // only for variables
+  int64_t vmin() const;
+  int64_t vmax() const;
+
+  // Sum: the constant part and the terms. Other kinds: their operands (two, or one for Var=none).
+  int64_t sum_constant() const;
+  const SymTerms& sum_terms() const;
+  const std::vector<Sym>& operands() const;
+
+  // Canonical text; two Syms are equal exactly when their keys are equal.
+  const std::string& key() const;
+  std::string to_string() const { return key(); }
+
+  int64_t eval(const std::map<std::string, int64_t>& values) const;
+  Sym substitute(const std::map<std::string, Sym>& values) const;
+  // Names of the variables that occur, sorted.
+  std::vector<std::string> variables() const;
+
+  bool operator==(const Sym& other) const;
+  bool operator!=(const Sym& other) const { return !(*this == other); }
+
+  const SymNode* node() const { return node_.get(); }
+
+ private:
+  explicit Sym(std::shared_ptr<const SymNode> node) : node_(std::move(node)) {}
+  std::shared_ptr<const SymNode> node_;
+  friend struct SymBuilder;
+};
+
+Sym operator+(const Sym& a, const Sym& b);
+Sym operator-(const Sym& a, const Sym& b);
+Sym operator-(const Sym& a);
+Sym operator*(const Sym& a, const Sym& b);
+// Floor division and non-negative modulo; the divisor must be positive.
+Sym floordiv(const Sym& a, const Sym& b);
+Sym mod(const Sym& a, const Sym& b);
+Sym sym_min(const Sym& a, const Sym& b);
+Sym sym_max(const Sym& a, const Sym& b);
+// Comparisons and logical and give 0 or 1.
+Sym lt(const Sym& a, const Sym& b);
+Sym le(const Sym& a, const Sym& b);  // a < b + 1
+Sym ge(const Sym& a, const Sym& b);  // b < a + 1
+Sym eq(const Sym& a, const Sym& b);
+Sym logical_and(const Sym& a, const Sym& b);
+
+// The product of a list (1 for an empty list).
+Sym sym_prod(const std::vector<Sym>& values);
+
+}  // namespace kiln

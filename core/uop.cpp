@@ -1,0 +1,219 @@
+#include "core/uop.h"
+
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace kiln {
+namespace {
+
+size_t combine(size_t seed, size_t value) {
+  return seed ^ (value + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2));
+}
+
+size_t hash_arg(const Arg& arg) {
+  struct Visitor {
+    size_t operator()(const std::monostate&) const { return 0; }
+    size_t operator()(const ConstArg& value) const {
+      uint64_t bits;
+      std::memcpy(&bits, &value.float_value, 8);
+      return combine(std::hash<uint64_t>()(bits), std::hash<int64_t>()(value.int_value));
+    }
+    size_t operator()(const ShapeTracker& tracker) const {
+      return std::hash<std::string>()(tracker.to_string());
+    }
+    size_t operator()(const ReduceArg& reduce) const {
+      size_t seed = static_cast<size_t>(reduce.op);
+      for (int axis : reduce.axes) seed = combine(seed, static_cast<size_t>(axis));
+      return seed;
+    }
+    size_t operator()(const std::shared_ptr<Storage>& storage) const {
+      return std::hash<const void*>()(storage.get());
+    }
+    size_t operator()(const std::string& text) const { return std::hash<std::string>()(text); }
+  };
+  return std::visit(Visitor{}, arg) + arg.index();
+}
+
+// The intern table: hash -> live nodes with that hash. A node's deleter removes its entry.
+struct InternTable {
+  std::mutex mutex;
+  std::unordered_multimap<size_t, const UOp*> nodes;
+};
+
+InternTable& intern_table() {
+  static InternTable* table = new InternTable();  // never destroyed: nodes may outlive statics
+  return *table;
+}
+
+bool same_node(const UOp& node, Op op, DType dtype, const std::vector<UOpRef>& srcs,
+               const Arg& arg, const Shape& shape) {
+  if (node.op() != op || node.dtype() != dtype || node.shape() != shape) return false;
+  if (node.srcs().size() != srcs.size()) return false;
+  for (size_t index = 0; index < srcs.size(); ++index) {
+    if (node.srcs()[index].get() != srcs[index].get()) return false;
+  }
+  return node.arg() == arg;
+}
+
+}  // namespace
+
+bool ConstArg::operator==(const ConstArg& other) const {
+  // Bitwise, so that NaN equals NaN and -0.0 differs from 0.0.
+  return std::memcmp(&float_value, &other.float_value, 8) == 0 && int_value == other.int_value;
+}
+
+UOpRef UOp::make(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape) {
+  size_t hash = combine(static_cast<size_t>(op), static_cast<size_t>(dtype.type()));
+  for (const UOpRef& src : srcs) hash = combine(hash, src->hash());
+  hash = combine(hash, hash_arg(arg));
+  for (int64_t size : shape) hash = combine(hash, std::hash<int64_t>()(size));
+
+  InternTable& table = intern_table();
+  std::lock_guard<std::mutex> lock(table.mutex);
+  auto [begin, end] = table.nodes.equal_range(hash);
+  for (auto entry = begin; entry != end; ++entry) {
+    const UOp* existing = entry->second;
+    if (!same_node(*existing, op, dtype, srcs, arg, shape)) continue;
+    // The node may be mid-destruction (its count reached zero); then build a fresh one.
+    if (UOpRef alive = existing->weak_self_.lock()) return alive;
+  }
+  auto deleter = [](const UOp* node) {
+    {
+      InternTable& owner = intern_table();
+      std::lock_guard<std::mutex> guard(owner.mutex);
+      auto [first, last] = owner.nodes.equal_range(node->hash());
+      for (auto entry = first; entry != last; ++entry) {
+        if (entry->second == node) {
+          owner.nodes.erase(entry);
+          break;
+        }
+      }
+    }
+    delete node;  // outside the lock: deleting the sources re-enters this deleter
+  };
+  UOpRef node(new UOp(op, dtype, std::move(srcs), std::move(arg), std::move(shape), hash), deleter);
+  node->weak_self_ = node;
+  table.nodes.emplace(hash, node.get());
+  return node;
+}
+
+int64_t UOp::numel() const {
+  int64_t total = 1;
+  for (int64_t size : shape_) total *= size;
+  return total;
+}
+
+const char* op_name(Op op) {
+  static const char* const kNames[] = {
+      "BUFFER", "CONST", "IOTA", "VIEW", "NEG", "NOT", "ABS", "RECIP", "SQRT", "EXP", "EXP2",
+      "LOG", "LOG2", "SIN", "COS", "TAN", "TANH", "ERF", "FLOOR", "CEIL", "ROUND", "TRUNC",
+      "ADD", "SUB", "MUL", "DIV", "MOD", "MAX", "MIN", "POW", "CMPLT", "CMPLE", "CMPGT", "CMPGE",
+      "CMPEQ", "CMPNE", "AND", "OR", "XOR", "SHL", "SHR", "WHERE", "CAST", "REDUCE",
+      "CONTIGUOUS", "COPY"};
+  return kNames[static_cast<int>(op)];
+}
+
+const char* reduce_op_name(ReduceOp op) {
+  static const char* const kNames[] = {"SUM", "PROD", "MAX", "MIN"};
+  return kNames[static_cast<int>(op)];
+}
+
+bool is_unary(Op op) { return op >= Op::Neg && op <= Op::Trunc; }
+bool is_binary(Op op) { return op >= Op::Add && op <= Op::Shr; }
+bool is_comparison(Op op) { return op >= Op::CmpLt && op <= Op::CmpNe; }
+bool is_elementwise(Op op) { return is_unary(op) || is_binary(op) || op == Op::Where || op == Op::Cast; }
+
+std::string UOp::to_string() const {
+  std::ostringstream text;
+  text << op_name(op_) << " " << dtype_.name() << " (";
+  for (size_t dim = 0; dim < shape_.size(); ++dim) text << (dim ? ", " : "") << shape_[dim];
+  text << ")";
+  struct Visitor {
+    std::ostringstream& out;
+    DType dtype;
+    void operator()(const std::monostate&) const {}
+    void operator()(const ConstArg& value) const {
+      if (dtype.is_float()) {
+        out << " " << value.float_value;
+      } else {
+        out << " " << value.int_value;
+      }
+    }
+    void operator()(const ShapeTracker& tracker) const { out << " " << tracker.to_string(); }
+    void operator()(const ReduceArg& reduce) const {
+      out << " " << reduce_op_name(reduce.op) << " axes=(";
+      for (size_t index = 0; index < reduce.axes.size(); ++index) {
+        out << (index ? ", " : "") << reduce.axes[index];
+      }
+      out << ")";
+    }
+    void operator()(const std::shared_ptr<Storage>& storage) const {
+      out << " " << storage->device() << " " << storage->nbytes() << "B";
+    }
+    void operator()(const std::string& value) const { out << " " << value; }
+  };
+  std::visit(Visitor{text, dtype_}, arg_);
+  return text.str();
+}
+
+std::vector<const UOp*> toposort(const std::vector<UOpRef>& roots) {
+  std::vector<const UOp*> order;
+  std::unordered_set<const UOp*> visited;
+  // Iterative post-order, so deep graphs do not exhaust the stack.
+  std::vector<std::pair<const UOp*, size_t>> stack;
+  for (const UOpRef& root : roots) {
+    if (visited.count(root.get())) continue;
+    stack.emplace_back(root.get(), 0);
+    visited.insert(root.get());
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->srcs().size()) {
+        const UOp* src = node->srcs()[next++].get();
+        if (visited.insert(src).second) stack.emplace_back(src, 0);
+      } else {
+        order.push_back(node);
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
+std::string graph_to_string(const std::vector<UOpRef>& roots) {
+  std::vector<const UOp*> order = toposort(roots);
+  std::unordered_map<const UOp*, size_t> ids;
+  std::ostringstream text;
+  for (const UOp* node : order) {
+    const size_t id = ids.size();
+    ids[node] = id;
+    text << "%" << id << " = " << node->to_string();
+    for (const UOpRef& src : node->srcs()) text << " %" << ids[src.get()];
+    text << "\n";
+  }
+  return text.str();
+}
+
+std::string graph_to_dot(const std::vector<UOpRef>& roots) {
+  std::vector<const UOp*> order = toposort(roots);
+  std::unordered_map<const UOp*, size_t> ids;
+  std::ostringstream dot;
+  dot << "digraph kiln {\n  node [shape=box, fontname=monospace];\n";
+  for (const UOp* node : order) {
+    const size_t id = ids.size();
+    ids[node] = id;
+    std::string label = node->to_string();
+    for (char& c : label) {
+      if (c == '"') c = '\'';
+    }
+    dot << "  n" << id << " [label=\"" << label << "\"];\n";
+    for (const UOpRef& src : node->srcs()) dot << "  n" << ids[src.get()] << " -> n" << id << ";\n";
+  }
+  dot << "}\n";
+  return dot.str();
+}
+
+}  // namespace kiln

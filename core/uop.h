@@ -1,0 +1,128 @@
+#pragma once
+// The UOp: kiln's one IR node. Immutable and hash-consed: building the same node twice (same op,
+// dtype, sources, argument and shape) returns the same object, so equal subexpressions are shared
+// and pointer equality is structural equality.
+//
+// The tensor-level graph uses the ops up to Copy. Every node has a concrete shape. Elementwise
+// ops take sources of their own shape; movement is a View node over its source; a Reduce keeps
+// the rank (reduced axes become size 1).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <kiln/dtype.h>
+
+#include "core/view.h"
+
+namespace kiln {
+
+using Shape = std::vector<int64_t>;
+
+enum class Op : uint8_t {
+  // Leaves.
+  Buffer,  // realized data; arg: std::shared_ptr<Storage>
+  Const,   // arg: ConstArg; every element has the value
+  Iota,    // 1-D; element i has the value i
+  // Movement: arg is the ShapeTracker mapping this node's shape onto its source's elements.
+  View,
+  // Unary.
+  Neg, Not, Abs, Recip, Sqrt, Exp, Exp2, Log, Log2, Sin, Cos, Tan, Tanh, Erf, Floor, Ceil, Round,
+  Trunc,
+  // Binary.
+  Add, Sub, Mul, Div, Mod, Max, Min, Pow, CmpLt, CmpLe, CmpGt, CmpGe, CmpEq, CmpNe, And, Or, Xor,
+  Shl, Shr,
+  // Ternary.
+  Where,
+  // Changes the dtype (values convert; float to int truncates toward zero).
+  Cast,
+  // arg: ReduceArg.
+  Reduce,
+  // Forces its source to be realized into a buffer of its own.
+  Contiguous,
+  // Moves its source to another device; arg: the device name.
+  Copy,
+};
+
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min };
+
+struct ConstArg {
+  double float_value = 0;
+  int64_t int_value = 0;  // exact value for integer dtypes (uint64 stored as its bit pattern)
+  bool operator==(const ConstArg& other) const;
+};
+
+struct ReduceArg {
+  ReduceOp op;
+  std::vector<int> axes;  // sorted
+  bool operator==(const ReduceArg& other) const { return op == other.op && axes == other.axes; }
+};
+
+// Realized device memory. The runtime derives its buffers from this; core only holds them.
+class Storage {
+ public:
+  virtual ~Storage() = default;
+  virtual const std::string& device() const = 0;
+  virtual size_t nbytes() const = 0;
+};
+
+using Arg = std::variant<std::monostate, ConstArg, ShapeTracker, ReduceArg,
+                         std::shared_ptr<Storage>, std::string>;
+
+class UOp;
+using UOpRef = std::shared_ptr<const UOp>;
+
+class UOp {
+ public:
+  // The one way to make a node; returns the existing node when an equal one is alive.
+  static UOpRef make(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape);
+
+  Op op() const { return op_; }
+  DType dtype() const { return dtype_; }
+  const std::vector<UOpRef>& srcs() const { return srcs_; }
+  const UOpRef& src(size_t index = 0) const { return srcs_[index]; }
+  const Arg& arg() const { return arg_; }
+  const Shape& shape() const { return shape_; }
+  int64_t numel() const;
+  size_t hash() const { return hash_; }
+
+  const ConstArg& const_arg() const { return std::get<ConstArg>(arg_); }
+  const ShapeTracker& tracker() const { return std::get<ShapeTracker>(arg_); }
+  const ReduceArg& reduce_arg() const { return std::get<ReduceArg>(arg_); }
+  const std::shared_ptr<Storage>& storage() const { return std::get<std::shared_ptr<Storage>>(arg_); }
+  const std::string& device_arg() const { return std::get<std::string>(arg_); }
+
+  // One line: op, dtype, shape and argument.
+  std::string to_string() const;
+
+  UOp(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape, size_t hash)
+      : op_(op), dtype_(dtype), srcs_(std::move(srcs)), arg_(std::move(arg)), shape_(std::move(shape)),
+        hash_(hash) {}
+
+ private:
+  Op op_;
+  DType dtype_;
+  std::vector<UOpRef> srcs_;
+  Arg arg_;
+  Shape shape_;
+  size_t hash_;
+  mutable std::weak_ptr<const UOp> weak_self_;  // lets the intern table hand out owners
+};
+
+const char* op_name(Op op);
+const char* reduce_op_name(ReduceOp op);
+bool is_unary(Op op);
+bool is_binary(Op op);
+bool is_comparison(Op op);
+bool is_elementwise(Op op);  // unary, binary, Where and Cast
+
+// Every node reachable from the roots, sources before users.
+std::vector<const UOp*> toposort(const std::vector<UOpRef>& roots);
+// The graph as text, one node per line (what KILN_DEBUG=5 prints).
+std::string graph_to_string(const std::vector<UOpRef>& roots);
+// The graph as Graphviz dot.
+std::string graph_to_dot(const std::vector<UOpRef>& roots);
+
+}  // namespace kiln

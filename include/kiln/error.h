@@ -1,0 +1,54 @@
+#pragma once
+// Errors raised by kiln. Every message names the operation, the operands' shapes and dtypes, and
+// what would have been valid. An error raised by a Tensor operation leaves its operands unchanged.
+
+#include <stdexcept>
+#include <string>
+
+namespace kiln {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// A shape, axis or size that the operation cannot take.
+class ShapeError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A dtype that the operation (or the device) does not support.
+class DTypeError : public Error {
+ public:
+  using Error::Error;
+};
+
+// An unknown or unavailable device, a driver call that failed, or operands on two devices.
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A kernel that failed to compile. what() includes the compiler's log; source() is the kernel.
+class CompileError : public Error {
+ public:
+  CompileError(const std::string& message, std::string log, std::string source)
+      : Error(message + "\n--- compiler log ---\n" + log + "\n--- source ---\n" + source),
+        log_(std::move(log)),
+        source_(std::move(source)) {}
+  const std::string& log() const { return log_; }
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string log_;
+  std::string source_;
+};
+
+// The device ran out of memory even after its allocator released every cached block.
+class OutOfMemoryError : public DeviceError {
+ public:
+  using DeviceError::DeviceError;
+};
+
+}  // namespace kiln

@@ -1,0 +1,13 @@
+#pragma once
+// kiln: lazy tensors compiled at run time for the CPU and GPUs.
+//
+//   #include <kiln/kiln.h>
+//   auto a = kiln::Tensor::rand({1024, 1024}, /*seed=*/0);
+//   auto b = (a * 2 + 1).relu().sum({1});
+//   std::vector<float> values = b.to_vector<float>();
+//
+// The device is chosen by KILN_DEVICE (CPU, CL, CL:1, ...) or per tensor with `to(name)`.
+
+#include <kiln/dtype.h>
+#include <kiln/error.h>
+#include <kiln/tensor.h>

@@ -1,0 +1,212 @@
+#pragma once
+// kiln::Tensor: a lazily evaluated n-dimensional array on one device.
+//
+// A Tensor is a small handle: copying it is cheap and never copies data. Operations build an
+// expression graph; nothing runs until a value is needed (`realize`, `to_vector`, `item`). Then
+// kiln fuses the graph into few kernels, compiles them for the tensor's device and runs them.
+//
+// Every operation checks its arguments when it is called and throws a kiln::Error subclass
+// (ShapeError, DTypeError, DeviceError) naming the operation, the operands' shapes and dtypes and
+// what would be valid; the operands stay usable. Negative axes count from the end.
+//
+// Semantics worth knowing:
+//   * Broadcasting follows NumPy. Mixed dtypes promote as kiln/dtype.h describes; a host scalar
+//     keeps the tensor's dtype.
+//   * Integer arithmetic wraps (two's complement). Integer `/` truncates toward zero and `%` takes
+//     the sign of the dividend, as in C; dividing an integer by zero gives 0.
+//   * Float-to-integer casts truncate toward zero and saturate at the target's range; NaN gives 0.
+//   * float16 and bfloat16 are stored in 16 bits and computed in float32 inside a kernel.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <kiln/dtype.h>
+#include <kiln/error.h>
+
+namespace kiln {
+
+using Shape = std::vector<int64_t>;
+class UOp;
+struct TensorState;
+
+class Tensor {
+ public:
+  // ---- creation ----
+  template <typename T>
+  static Tensor from_vector(const std::vector<T>& data, Shape shape, const std::string& device = "");
+  static Tensor full(Shape shape, double value, DType dtype = dtypes::float32,
+                     const std::string& device = "");
+  static Tensor zeros(Shape shape, DType dtype = dtypes::float32, const std::string& device = "");
+  static Tensor ones(Shape shape, DType dtype = dtypes::float32, const std::string& device = "");
+  // 0, 1, ..., stop - 1 as int32.
+  static Tensor arange(int64_t stop, const std::string& device = "");
+  static Tensor arange(int64_t start, int64_t stop, int64_t step = 1, const std::string& device = "");
+  // Uniform in [0, 1), float32; the same values for the same seed on every device.
+  static Tensor rand(Shape shape, uint64_t seed, const std::string& device = "");
+  static Tensor eye(int64_t n, DType dtype = dtypes::float32, const std::string& device = "");
+
+  // ---- properties ----
+  const Shape& shape() const;
+  DType dtype() const;
+  const std::string& device() const;
+  int64_t numel() const;
+  int64_t ndim() const;
+
+  // ---- elementwise ----
+  Tensor operator-() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor exp2() const;
+  Tensor log2() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tan() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor reciprocal() const;
+  Tensor relu() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor gelu() const;  // exact (erf) form, as PyTorch's default
+  Tensor silu() const;
+  Tensor erf() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;  // half to even
+  Tensor trunc() const;
+  Tensor logical_not() const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(double exponent) const;
+  Tensor cast(DType dtype) const;
+
+  // ---- movement (metadata only) ----
+  Tensor reshape(Shape shape) const;  // one entry may be -1
+  Tensor permute(std::vector<int64_t> axes) const;
+  Tensor transpose(int64_t axis0 = -2, int64_t axis1 = -1) const;
+  Tensor expand(Shape shape) const;  // -1 keeps a size
+  Tensor pad(std::vector<std::pair<int64_t, int64_t>> before_after, double value = 0) const;
+  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> start_end) const;
+  Tensor flip(std::vector<int64_t> axes) const;
+  Tensor squeeze() const;  // every size-1 axis
+  Tensor squeeze(int64_t axis) const;
+  Tensor unsqueeze(int64_t axis) const;
+  Tensor flatten(int64_t start_axis = 0, int64_t end_axis = -1) const;
+  // Forces a row-major copy in its own buffer when realized.
+  Tensor contiguous() const;
+
+  // ---- reductions (no axes = every axis) ----
+  Tensor sum(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor max(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor min(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor mean(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor prod(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  // Bessel's correction (divide by n - correction), as PyTorch.
+  Tensor var(std::vector<int64_t> axes = {}, bool keepdim = false, int64_t correction = 1) const;
+  Tensor std(std::vector<int64_t> axes = {}, bool keepdim = false, int64_t correction = 1) const;
+  // First index of the extreme value (int32); ties resolve to the lowest index.
+  Tensor argmax(int64_t axis, bool keepdim = false) const;
+  Tensor argmin(int64_t axis, bool keepdim = false) const;
+  Tensor softmax(int64_t axis = -1) const;
+  Tensor log_softmax(int64_t axis = -1) const;
+  Tensor logsumexp(int64_t axis, bool keepdim = false) const;
+  Tensor cumsum(int64_t axis) const;
+
+  Tensor matmul(const Tensor& other) const;
+
+  // ---- evaluation and data ----
+  // Computes the value now (no-op when it is already computed). Returns *this.
+  const Tensor& realize() const;
+  // Realizes and copies every element to the host, row-major, converting to T.
+  template <typename T>
+  std::vector<T> to_vector() const;
+  // The value of a one-element tensor.
+  template <typename T>
+  T item() const;
+  // The same values on another device (a copy when the device differs).
+  Tensor to(const std::string& device) const;
+
+  // The expression graph behind this tensor, as text (one node per line) and as Graphviz dot.
+  std::string graph() const;
+  std::string graph_dot() const;
+
+  // Internal: the graph node. Stable across copies of the handle until realized.
+  std::shared_ptr<const UOp> node() const;
+  explicit Tensor(std::shared_ptr<TensorState> state) : state_(std::move(state)) {}
+
+ private:
+  static Tensor from_bytes(const void* data, size_t nbytes, DType dtype, Shape shape,
+                           const std::string& device);
+  void copy_to_host(void* out, DType dtype) const;
+  std::shared_ptr<TensorState> state_;
+};
+
+// ---- elementwise with broadcasting ----
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator%(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator%(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, double b);
+Tensor operator<=(const Tensor& a, double b);
+Tensor operator>(const Tensor& a, double b);
+Tensor operator>=(const Tensor& a, double b);
+Tensor operator==(const Tensor& a, double b);
+Tensor operator!=(const Tensor& a, double b);
+// Bitwise on integers, logical on bool.
+Tensor operator&(const Tensor& a, const Tensor& b);
+Tensor operator|(const Tensor& a, const Tensor& b);
+Tensor operator^(const Tensor& a, const Tensor& b);
+
+Tensor maximum(const Tensor& a, const Tensor& b);  // NaN wins, as in PyTorch
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& condition, double a, const Tensor& b);
+Tensor where(const Tensor& condition, const Tensor& a, double b);
+Tensor pow(const Tensor& base, const Tensor& exponent);
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t axis = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t axis = 0);
+
+// The NumPy broadcast of two shapes; throws ShapeError naming `op` when they do not broadcast.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast_shapes");
+
+// ---- devices ----
+// Names of the devices that can run here ("CPU", "CL", "CL:1", ...).
+std::vector<std::string> devices();
+// KILN_DEVICE when set (an unknown or unavailable name throws DeviceError), else the first GPU,
+// else "CPU".
+std::string default_device();
+
+// Explicit instantiations live in the library for every host type that matches a dtype.
+#define KILN_TENSOR_HOST_TYPES(X) \
+  X(bool) X(int8_t) X(int16_t) X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) \
+  X(uint64_t) X(half) X(bfloat16) X(float) X(double)
+
+#define KILN_DECLARE_EXTERN(T)                                                             \
+  extern template Tensor Tensor::from_vector<T>(const std::vector<T>&, Shape, const std::string&); \
+  extern template std::vector<T> Tensor::to_vector<T>() const;                             \
+  extern template T Tensor::item<T>() const;
+KILN_TENSOR_HOST_TYPES(KILN_DECLARE_EXTERN)
+#undef KILN_DECLARE_EXTERN
+
+}  // namespace kiln
