@@ -1,0 +1,167 @@
+#include "codegen/schedule.h"
+
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/rewrite.h"
+
+namespace kiln {
+namespace {
+
+// A full reduction of at least this many elements is split in two kernels.
+constexpr int64_t kSplitReductionThreshold = 1 << 15;
+// The first kernel leaves this many partial results (or fewer, see choose_split).
+constexpr int64_t kMaxSplits = 256;
+
+bool is_leaf_buffer_view(const UOp& node) {
+  return node.op() == Op::Buffer || (node.op() == Op::View && node.src()->op() == Op::Buffer);
+}
+
+UOpRef make_view(const UOpRef& src, const ShapeTracker& tracker, const Shape& shape) {
+  return UOp::make(Op::View, src->dtype(), {src}, tracker, shape);
+}
+
+// Largest divisor of n not above kMaxSplits that leaves at least 1024 elements per split.
+int64_t choose_split(int64_t n) {
+  for (int64_t splits = kMaxSplits; splits >= 2; --splits) {
+    if (n % splits == 0 && n / splits >= 1024) return splits;
+  }
+  return 1;
+}
+
+UOpRef split_rule(const UOpRef& node) {
+  if (node->op() != Op::Reduce) return nullptr;
+  const UOpRef& src = node->src();
+  if (node->numel() != 1 || src->numel() < kSplitReductionThreshold) return nullptr;
+  const int64_t total = src->numel();
+  const int64_t splits = choose_split(total);
+  if (splits == 1) return nullptr;
+  const ReduceOp op = node->reduce_arg().op;
+  ShapeTracker tracker = ShapeTracker::contiguous(to_sym_shape(src->shape()))
+                             .reshape({Sym(splits), Sym(total / splits)});
+  UOpRef grouped = make_view(src, tracker, {splits, total / splits});
+  UOpRef partial = UOp::make(Op::Reduce, node->dtype(), {grouped}, ReduceArg{op, {1}}, {splits, 1});
+  UOpRef stored = UOp::make(Op::Contiguous, node->dtype(), {partial}, {}, partial->shape());
+  UOpRef total_reduce = UOp::make(Op::Reduce, node->dtype(), {stored}, ReduceArg{op, {0}}, {1, 1});
+  ShapeTracker back = ShapeTracker::contiguous({Sym(1), Sym(1)}).reshape(to_sym_shape(node->shape()));
+  return make_view(total_reduce, back, node->shape());
+}
+
+}  // namespace
+
+std::vector<UOpRef> split_large_reductions(const std::vector<UOpRef>& roots) {
+  return graph_rewrite(roots, split_rule);
+}
+
+Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::string& device,
+                         const BufferFactory& make_buffer) {
+  const std::vector<UOpRef> roots = split_large_reductions(input_roots);
+  const std::vector<UOpRef> order = toposort(roots);
+
+  // Users of each node, and whether any user broadcasts it through a View.
+  std::unordered_map<const UOp*, std::unordered_set<const UOp*>> users;
+  std::unordered_set<const UOp*> broadcast_read;
+  std::unordered_set<const UOp*> must_realize;
+  for (const UOpRef& ref : order) {
+    const UOp* node = ref.get();
+    for (const UOpRef& src : node->srcs()) users[src.get()].insert(node);
+    if (node->op() == Op::View && !node->tracker().is_injective()) broadcast_read.insert(node->src().get());
+    if (node->op() == Op::Contiguous) must_realize.insert(node);
+    if (node->op() == Op::Copy && node->src()->op() != Op::Buffer) must_realize.insert(node->src().get());
+  }
+  for (const UOpRef& root : roots) {
+    if (!is_leaf_buffer_view(*root)) must_realize.insert(root.get());
+  }
+
+  // Which nodes get a buffer, deciding in order so that realized sources stop the reduce search.
+  // A node lives on its Copy's target, else on its sources' device, else on `device`.
+  std::unordered_set<const UOp*> realized;
+  std::unordered_map<const UOp*, bool> holds_reduce;
+  std::unordered_map<const UOp*, std::string> device_of;
+  for (const UOpRef& ref : order) {
+    const UOp* node = ref.get();
+    std::string& node_device = device_of[node];
+    if (node->op() == Op::Copy) {
+      node_device = node->device_arg();
+    } else if (node->op() == Op::Buffer) {
+      node_device = node->storage()->device();
+    } else {
+      for (const UOpRef& src : node->srcs()) {
+        if (node_device.empty()) node_device = device_of[src.get()];
+      }
+    }
+    bool reduce_inside = node->op() == Op::Reduce;
+    for (const UOpRef& src : node->srcs()) {
+      if (!realized.count(src.get()) && holds_reduce[src.get()]) reduce_inside = true;
+    }
+    holds_reduce[node] = reduce_inside;
+    if (node->op() == Op::Buffer) continue;
+    const bool repeats_reduce =
+        reduce_inside && (users[node].size() > 1 || broadcast_read.count(node));
+    if (must_realize.count(node) || repeats_reduce || node->op() == Op::Copy) realized.insert(node);
+  }
+
+  Schedule schedule;
+  std::unordered_map<const UOp*, UOpRef> buffer_of;
+  std::unordered_map<const UOp*, UOpRef> substituted;
+  // The value of `node` as a kernel sees it: realized sources become their buffers.
+  std::function<UOpRef(const UOpRef&)> substitute = [&](const UOpRef& node) -> UOpRef {
+    auto found = substituted.find(node.get());
+    if (found != substituted.end()) return found->second;
+    std::vector<UOpRef> srcs;
+    for (const UOpRef& src : node->srcs()) {
+      auto buffer = buffer_of.find(src.get());
+      srcs.push_back(buffer != buffer_of.end() ? buffer->second : substitute(src));
+    }
+    UOpRef result = with_srcs(node, std::move(srcs));
+    substituted[node.get()] = result;
+    return result;
+  };
+  for (const UOpRef& node : order) {
+    const UOp* raw = node.get();
+    if (!realized.count(raw)) continue;
+    const std::string& node_device = device_of[raw].empty() ? device : device_of[raw];
+    auto storage = make_buffer(node_device, node->dtype(), node->numel());
+    UOpRef buffer = UOp::make(Op::Buffer, node->dtype(), {}, storage, node->shape());
+    ScheduleItem item;
+    item.output = buffer;
+    if (node->op() == Op::Copy) {
+      item.kind = ScheduleItem::Kind::Copy;
+      const UOpRef& src = node->src();
+      item.inputs = {src->op() == Op::Buffer ? src : buffer_of.at(src.get())};
+    } else {
+      const UOpRef value = node->op() == Op::Contiguous ? node->src() : node;
+      auto src_buffer = buffer_of.find(value.get());
+      item.ast = src_buffer != buffer_of.end() ? src_buffer->second : substitute(value);
+      for (const UOpRef& leaf : toposort({item.ast})) {
+        if (leaf->op() == Op::Buffer) item.inputs.push_back(leaf);
+      }
+    }
+    buffer_of[raw] = buffer;
+    schedule.items.push_back(std::move(item));
+  }
+  for (const UOpRef& root : roots) {
+    auto buffer = buffer_of.find(root.get());
+    schedule.results.push_back(buffer != buffer_of.end() ? buffer->second : root);
+  }
+  return schedule;
+}
+
+std::string schedule_to_string(const Schedule& schedule) {
+  std::ostringstream text;
+  for (size_t index = 0; index < schedule.items.size(); ++index) {
+    const ScheduleItem& item = schedule.items[index];
+    if (item.kind == ScheduleItem::Kind::Copy) {
+      text << "item " << index << ": COPY " << item.inputs[0]->to_string() << " -> "
+           << item.output->to_string() << "\n";
+      continue;
+    }
+    text << "item " << index << ": KERNEL -> " << item.output->to_string() << " reads "
+         << item.inputs.size() << " buffer(s)\n"
+         << graph_to_string({item.ast});
+  }
+  return text.str();
+}
+
+}  // namespace kiln

@@ -18,8 +18,6 @@ struct DTypeInfo {
   double max_value;
 };
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 // Indexed by ScalarType.
 const DTypeInfo kInfo[] = {
     {"bool", 1, false, false, true, 0, 1},
@@ -65,8 +63,9 @@ const char* DType::name() const { return info(*this).name; }
 bool DType::is_float() const { return info(*this).is_float; }
 bool DType::is_int() const { return info(*this).is_int; }
 bool DType::is_unsigned() const { return info(*this).is_unsigned && is_int(); }
-double DType::min_value() const { return is_float() ? -kInf : info(*this).min_value; }
-double DType::max_value() const { return is_float() ? kInf : info(*this).max_value; }
+// The table holds the finite extremes, which is what the header promises (not +-infinity).
+double DType::min_value() const { return info(*this).min_value; }
+double DType::max_value() const { return info(*this).max_value; }
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;

@@ -427,7 +427,8 @@ Sym logical_and(const Sym& a, const Sym& b) {
     if (b.const_value() == 0) return Sym(0);
     if (a.vmin() >= 0 && a.vmax() <= 1) return a;
   }
-  if (a == b) return a;
+  // x && x is x only for a 0/1 value; otherwise it is still (x != 0), which needs the node.
+  if (a == b && a.vmin() >= 0 && a.vmax() <= 1) return a;
   return SymBuilder::binary(SymKind::And, a, b, 0, 1, "&&");
 }
 

@@ -160,22 +160,21 @@ std::string UOp::to_string() const {
   return text.str();
 }
 
-std::vector<const UOp*> toposort(const std::vector<UOpRef>& roots) {
-  std::vector<const UOp*> order;
+std::vector<UOpRef> toposort(const std::vector<UOpRef>& roots) {
+  std::vector<UOpRef> order;
   std::unordered_set<const UOp*> visited;
   // Iterative post-order, so deep graphs do not exhaust the stack.
-  std::vector<std::pair<const UOp*, size_t>> stack;
+  std::vector<std::pair<const UOpRef*, size_t>> stack;
   for (const UOpRef& root : roots) {
-    if (visited.count(root.get())) continue;
-    stack.emplace_back(root.get(), 0);
-    visited.insert(root.get());
+    if (!visited.insert(root.get()).second) continue;
+    stack.emplace_back(&root, 0);
     while (!stack.empty()) {
       auto& [node, next] = stack.back();
-      if (next < node->srcs().size()) {
-        const UOp* src = node->srcs()[next++].get();
-        if (visited.insert(src).second) stack.emplace_back(src, 0);
+      if (next < (*node)->srcs().size()) {
+        const UOpRef& src = (*node)->srcs()[next++];
+        if (visited.insert(src.get()).second) stack.emplace_back(&src, 0);
       } else {
-        order.push_back(node);
+        order.push_back(*node);
         stack.pop_back();
       }
     }
@@ -184,12 +183,11 @@ std::vector<const UOp*> toposort(const std::vector<UOpRef>& roots) {
 }
 
 std::string graph_to_string(const std::vector<UOpRef>& roots) {
-  std::vector<const UOp*> order = toposort(roots);
   std::unordered_map<const UOp*, size_t> ids;
   std::ostringstream text;
-  for (const UOp* node : order) {
+  for (const UOpRef& node : toposort(roots)) {
     const size_t id = ids.size();
-    ids[node] = id;
+    ids[node.get()] = id;
     text << "%" << id << " = " << node->to_string();
     for (const UOpRef& src : node->srcs()) text << " %" << ids[src.get()];
     text << "\n";
@@ -198,13 +196,12 @@ std::string graph_to_string(const std::vector<UOpRef>& roots) {
 }
 
 std::string graph_to_dot(const std::vector<UOpRef>& roots) {
-  std::vector<const UOp*> order = toposort(roots);
   std::unordered_map<const UOp*, size_t> ids;
   std::ostringstream dot;
   dot << "digraph kiln {\n  node [shape=box, fontname=monospace];\n";
-  for (const UOp* node : order) {
+  for (const UOpRef& node : toposort(roots)) {
     const size_t id = ids.size();
-    ids[node] = id;
+    ids[node.get()] = id;
     std::string label = node->to_string();
     for (char& c : label) {
       if (c == '"') c = '\'';

@@ -119,7 +119,7 @@ bool is_comparison(Op op);
 bool is_elementwise(Op op);  // unary, binary, Where and Cast
 
 // Every node reachable from the roots, sources before users.
-std::vector<const UOp*> toposort(const std::vector<UOpRef>& roots);
+std::vector<UOpRef> toposort(const std::vector<UOpRef>& roots);
 // The graph as text, one node per line (what KILN_DEBUG=5 prints).
 std::string graph_to_string(const std::vector<UOpRef>& roots);
 // The graph as Graphviz dot.

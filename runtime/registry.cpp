@@ -1,0 +1,229 @@
+#include "runtime/registry.h"
+
+#include <dlfcn.h>
+
+#include <kiln/error.h>
+#include <kiln/tensor.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "runtime/debug.h"
+#include "runtime/plugin.h"
+
+namespace kiln {
+namespace {
+
+struct LoadedPlugin {
+  const PluginEntry* entry = nullptr;
+  ProbeResult probe;
+  std::string path;
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<LoadedPlugin> plugins;
+  std::vector<DeviceRecord> records;
+  std::map<std::string, std::shared_ptr<DeviceContext>> open;
+};
+
+// The folder that holds libkiln itself.
+std::string library_directory() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(&library_directory), &info) && info.dli_fname) {
+    return std::filesystem::path(info.dli_fname).parent_path().string();
+  }
+  return ".";
+}
+
+std::vector<std::string> plugin_directories() {
+  std::vector<std::string> folders;
+  if (const char* extra = std::getenv("KILN_PLUGIN_PATH"); extra && *extra) {
+    std::stringstream list(extra);
+    std::string folder;
+    while (std::getline(list, folder, ':')) {
+      if (!folder.empty()) folders.push_back(folder);
+    }
+  }
+  folders.push_back(library_directory());
+  return folders;
+}
+
+std::vector<std::string> plugin_files() {
+  std::vector<std::string> files;
+  for (const std::string& folder : plugin_directories()) {
+    std::error_code error;
+    std::vector<std::string> found;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+      const std::string file = entry.path().filename().string();
+      if (file.rfind("libkiln_device_", 0) == 0 && entry.path().extension() == ".so") {
+        found.push_back(entry.path().string());
+      }
+    }
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+void load_plugin(Registry& registry, const std::string& path) {
+  const std::string file = std::filesystem::path(path).filename().string();
+  auto fail = [&](const std::string& reason) {
+    DeviceRecord record;
+    record.name = file;
+    record.reason = reason;
+    record.plugin_path = path;
+    registry.records.push_back(record);
+    if (debug_level() >= 1) logger().info("plugin {} skipped: {}", path, reason);
+  };
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) return fail(std::string("failed to load: ") + dlerror());
+  using EntryFunction = const PluginEntry* (*)();
+  auto entry_function = reinterpret_cast<EntryFunction>(dlsym(handle, KILN_PLUGIN_ENTRY_SYMBOL));
+  if (!entry_function) return fail("not a kiln plugin: no kiln_plugin_entry symbol");
+  const PluginEntry* entry = entry_function();
+  if (!entry || entry->abi_version != kPluginAbiVersion) {
+    return fail("plugin ABI version " + std::to_string(entry ? entry->abi_version : 0) +
+                " does not match kiln's " + std::to_string(kPluginAbiVersion));
+  }
+  // A plugin found twice (KILN_PLUGIN_PATH and beside libkiln): the first one wins.
+  for (const LoadedPlugin& loaded : registry.plugins) {
+    if (std::string(loaded.entry->name) == entry->name) return;
+  }
+  LoadedPlugin loaded;
+  loaded.entry = entry;
+  loaded.path = path;
+  try {
+    loaded.probe = entry->probe();
+  } catch (const std::exception& error) {
+    loaded.probe.device_count = 0;
+    loaded.probe.reason = std::string("probe failed: ") + error.what();
+  }
+  registry.plugins.push_back(loaded);
+  if (loaded.probe.device_count == 0) {
+    DeviceRecord record;
+    record.name = entry->name;
+    record.reason = loaded.probe.reason;
+    record.plugin_path = path;
+    registry.records.push_back(record);
+    return;
+  }
+  for (int index = 0; index < loaded.probe.device_count; ++index) {
+    DeviceRecord record;
+    record.name = index == 0 ? std::string(entry->name) : std::string(entry->name) + ":" + std::to_string(index);
+    record.available = true;
+    record.is_gpu = loaded.probe.is_gpu;
+    record.reason = loaded.probe.reason;
+    record.plugin_path = path;
+    registry.records.push_back(record);
+  }
+}
+
+Registry& registry() {
+  static Registry* instance = [] {
+    auto* created = new Registry();  // lives for the process: plugins are never unloaded
+    for (const std::string& path : plugin_files()) load_plugin(*created, path);
+    return created;
+  }();
+  return *instance;
+}
+
+std::string describe_devices(const Registry& state) {
+  std::string available, unavailable;
+  for (const DeviceRecord& record : state.records) {
+    if (record.available) {
+      available += (available.empty() ? "" : ", ") + record.name;
+    } else {
+      unavailable += "\n  " + record.name + ": " + record.reason;
+    }
+  }
+  std::string text = "available devices: " + (available.empty() ? std::string("none") : available);
+  if (!unavailable.empty()) text += "; unavailable:" + unavailable;
+  if (state.records.empty()) {
+    text += " (no plugin found in: ";
+    for (const std::string& folder : plugin_directories()) text += folder + " ";
+    text += ")";
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string canonical_device_name(const std::string& name) {
+  std::string upper;
+  for (char c : name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper.size() > 2 && upper.substr(upper.size() - 2) == ":0") upper.resize(upper.size() - 2);
+  return upper;
+}
+
+std::vector<DeviceRecord> device_records() {
+  Registry& state = registry();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  return state.records;
+}
+
+std::shared_ptr<DeviceContext> open_device(const std::string& requested) {
+  Registry& state = registry();
+  const std::string name = canonical_device_name(requested);
+  std::lock_guard<std::mutex> lock(state.mutex);
+  auto open = state.open.find(name);
+  if (open != state.open.end()) return open->second;
+
+  const std::string prefix = name.substr(0, name.find(':'));
+  int index = 0;
+  if (name.find(':') != std::string::npos) {
+    const std::string number = name.substr(name.find(':') + 1);
+    if (number.empty() || !std::all_of(number.begin(), number.end(), ::isdigit)) {
+      throw DeviceError("[device] '" + requested + "' is not a device name (NAME or NAME:INDEX); " +
+                        describe_devices(state));
+    }
+    index = std::stoi(number);
+  }
+  for (const LoadedPlugin& plugin : state.plugins) {
+    if (plugin.entry->name != prefix) continue;
+    if (plugin.probe.device_count == 0) {
+      throw DeviceError("[device] " + requested + " is unavailable: " + plugin.probe.reason + "; " +
+                        describe_devices(state));
+    }
+    if (index >= plugin.probe.device_count) {
+      throw DeviceError("[device] " + requested + " does not exist: the " + prefix + " plugin found " +
+                        std::to_string(plugin.probe.device_count) + " device(s); " + describe_devices(state));
+    }
+    std::unique_ptr<Device> device = plugin.entry->create(index);
+    auto context = std::make_shared<DeviceContext>(std::move(device));
+    state.open[name] = context;
+    return context;
+  }
+  throw DeviceError("[device] unknown device '" + requested + "'; " + describe_devices(state));
+}
+
+std::vector<std::string> devices() {
+  std::vector<std::string> names;
+  for (const DeviceRecord& record : device_records()) {
+    if (record.available) names.push_back(record.name);
+  }
+  return names;
+}
+
+std::string default_device() {
+  static const std::string chosen = [] {
+    if (const char* requested = std::getenv("KILN_DEVICE"); requested && *requested) {
+      const std::string name = canonical_device_name(requested);
+      open_device(name);  // throws with the reason when it can't run here
+      return name;
+    }
+    const std::vector<DeviceRecord> records = device_records();
+    for (const DeviceRecord& record : records) {
+      if (record.available && record.is_gpu) return record.name;
+    }
+    return std::string("CPU");
+  }();
+  return chosen;
+}
+
+}  // namespace kiln

@@ -1,0 +1,77 @@
+// The C dialect: plain C99 compiled by the system C compiler, one function per kernel that the
+// CPU device calls on each thread with a range of flat output indices.
+
+#include "codegen/dialect.h"
+
+namespace kiln {
+namespace {
+
+// Helpers every C kernel may use. Half conversions round to nearest even and keep NaN and inf;
+// they use only integer operations so that no header is needed (faster compiles).
+const char* const kCPrelude = R"(typedef unsigned int kiln_u32;
+static inline float kiln_bits_to_float(kiln_u32 bits) { union { kiln_u32 u; float f; } v; v.u = bits; return v.f; }
+static inline kiln_u32 kiln_float_to_bits(float value) { union { kiln_u32 u; float f; } v; v.f = value; return v.u; }
+static inline float kiln_half_to_float(unsigned short h) {
+  kiln_u32 sign = ((kiln_u32)h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0) {
+    float magnitude = (float)mantissa * 5.9604644775390625e-8f;
+    return sign ? -magnitude : magnitude;
+  }
+  if (exponent == 31) return kiln_bits_to_float(sign | 0x7f800000u | (mantissa << 13));
+  return kiln_bits_to_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+static inline unsigned short kiln_float_to_half(float value) {
+  kiln_u32 bits = kiln_float_to_bits(value), sign = (bits >> 16) & 0x8000u, magnitude = bits & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) return (unsigned short)(sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u : 0u));
+  if (magnitude >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);
+  if (magnitude < 0x38800000u) {
+    if (magnitude < 0x33000000u) return (unsigned short)sign;
+    kiln_u32 exponent = magnitude >> 23, mantissa = (magnitude & 0x7fffffu) | 0x800000u, shift = 126u - exponent;
+    kiln_u32 result = mantissa >> shift, dropped = mantissa & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+    if (dropped > halfway || (dropped == halfway && (result & 1u))) result += 1u;
+    return (unsigned short)(sign | result);
+  }
+  kiln_u32 result = (magnitude - 0x38000000u) >> 13, dropped = magnitude & 0x1fffu;
+  if (dropped > 0x1000u || (dropped == 0x1000u && (result & 1u))) result += 1u;
+  return (unsigned short)(sign | result);
+}
+static inline float kiln_bf16_to_float(unsigned short b) { return kiln_bits_to_float((kiln_u32)b << 16); }
+static inline unsigned short kiln_float_to_bf16(float value) {
+  kiln_u32 bits = kiln_float_to_bits(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((bits >> 16) | 0x40u);
+  return (unsigned short)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+static inline long long kiln_floordiv(long long a, long long b) { long long q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline long long kiln_floormod(long long a, long long b) { return a - kiln_floordiv(a, b) * b; }
+)";
+
+Dialect make_c_dialect() {
+  Dialect dialect;
+  dialect.name = "C";
+  dialect.prelude = kCPrelude;
+  dialect.launch_style = Dialect::LaunchStyle::kCpuLoop;
+  dialect.index_type = "long long";
+  dialect.type_names = {"unsigned char",  "signed char",        "short",          "int",
+                        "long long",      "unsigned char",      "unsigned short", "unsigned int",
+                        "unsigned long long", "unsigned short", "unsigned short", "float",
+                        "double"};
+  dialect.math_prefix = "__builtin_";
+  dialect.float32_math_suffix = "f";
+  // Lets the compiler reassociate one float sum so the loop vectorizes (needs -fopenmp-simd).
+  dialect.reduce_loop_pragma = "#pragma omp simd reduction";
+  dialect.restrict_keyword = "restrict";
+  dialect.float32_infinity = "__builtin_inff()";
+  dialect.float32_nan = "__builtin_nanf(\"\")";
+  dialect.float64_infinity = "__builtin_inf()";
+  dialect.float64_nan = "__builtin_nan(\"\")";
+  return dialect;
+}
+
+}  // namespace
+
+const Dialect& c_dialect() {
+  static const Dialect dialect = make_c_dialect();
+  return dialect;
+}
+
+}  // namespace kiln

@@ -1,0 +1,331 @@
+#include "codegen/render.h"
+
+#include <kiln/error.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace kiln {
+namespace {
+
+std::string int_literal(int64_t value) {
+  if (value == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807LL - 1)";
+  if (value >= -2147483647 && value <= 2147483647) return std::to_string(value);
+  return std::to_string(value) + "LL";
+}
+
+class Renderer {
+ public:
+  Renderer(const LinearProgram& program, const Dialect& dialect)
+      : program_(program), dialect_(dialect), names_(program.instrs.size()) {}
+
+  std::string run() {
+    std::ostringstream out;
+    out << dialect_.prelude << "\n";
+    render_signature(out);
+    indent_ = 1;
+    render_global_index(out);
+    for (size_t index = 0; index < program_.instrs.size(); ++index) render_instr(out, static_cast<int>(index));
+    if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) out << "  }\n";
+    out << "}\n";
+    return out.str();
+  }
+
+ private:
+  // The type a value is computed in: half types compute in float.
+  std::string compute_type(DType dtype) const {
+    return dtype.is_half() ? dialect_.type_name(dtypes::float32) : dialect_.type_name(dtype);
+  }
+
+  std::string pad() const { return std::string(indent_ * 2, ' '); }
+
+  void render_signature(std::ostringstream& out) {
+    const std::string& restrict_word = dialect_.restrict_keyword;
+    if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
+      out << "void " << program_.name << "(void** " << restrict_word << " buffers, const long long* "
+          << restrict_word << " variables, long long begin, long long end) {\n";
+      for (size_t param = 0; param < program_.params.size(); ++param) {
+        const KernelParam& info = program_.params[param];
+        const std::string type = dialect_.type_name(info.dtype);
+        const std::string qualifier = info.is_output ? "" : "const ";
+        out << "  " << qualifier << type << "* " << restrict_word << " data" << param << " = ("
+            << qualifier << type << "*)buffers[" << param << "];\n";
+      }
+      out << "  (void)variables;\n";
+      return;
+    }
+    out << dialect_.kernel_prefix << " " << program_.name << "(";
+    for (size_t param = 0; param < program_.params.size(); ++param) {
+      const KernelParam& info = program_.params[param];
+      if (param > 0) out << ", ";
+      out << dialect_.buffer_qualifier << (info.is_output ? "" : "const ")
+          << dialect_.type_name(info.dtype) << "* " << restrict_word << " data" << param;
+    }
+    out << ") {\n";
+  }
+
+  void render_global_index(std::ostringstream& out) {
+    const std::string& gid = program_.global_var;
+    if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
+      out << "  for (long long " << gid << " = begin; " << gid << " < end; " << gid << "++) {\n";
+      indent_ = 2;
+      return;
+    }
+    out << "  const " << dialect_.index_type << " " << gid << " = " << dialect_.global_index_expression
+        << ";\n  if (" << gid << " >= " << int_literal(program_.global_size) << ") return;\n";
+  }
+
+  std::string literal(DType dtype, const ConstArg& value) const {
+    if (dtype.is_bool()) return value.int_value || value.float_value != 0 ? "1" : "0";
+    if (dtype.is_float()) {
+      const bool wide = dtype == dtypes::float64;
+      const double number = value.float_value;
+      if (std::isnan(number)) return wide ? dialect_.float64_nan : dialect_.float32_nan;
+      if (std::isinf(number)) {
+        const std::string& inf = wide ? dialect_.float64_infinity : dialect_.float32_infinity;
+        return number < 0 ? "(-" + inf + ")" : inf;
+      }
+      char text[64];
+      std::snprintf(text, sizeof(text), wide ? "%.17g" : "%.9g", wide ? number : static_cast<float>(number));
+      std::string result = text;
+      if (result.find_first_of(".en") == std::string::npos) result += ".0";
+      if (!wide) result += "f";
+      return "(" + result + ")";
+    }
+    if (dtype.is_unsigned()) {
+      return "((" + dialect_.type_name(dtype) + ")" + std::to_string(static_cast<uint64_t>(value.int_value)) + "ULL)";
+    }
+    return "((" + dialect_.type_name(dtype) + ")" + int_literal(value.int_value) + ")";
+  }
+
+  std::string math(const char* function, DType dtype, const std::string& argument) const {
+    std::string name = dialect_.math_prefix + function;
+    if (dtype != dtypes::float64) name += dialect_.float32_math_suffix;
+    return name + "(" + argument + ")";
+  }
+
+  std::string name_of(int value) const { return names_[value]; }
+
+  std::string render_alu(const LinInstr& instr) const {
+    const DType dtype = instr.dtype;
+    const DType operand_dtype = program_.instrs[instr.srcs[0]].dtype;
+    const std::string a = name_of(instr.srcs[0]);
+    const std::string b = instr.srcs.size() > 1 ? name_of(instr.srcs[1]) : "";
+    const std::string c = instr.srcs.size() > 2 ? name_of(instr.srcs[2]) : "";
+    const bool is_float = operand_dtype.is_float();
+    const bool is_bool = operand_dtype.is_bool();
+    const std::string type = compute_type(dtype);
+    switch (instr.alu) {
+      case Op::Neg: return is_bool ? "(!" + a + ")" : "(-" + a + ")";
+      case Op::Not: return "(!" + a + ")";
+      case Op::Abs: return is_float ? math("fabs", dtype, a) : "(" + a + " < 0 ? -" + a + " : " + a + ")";
+      case Op::Recip: return "(" + literal(dtype, ConstArg{1.0, 1}) + " / " + a + ")";
+      case Op::Sqrt: return math("sqrt", dtype, a);
+      case Op::Exp: return math("exp", dtype, a);
+      case Op::Exp2: return math("exp2", dtype, a);
+      case Op::Log: return math("log", dtype, a);
+      case Op::Log2: return math("log2", dtype, a);
+      case Op::Sin: return math("sin", dtype, a);
+      case Op::Cos: return math("cos", dtype, a);
+      case Op::Tan: return math("tan", dtype, a);
+      case Op::Tanh: return math("tanh", dtype, a);
+      case Op::Erf: return math("erf", dtype, a);
+      case Op::Floor: return math("floor", dtype, a);
+      case Op::Ceil: return math("ceil", dtype, a);
+      case Op::Round: return math("rint", dtype, a);
+      case Op::Trunc: return math("trunc", dtype, a);
+      case Op::Add: return is_bool ? "(" + a + " | " + b + ")" : "(" + a + " + " + b + ")";
+      case Op::Sub: return "(" + a + " - " + b + ")";
+      case Op::Mul: return is_bool ? "(" + a + " & " + b + ")" : "(" + a + " * " + b + ")";
+      case Op::Div:
+        if (is_float) return "(" + a + " / " + b + ")";
+        if (operand_dtype.is_unsigned() || is_bool) return "(" + b + " == 0 ? 0 : " + a + " / " + b + ")";
+        // Division by zero gives 0; MIN / -1 wraps instead of trapping.
+        return "(" + b + " == 0 ? (" + type + ")0 : (" + b + " == -1 ? (" + type + ")(0 - " + a +
+               ") : " + a + " / " + b + "))";
+      case Op::Mod:
+        if (is_float) return math("fmod", dtype, a + ", " + b);
+        if (operand_dtype.is_unsigned() || is_bool) return "(" + b + " == 0 ? 0 : " + a + " % " + b + ")";
+        return "((" + b + " == 0 || " + b + " == -1) ? (" + type + ")0 : " + a + " % " + b + ")";
+      case Op::Max:
+        if (is_float) return "((" + a + " != " + a + " || " + a + " > " + b + ") ? " + a + " : " + b + ")";
+        return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+      case Op::Min:
+        if (is_float) return "((" + a + " != " + a + " || " + a + " < " + b + ") ? " + a + " : " + b + ")";
+        return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+      case Op::Pow: return math("pow", dtype, a + ", " + b);
+      case Op::CmpLt: return "(" + a + " < " + b + ")";
+      case Op::CmpLe: return "(" + a + " <= " + b + ")";
+      case Op::CmpGt: return "(" + a + " > " + b + ")";
+      case Op::CmpGe: return "(" + a + " >= " + b + ")";
+      case Op::CmpEq: return "(" + a + " == " + b + ")";
+      case Op::CmpNe: return "(" + a + " != " + b + ")";
+      case Op::And: return "(" + a + " & " + b + ")";
+      case Op::Or: return "(" + a + " | " + b + ")";
+      case Op::Xor: return "(" + a + " ^ " + b + ")";
+      case Op::Shl: return "(" + a + " << " + b + ")";
+      case Op::Shr: return "(" + a + " >> " + b + ")";
+      case Op::Where: return "(" + a + " ? " + b + " : " + c + ")";
+      default: break;
+    }
+    throw Error(std::string("[render_kernel] internal error: no rendering for ") + op_name(instr.alu));
+  }
+
+  // Rounds a float to the precision of a half type, keeping it in a float.
+  std::string round_to_half(DType dtype, const std::string& value) const {
+    if (dtype == dtypes::float16) return dialect_.half_to_float + "(" + dialect_.float_to_half + "(" + value + "))";
+    return dialect_.bfloat16_to_float + "(" + dialect_.float_to_bfloat16 + "(" + value + "))";
+  }
+
+  std::string render_cast(const LinInstr& instr) const {
+    const DType to = instr.dtype;
+    const DType from = program_.instrs[instr.srcs[0]].dtype;
+    const std::string value = name_of(instr.srcs[0]);
+    if (to.is_bool()) return "(" + value + " != 0)";
+    if (to.is_float()) {
+      const std::string converted = "((" + compute_type(to) + ")" + value + ")";
+      return to.is_half() && from != to ? round_to_half(to, converted) : converted;
+    }
+    const std::string type = dialect_.type_name(to);
+    if (!from.is_float()) return "((" + type + ")" + value + ")";
+    // Float to integer: truncate, saturate at the target's range, NaN gives 0.
+    char low[64], high[64];
+    std::snprintf(low, sizeof(low), "%.1f", to.min_value());
+    std::snprintf(high, sizeof(high), "%.1f", to.max_value() + 1.0);
+    const std::string min_literal = to.is_unsigned() ? "0" : (to == dtypes::int64 ? int_literal(std::numeric_limits<int64_t>::min()) : std::to_string(static_cast<int64_t>(to.min_value())));
+    const std::string max_literal =
+        to == dtypes::uint64 ? "18446744073709551615ULL"
+        : to == dtypes::int64 ? "9223372036854775807LL"
+                              : std::to_string(static_cast<uint64_t>(to.max_value())) + (to.is_unsigned() ? "U" : "");
+    return "(" + value + " != " + value + " ? (" + type + ")0 : (" + value + " < " + low + " ? (" + type +
+           ")" + min_literal + " : (" + value + " >= " + high + " ? (" + type + ")" + max_literal +
+           " : (" + type + ")" + value + ")))";
+  }
+
+  std::string load_expression(const LinInstr& instr) const {
+    std::string element = "data" + std::to_string(instr.buffer) + "[" + render_sym(instr.index) + "]";
+    if (instr.dtype == dtypes::float16) element = dialect_.half_to_float + "(" + element + ")";
+    if (instr.dtype == dtypes::bfloat16) element = dialect_.bfloat16_to_float + "(" + element + ")";
+    if (instr.valid == Sym(1)) return element;
+    return "(" + render_sym(instr.valid) + " ? " + element + " : " + literal(instr.dtype, ConstArg{}) + ")";
+  }
+
+  std::string reduce_update(const LinInstr& instr) const {
+    const std::string acc = name_of(instr.srcs[0]);
+    const std::string value = name_of(instr.srcs[1]);
+    const DType dtype = instr.dtype;
+    switch (instr.reduce) {
+      case ReduceOp::Sum: return acc + (dtype.is_bool() ? " |= " : " += ") + value;
+      case ReduceOp::Prod: return acc + (dtype.is_bool() ? " &= " : " *= ") + value;
+      case ReduceOp::Max:
+        if (dtype.is_float()) return acc + " = (" + value + " != " + value + " || " + value + " > " + acc + ") ? " + value + " : " + acc;
+        return acc + " = " + value + " > " + acc + " ? " + value + " : " + acc;
+      case ReduceOp::Min:
+        if (dtype.is_float()) return acc + " = (" + value + " != " + value + " || " + value + " < " + acc + ") ? " + value + " : " + acc;
+        return acc + " = " + value + " < " + acc + " ? " + value + " : " + acc;
+    }
+    return "";
+  }
+
+  void render_instr(std::ostringstream& out, int index) {
+    const LinInstr& instr = program_.instrs[index];
+    const std::string value_name = "v" + std::to_string(index);
+    const std::string type = compute_type(instr.dtype);
+    switch (instr.op) {
+      case LinOp::Const: names_[index] = literal(instr.dtype, instr.value); return;
+      case LinOp::Index:
+        names_[index] = value_name;
+        out << pad() << "const " << dialect_.index_type << " " << value_name << " = " << render_sym(instr.index) << ";\n";
+        return;
+      case LinOp::Load:
+        names_[index] = value_name;
+        out << pad() << "const " << type << " " << value_name << " = " << load_expression(instr) << ";\n";
+        return;
+      case LinOp::Alu:
+        names_[index] = value_name;
+        out << pad() << "const " << type << " " << value_name << " = " << render_alu(instr) << ";\n";
+        return;
+      case LinOp::Cast:
+        names_[index] = value_name;
+        out << pad() << "const " << type << " " << value_name << " = " << render_cast(instr) << ";\n";
+        return;
+      case LinOp::AccDefine:
+        names_[index] = "acc" + std::to_string(index);
+        out << pad() << type << " " << names_[index] << " = " << literal(instr.dtype, instr.value) << ";\n";
+        return;
+      case LinOp::AccUpdate: out << pad() << reduce_update(instr) << ";\n"; return;
+      case LinOp::LoopBegin:
+        if (instr.reduction_acc >= 0 && !dialect_.reduce_loop_pragma.empty()) {
+          out << pad() << dialect_.reduce_loop_pragma << "(+:" << names_[instr.reduction_acc] << ")\n";
+        }
+        out << pad() << "for (" << dialect_.index_type << " " << instr.loop_var << " = 0; " << instr.loop_var
+            << " < " << int_literal(instr.loop_end) << "; " << instr.loop_var << "++) {\n";
+        ++indent_;
+        return;
+      case LinOp::LoopEnd:
+        --indent_;
+        out << pad() << "}\n";
+        return;
+      case LinOp::Store: {
+        std::string value = name_of(instr.srcs[0]);
+        if (instr.dtype == dtypes::float16) value = dialect_.float_to_half + "(" + value + ")";
+        if (instr.dtype == dtypes::bfloat16) value = dialect_.float_to_bfloat16 + "(" + value + ")";
+        out << pad() << "data" << instr.buffer << "[" << render_sym(instr.index) << "] = " << value << ";\n";
+        return;
+      }
+    }
+  }
+
+  const LinearProgram& program_;
+  const Dialect& dialect_;
+  std::vector<std::string> names_;
+  int indent_ = 0;
+};
+
+}  // namespace
+
+std::string render_sym(const Sym& value) {
+  switch (value.kind()) {
+    case SymKind::Const: return int_literal(value.const_value());
+    case SymKind::Var: return value.var_name();
+    case SymKind::Sum: {
+      std::string text = "(";
+      bool first = true;
+      for (const auto& [atom, coefficient] : value.sum_terms()) {
+        if (!first) text += " + ";
+        first = false;
+        text += coefficient == 1 ? render_sym(atom) : render_sym(atom) + " * " + int_literal(coefficient);
+      }
+      if (value.sum_constant() != 0) text += " + " + int_literal(value.sum_constant());
+      return text + ")";
+    }
+    default: break;
+  }
+  const Sym& left = value.operands()[0];
+  const Sym& right = value.operands()[1];
+  const std::string a = render_sym(left);
+  const std::string b = render_sym(right);
+  switch (value.kind()) {
+    case SymKind::Mul: return "(" + a + " * " + b + ")";
+    case SymKind::Div:
+      if (left.vmin() >= 0) return "(" + a + " / " + b + ")";
+      return "kiln_floordiv(" + a + ", " + b + ")";
+    case SymKind::Mod:
+      if (left.vmin() >= 0) return "(" + a + " % " + b + ")";
+      return "kiln_floormod(" + a + ", " + b + ")";
+    case SymKind::Min: return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+    case SymKind::Max: return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+    case SymKind::Lt: return "(" + a + " < " + b + ")";
+    case SymKind::Eq: return "(" + a + " == " + b + ")";
+    case SymKind::And: return "(" + a + " && " + b + ")";
+    default: return "0";
+  }
+}
+
+std::string render_kernel(const LinearProgram& program, const Dialect& dialect) {
+  return Renderer(program, dialect).run();
+}
+
+}  // namespace kiln

@@ -1,0 +1,16 @@
+#pragma once
+// The C-style renderer: a linear program and a dialect in, kernel source out.
+
+#include <string>
+
+#include "codegen/dialect.h"
+#include "codegen/linear.h"
+
+namespace kiln {
+
+std::string render_kernel(const LinearProgram& program, const Dialect& dialect);
+
+// A symbolic integer as an expression in the dialect (floor division where it matters).
+std::string render_sym(const Sym& value);
+
+}  // namespace kiln

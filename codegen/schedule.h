@@ -1,0 +1,46 @@
+#pragma once
+// The scheduler: turns a tensor graph into an ordered list of kernels and copies.
+//
+// Fusion is the default: elementwise chains, elementwise into a reduce, and a reduce into the
+// elementwise work after it all become one kernel, because lowering evaluates any node at any
+// index. A node gets a buffer of its own only where recomputing it would repeat a reduction:
+// a node that holds an unrealized reduce and has several users, or is read through a View that
+// broadcasts it (softmax's max is the classic case). Roots, Contiguous and the source of a Copy
+// are always realized. Large full reductions are split in two kernels so that both cores (or all
+// workgroups) share the work.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/uop.h"
+
+namespace kiln {
+
+struct ScheduleItem {
+  enum class Kind { Kernel, Copy } kind = Kind::Kernel;
+  UOpRef output;               // the Buffer node this item fills
+  UOpRef ast;                  // Kernel: the value to compute (shape == output shape)
+  std::vector<UOpRef> inputs;  // Kernel: Buffer nodes the ast reads; Copy: the source buffer
+};
+
+struct Schedule {
+  std::vector<ScheduleItem> items;
+  std::vector<UOpRef> results;  // one per root: a Buffer node, or a View of one
+};
+
+// Makes the storage behind a new Buffer node (allocation may be deferred to first use).
+using BufferFactory =
+    std::function<std::shared_ptr<Storage>(const std::string& device, DType dtype, int64_t numel)>;
+
+Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& device,
+                         const BufferFactory& make_buffer);
+
+// The passes create_schedule runs first, exposed for tests.
+std::vector<UOpRef> split_large_reductions(const std::vector<UOpRef>& roots);
+
+// Text of a schedule (what KILN_DEBUG=3 prints).
+std::string schedule_to_string(const Schedule& schedule);
+
+}  // namespace kiln

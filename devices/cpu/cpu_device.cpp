@@ -1,0 +1,166 @@
+// The CPU device: kernels rendered as C, compiled by the system C compiler, loaded with dlopen
+// and run across every core by a thread pool.
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <kiln/error.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "codegen/dialect.h"
+#include "devices/cpu/cpu_compiler.h"
+#include "devices/cpu/thread_pool.h"
+#include "runtime/plugin.h"
+
+namespace kiln::cpu {
+namespace {
+
+// Below this much work a kernel runs on the calling thread: waking the pool costs more.
+constexpr double kParallelWorkThreshold = 32768;
+constexpr size_t kAlignment = 64;
+
+class HostAllocator : public Allocator {
+ public:
+  DeviceMemory alloc(size_t nbytes) override {
+    void* memory = std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
+    if (!memory) throw OutOfMemoryError("[cpu] out of host memory allocating " + std::to_string(nbytes) + " bytes");
+    return memory;
+  }
+  void free(DeviceMemory memory, size_t) override { std::free(memory); }
+  void copy_in(DeviceMemory destination, const void* host, size_t nbytes) override {
+    std::memcpy(destination, host, nbytes);
+  }
+  void copy_out(void* host, DeviceMemory source, size_t nbytes) override { std::memcpy(host, source, nbytes); }
+};
+
+using KernelFunction = void (*)(void**, const long long*, long long, long long);
+
+// A loaded shared object, closed when the program goes.
+class SharedObject {
+ public:
+  explicit SharedObject(const std::vector<uint8_t>& binary, const std::string& kernel_name) {
+    // memfd: the object never touches the file system; dlopen reads it through /proc.
+    const int descriptor = memfd_create(kernel_name.c_str(), MFD_CLOEXEC);
+    if (descriptor < 0) throw DeviceError(std::string("[cpu] memfd_create failed: ") + std::strerror(errno));
+    size_t written = 0;
+    while (written < binary.size()) {
+      const ssize_t count = ::write(descriptor, binary.data() + written, binary.size() - written);
+      if (count <= 0) {
+        ::close(descriptor);
+        throw DeviceError(std::string("[cpu] writing kernel object failed: ") + std::strerror(errno));
+      }
+      written += static_cast<size_t>(count);
+    }
+    // The descriptor stays open while the object is loaded: dlopen recognises objects by path,
+    // and a reused descriptor number would hand back an earlier kernel.
+    descriptor_ = descriptor;
+    const std::string path = "/proc/self/fd/" + std::to_string(descriptor);
+    handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) {
+      ::close(descriptor_);
+      throw DeviceError(std::string("[cpu] dlopen of kernel ") + kernel_name + " failed: " + dlerror());
+    }
+  }
+  ~SharedObject() {
+    if (handle_) dlclose(handle_);
+    ::close(descriptor_);
+  }
+  SharedObject(const SharedObject&) = delete;
+  SharedObject& operator=(const SharedObject&) = delete;
+  void* symbol(const std::string& name) const { return dlsym(handle_, name.c_str()); }
+
+ private:
+  void* handle_ = nullptr;
+  int descriptor_ = -1;
+};
+
+class CpuProgram : public Program {
+ public:
+  CpuProgram(const std::vector<uint8_t>& binary, const std::string& kernel_name, ThreadPool& pool)
+      : object_(binary, kernel_name), pool_(pool) {
+    function_ = reinterpret_cast<KernelFunction>(object_.symbol(kernel_name));
+    if (!function_) throw DeviceError("[cpu] kernel object has no function " + kernel_name);
+  }
+
+  double launch(const LaunchRequest& request) override {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<void*> buffers(request.buffers.begin(), request.buffers.end());
+    const long long* variables = request.variables.empty() ? nullptr : reinterpret_cast<const long long*>(request.variables.data());
+    const int64_t total = request.global.x * request.global.y * request.global.z;
+    const double work = static_cast<double>(total) * request.work_per_item;
+    const int chunks = work < kParallelWorkThreshold ? 1 : static_cast<int>(std::min<int64_t>(total, pool_.size() * 4));
+    pool_.parallel_for(total, chunks, [&](int64_t begin, int64_t end) { function_(buffers.data(), variables, begin, end); });
+    if (!request.wait) return 0;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+ private:
+  SharedObject object_;
+  ThreadPool& pool_;
+  KernelFunction function_ = nullptr;
+};
+
+int thread_count() {
+  if (const char* configured = std::getenv("KILN_CPU_THREADS"); configured && std::atoi(configured) > 0) {
+    return std::atoi(configured);
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+class CpuDevice : public Device {
+ public:
+  CpuDevice() : compiler_(make_c_compiler()), pool_(thread_count()) {
+    properties_.kind = DeviceKind::CPU;
+    properties_.driver = compiler_->identity().substr(0, compiler_->identity().find(" | ")) + ", dlopen";
+    properties_.description = "host CPU, " + std::to_string(pool_.size()) + " thread(s)";
+    properties_.max_workgroup_size = 1;
+    properties_.compute_units = pool_.size();
+    for (DType dtype : dtypes::all) properties_.dtypes.insert(dtype.type());
+  }
+
+  const std::string& name() const override { return name_; }
+  const DeviceProperties& properties() const override { return properties_; }
+  const Dialect& dialect() const override { return c_dialect(); }
+  Allocator& allocator() override { return allocator_; }
+  Compiler& compiler() override { return *compiler_; }
+  std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary, const std::string& kernel_name) override {
+    return std::make_unique<CpuProgram>(binary, kernel_name, pool_);
+  }
+  // Kernels run synchronously on the CPU: nothing is ever in flight.
+  void synchronize() override {}
+
+ private:
+  std::string name_ = "CPU";
+  DeviceProperties properties_;
+  HostAllocator allocator_;
+  std::unique_ptr<Compiler> compiler_;
+  ThreadPool pool_;
+};
+
+ProbeResult probe() {
+  ProbeResult result;
+  const std::string problem = compiler_problem();
+  if (!problem.empty()) {
+    result.reason = problem;
+    return result;
+  }
+  result.device_count = 1;
+  result.reason = "host CPU with C compiler '" + compiler_command()[0] + "'";
+  return result;
+}
+
+std::unique_ptr<Device> create(int) { return std::make_unique<CpuDevice>(); }
+
+const PluginEntry kEntry = {kPluginAbiVersion, "CPU", &probe, &create};
+
+}  // namespace
+}  // namespace kiln::cpu
+
+extern "C" __attribute__((visibility("default"))) const kiln::PluginEntry* kiln_plugin_entry() {
+  return &kiln::cpu::kEntry;
+}

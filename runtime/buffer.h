@@ -1,0 +1,44 @@
+#pragma once
+// A Buffer: device memory behind a Buffer UOp. Memory is taken from the device's caching
+// allocator on first use and given back when the last reference goes.
+
+#include <memory>
+#include <string>
+
+#include <kiln/dtype.h>
+
+#include "core/uop.h"
+#include "runtime/device_context.h"
+
+namespace kiln {
+
+class Buffer : public Storage {
+ public:
+  Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel);
+  ~Buffer() override;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  const std::string& device() const override { return device_->name(); }
+  size_t nbytes() const override { return nbytes_; }
+  DType dtype() const { return dtype_; }
+  int64_t numel() const { return numel_; }
+  DeviceContext& context() { return *device_; }
+
+  // The device memory, allocated on first use.
+  DeviceMemory memory();
+  void copy_in(const void* host);   // nbytes() bytes
+  void copy_out(void* host);        // nbytes() bytes
+
+ private:
+  std::shared_ptr<DeviceContext> device_;
+  DType dtype_;
+  int64_t numel_;
+  size_t nbytes_;
+  DeviceMemory memory_ = nullptr;
+};
+
+// The Buffer behind a Buffer UOp.
+Buffer& buffer_of(const UOp& node);
+
+}  // namespace kiln

@@ -1,0 +1,92 @@
+#pragma once
+// The interfaces every device driver implements: Allocator (memory), Compiler (source to binary),
+// Program (a compiled kernel that launches) and Device (the three together, plus its properties
+// and the renderer dialect it wants). A driver lives in devices/<name>/ as a plugin; see plugin.h.
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <kiln/dtype.h>
+
+#include "codegen/dialect.h"
+
+namespace kiln {
+
+// Opaque device memory as the driver sees it.
+using DeviceMemory = void*;
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Throws OutOfMemoryError when the device has no room.
+  virtual DeviceMemory alloc(size_t nbytes) = 0;
+  virtual void free(DeviceMemory memory, size_t nbytes) = 0;
+  virtual void copy_in(DeviceMemory destination, const void* host, size_t nbytes) = 0;
+  virtual void copy_out(void* host, DeviceMemory source, size_t nbytes) = 0;
+};
+
+// Three launch dimensions; unused ones are 1.
+struct LaunchDims {
+  int64_t x = 1, y = 1, z = 1;
+};
+
+struct LaunchRequest {
+  std::vector<DeviceMemory> buffers;  // in the kernel's parameter order
+  LaunchDims global;                  // work items
+  LaunchDims local;                   // items per group, where the device has groups
+  std::vector<int64_t> variables;     // values of the symbolic sizes
+  bool wait = false;                  // return only when finished, with the time taken
+  double work_per_item = 1;           // rough operations per work item (loops included)
+};
+
+class Program {
+ public:
+  virtual ~Program() = default;
+  // Runs the kernel. With `request.wait` it returns once the kernel has finished and gives its
+  // time in seconds (0 otherwise).
+  virtual double launch(const LaunchRequest& request) = 0;
+};
+
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  // Identifies everything that changes the binary besides the source: compiler version, flags
+  // and target architecture. Part of the kernel cache key.
+  virtual std::string identity() const = 0;
+  // Throws CompileError with the compiler's log and the source.
+  virtual std::vector<uint8_t> compile(const std::string& source, const std::string& kernel_name) = 0;
+};
+
+enum class DeviceKind { CPU, GPU };
+
+struct DeviceProperties {
+  DeviceKind kind = DeviceKind::CPU;
+  std::string driver;           // e.g. "gcc 12.2 via dlopen", "PoCL 3.1"
+  std::string description;      // the device's own name
+  int64_t max_workgroup_size = 1;
+  int64_t local_memory_bytes = 0;
+  int warp_width = 1;
+  int compute_units = 1;
+  std::set<ScalarType> dtypes;  // dtypes the device computes
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const std::string& name() const = 0;  // "CPU", "CL:1"
+  virtual const DeviceProperties& properties() const = 0;
+  virtual const Dialect& dialect() const = 0;
+  virtual Allocator& allocator() = 0;
+  virtual Compiler& compiler() = 0;
+  virtual std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
+                                                const std::string& kernel_name) = 0;
+  // Waits for every launched kernel and copy to finish.
+  virtual void synchronize() = 0;
+
+  bool supports(DType dtype) const { return properties().dtypes.count(dtype.type()) > 0; }
+};
+
+}  // namespace kiln

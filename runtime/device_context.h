@@ -1,0 +1,44 @@
+#pragma once
+// A device as the runtime uses it: the driver's Device with a caching allocator and the compiled
+// kernels (in memory, backed by the disk cache).
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "runtime/caching_allocator.h"
+#include "runtime/device.h"
+
+namespace kiln {
+
+struct KernelStats {
+  std::atomic<int64_t> compiles{0};
+  std::atomic<int64_t> disk_hits{0};
+  std::atomic<int64_t> memory_hits{0};
+  std::atomic<int64_t> compile_microseconds{0};
+};
+
+class DeviceContext {
+ public:
+  explicit DeviceContext(std::unique_ptr<Device> device);
+  ~DeviceContext();
+
+  Device& device() { return *device_; }
+  const std::string& name() const { return device_->name(); }
+  CachingAllocator& allocator() { return *allocator_; }
+
+  // The loaded program for this source: from memory, else the disk cache, else compiled now.
+  Program& program(const std::string& source, const std::string& kernel_name);
+  KernelStats& stats() { return stats_; }
+
+ private:
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<CachingAllocator> allocator_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<Program>> programs_;
+  KernelStats stats_;
+};
+
+}  // namespace kiln

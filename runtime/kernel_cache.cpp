@@ -1,0 +1,100 @@
+#include "runtime/kernel_cache.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "runtime/debug.h"
+
+namespace kiln {
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '1'};
+
+uint64_t fnv1a(const void* data, size_t size, uint64_t seed) {
+  uint64_t hash = seed;
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  for (size_t index = 0; index < size; ++index) hash = (hash ^ bytes[index]) * 1099511628211ull;
+  return hash;
+}
+
+std::string default_directory() {
+  if (const char* explicit_dir = std::getenv("KILN_CACHE_DIR"); explicit_dir && *explicit_dir) {
+    return explicit_dir;
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/kiln";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/kiln";
+  return std::filesystem::temp_directory_path().string() + "/kiln-cache";
+}
+
+}  // namespace
+
+DiskCache& DiskCache::instance() {
+  static DiskCache cache(default_directory());
+  return cache;
+}
+
+DiskCache::DiskCache(std::string directory) : directory_(std::move(directory)) {}
+
+std::string DiskCache::path_of(const std::string& key) const { return directory_ + "/" + key + ".bin"; }
+
+std::optional<std::vector<uint8_t>> DiskCache::load(const std::string& key) const {
+  std::ifstream file(path_of(key), std::ios::binary);
+  if (!file) return std::nullopt;
+  char magic[8];
+  uint64_t size = 0, checksum = 0;
+  file.read(magic, 8);
+  file.read(reinterpret_cast<char*>(&size), 8);
+  file.read(reinterpret_cast<char*>(&checksum), 8);
+  if (!file || std::memcmp(magic, kMagic, 8) != 0 || size > (1ull << 32)) {
+    if (debug_level() >= 1) logger().warn("cache entry {} is corrupt (bad header); rebuilding", key);
+    return std::nullopt;
+  }
+  std::vector<uint8_t> binary(size);
+  file.read(reinterpret_cast<char*>(binary.data()), static_cast<std::streamsize>(size));
+  if (!file || fnv1a(binary.data(), binary.size(), 1469598103934665603ull) != checksum) {
+    if (debug_level() >= 1) logger().warn("cache entry {} is corrupt (checksum); rebuilding", key);
+    return std::nullopt;
+  }
+  return binary;
+}
+
+void DiskCache::store(const std::string& key, const std::vector<uint8_t>& binary) const {
+  std::error_code error;
+  std::filesystem::create_directories(directory_, error);
+  std::random_device entropy;
+  const std::string temporary =
+      path_of(key) + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(entropy());
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    if (!file) return;  // an unwritable cache only costs a recompile next time
+    const uint64_t size = binary.size();
+    const uint64_t checksum = fnv1a(binary.data(), binary.size(), 1469598103934665603ull);
+    file.write(kMagic, 8);
+    file.write(reinterpret_cast<const char*>(&size), 8);
+    file.write(reinterpret_cast<const char*>(&checksum), 8);
+    file.write(reinterpret_cast<const char*>(binary.data()), static_cast<std::streamsize>(size));
+    if (!file) {
+      std::filesystem::remove(temporary, error);
+      return;
+    }
+  }
+  std::filesystem::rename(temporary, path_of(key), error);
+  if (error) std::filesystem::remove(temporary, error);
+}
+
+std::string kernel_cache_key(const std::string& compiler_identity, const std::string& source) {
+  const std::string material = compiler_identity + '\0' + source;
+  const uint64_t first = fnv1a(material.data(), material.size(), 1469598103934665603ull);
+  const uint64_t second = fnv1a(material.data(), material.size(), 0x84222325cbf29ce4ull ^ material.size());
+  char text[33];
+  std::snprintf(text, sizeof(text), "%016llx%016llx", static_cast<unsigned long long>(first),
+                static_cast<unsigned long long>(second));
+  return text;
+}
+
+}  // namespace kiln

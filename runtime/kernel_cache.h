@@ -1,0 +1,34 @@
+#pragma once
+// The on-disk cache of compiled kernels, shared by processes.
+//
+// Entries live in KILN_CACHE_DIR (default $XDG_CACHE_HOME/kiln, else ~/.cache/kiln), one file per
+// key. A file holds a header (magic, payload size, payload checksum) and the binary; a file that
+// fails the check is treated as missing and rewritten. Writers write a private temporary file
+// and rename it into place, so readers never see a partial entry and two processes compiling the
+// same kernel both end with a valid file.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+class DiskCache {
+ public:
+  static DiskCache& instance();
+  explicit DiskCache(std::string directory);
+
+  std::optional<std::vector<uint8_t>> load(const std::string& key) const;
+  void store(const std::string& key, const std::vector<uint8_t>& binary) const;
+  const std::string& directory() const { return directory_; }
+  std::string path_of(const std::string& key) const;
+
+ private:
+  std::string directory_;
+};
+
+// A key for (compiler identity, source): 128 bits of hash as hex.
+std::string kernel_cache_key(const std::string& compiler_identity, const std::string& source);
+
+}  // namespace kiln

@@ -1,0 +1,36 @@
+#pragma once
+// The one entry point of a device plugin. A plugin is a shared library named
+// libkiln_device_<name>.so that exports
+//
+//   extern "C" const kiln::PluginEntry* kiln_plugin_entry(void);
+//
+// The registry dlopens it, checks the ABI version, asks `probe` how many devices it can drive
+// here (and why none, if none), and calls `create` for the one a user selects.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/device.h"
+
+namespace kiln {
+
+// Bump whenever any interface in runtime/device.h or codegen/dialect.h changes layout.
+inline constexpr uint32_t kPluginAbiVersion = 1;
+
+struct ProbeResult {
+  int device_count = 0;   // 0: unavailable here
+  std::string reason;     // why unavailable, or a short description of what was found
+  bool is_gpu = false;    // whether these devices are preferred as the default
+};
+
+struct PluginEntry {
+  uint32_t abi_version;
+  const char* name;  // the device name prefix: "CPU", "CL"
+  ProbeResult (*probe)();
+  std::unique_ptr<Device> (*create)(int index);
+};
+
+}  // namespace kiln
+
+#define KILN_PLUGIN_ENTRY_SYMBOL "kiln_plugin_entry"

@@ -1,0 +1,139 @@
+#include "runtime/realize.h"
+
+#include <kiln/error.h>
+
+#include <chrono>
+#include <set>
+
+#include "codegen/lower.h"
+#include "codegen/render.h"
+#include "codegen/schedule.h"
+#include "runtime/buffer.h"
+#include "runtime/debug.h"
+#include "runtime/registry.h"
+
+namespace kiln {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Arithmetic operations the kernel performs, counting loop trips (for the GFLOP/s figure).
+double estimate_flops(const LinearProgram& program) {
+  double flops = 0, multiplier = 1;
+  std::vector<double> multipliers;
+  for (const LinInstr& instr : program.instrs) {
+    if (instr.op == LinOp::LoopBegin) {
+      multipliers.push_back(multiplier);
+      multiplier *= static_cast<double>(instr.loop_end);
+    } else if (instr.op == LinOp::LoopEnd) {
+      multiplier = multipliers.back();
+      multipliers.pop_back();
+    } else if (instr.op == LinOp::Alu || instr.op == LinOp::AccUpdate) {
+      flops += multiplier;
+    }
+  }
+  return flops * static_cast<double>(program.global_size);
+}
+
+void check_dtypes(const LinearProgram& program, Device& device) {
+  std::set<ScalarType> needed;
+  for (const KernelParam& param : program.params) needed.insert(param.dtype.type());
+  for (const LinInstr& instr : program.instrs) needed.insert(instr.dtype.type());
+  for (ScalarType type : needed) {
+    const DType dtype(type);
+    if (!device.supports(dtype)) {
+      throw DTypeError("[realize] device " + device.name() + " does not support " + dtype.name() +
+                       " (needed by kernel " + program.name + "); cast to a supported dtype or use " +
+                       "another device");
+    }
+  }
+}
+
+struct PreparedKernel {
+  LinearProgram program;
+  std::string source;
+  DeviceContext* context = nullptr;
+};
+
+PreparedKernel prepare_kernel(const ScheduleItem& item) {
+  PreparedKernel prepared;
+  prepared.context = &buffer_of(*item.output).context();
+  prepared.program = lower_kernel(item);
+  if (debug_level() >= 5) {
+    logger().info("kernel ast:\n{}", graph_to_string({item.ast}));
+    logger().info("linear program:\n{}", prepared.program.to_string());
+  }
+  check_dtypes(prepared.program, prepared.context->device());
+  prepared.source = render_kernel(prepared.program, prepared.context->device().dialect());
+  if (debug_level() >= 4) logger().info("source of {}:\n{}", prepared.program.name, prepared.source);
+  return prepared;
+}
+
+void run_kernel(const ScheduleItem& item, const PreparedKernel& prepared) {
+  const LinearProgram& program = prepared.program;
+  if (program.global_size == 0) return;
+  Program& compiled = prepared.context->program(prepared.source, program.name);
+  LaunchRequest request;
+  request.buffers.push_back(buffer_of(*item.output).memory());
+  for (const UOpRef& input : item.inputs) request.buffers.push_back(buffer_of(*input).memory());
+  request.global.x = program.global_size;
+  request.wait = debug_level() >= 2;
+  request.work_per_item = estimate_flops(program) / static_cast<double>(program.global_size) + 1;
+  const bool timed = request.wait;
+  const double seconds = compiled.launch(request);
+  if (timed) {
+    double bytes = 0;
+    for (const KernelParam& param : program.params) bytes += static_cast<double>(param.numel) * param.dtype.itemsize();
+    logger().info("{:<28} global {:>10}  {:>9.1f} us  {:>8.2f} GFLOP/s  {:>8.2f} GB/s", program.name,
+                  program.global_size, seconds * 1e6, estimate_flops(program) / seconds / 1e9,
+                  bytes / seconds / 1e9);
+  }
+}
+
+void run_copy(const ScheduleItem& item) {
+  Buffer& source = buffer_of(*item.inputs[0]);
+  Buffer& destination = buffer_of(*item.output);
+  std::vector<uint8_t> staging(source.nbytes());
+  source.copy_out(staging.data());
+  destination.copy_in(staging.data());
+}
+
+}  // namespace
+
+std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::string& device) {
+  const Clock::time_point start = Clock::now();
+  std::shared_ptr<DeviceContext> context = open_device(device);
+  const int64_t compiles_before = context->stats().compiles;
+  const BufferFactory make_buffer = [](const std::string& name, DType dtype, int64_t numel) {
+    return std::make_shared<Buffer>(open_device(name), dtype, numel);
+  };
+  if (debug_level() >= 5) logger().info("graph:\n{}", graph_to_string(roots));
+  Schedule schedule = create_schedule(roots, device, make_buffer);
+  if (debug_level() >= 3) logger().info("schedule:\n{}", schedule_to_string(schedule));
+
+  // Lower and check every kernel before running any, so a dtype error changes nothing.
+  std::vector<PreparedKernel> prepared(schedule.items.size());
+  for (size_t index = 0; index < schedule.items.size(); ++index) {
+    if (schedule.items[index].kind == ScheduleItem::Kind::Kernel) prepared[index] = prepare_kernel(schedule.items[index]);
+  }
+  for (size_t index = 0; index < schedule.items.size(); ++index) {
+    const ScheduleItem& item = schedule.items[index];
+    if (item.kind == ScheduleItem::Kind::Copy) {
+      run_copy(item);
+    } else {
+      run_kernel(item, prepared[index]);
+    }
+  }
+  if (debug_level() >= 1 && !schedule.items.empty()) {
+    context->device().synchronize();
+    logger().info("realize on {}: {} kernel(s), {} compiled, {:.1f} us", device, schedule.items.size(),
+                  context->stats().compiles - compiles_before, seconds_since(start) * 1e6);
+  }
+  return schedule.results;
+}
+
+}  // namespace kiln

@@ -1,0 +1,16 @@
+#pragma once
+// Realize: schedule a graph, then lower, render, compile (cached) and launch each kernel.
+
+#include <string>
+#include <vector>
+
+#include "core/uop.h"
+
+namespace kiln {
+
+// Computes the roots (on `device` unless their graph says otherwise) and returns, for each, a
+// Buffer node holding its value, or the root itself when it already is a view of a buffer.
+// Throws before launching anything when a kernel needs a dtype the device lacks.
+std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::string& device);
+
+}  // namespace kiln

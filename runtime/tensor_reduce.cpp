@@ -1,0 +1,208 @@
+// Reductions and the ops composed from them: mean, var, softmax, argmax, cumsum, matmul.
+
+#include <cmath>
+#include <numeric>
+
+#include "runtime/tensor_internal.h"
+
+namespace kiln {
+namespace {
+
+std::vector<int> reduce_axes(const Tensor& tensor, const std::vector<int64_t>& axes, const char* op) {
+  if (axes.empty()) {
+    std::vector<int> all(tensor.ndim());
+    std::iota(all.begin(), all.end(), 0);
+    return all;
+  }
+  return normalize_axes(axes, tensor.ndim(), op);
+}
+
+Shape reduced_shape(const Shape& shape, const std::vector<int>& axes, bool keepdim) {
+  Shape result;
+  for (size_t dim = 0; dim < shape.size(); ++dim) {
+    const bool reduced = std::find(axes.begin(), axes.end(), static_cast<int>(dim)) != axes.end();
+    if (!reduced) {
+      result.push_back(shape[dim]);
+    } else if (keepdim) {
+      result.push_back(1);
+    }
+  }
+  return result;
+}
+
+// Reduces in `dtype`, then drops the reduced axes unless keepdim.
+Tensor reduce(const Tensor& tensor, ReduceOp op, const std::vector<int>& axes, bool keepdim, DType dtype) {
+  UOpRef node = reduce_node(cast_node(node_of(tensor), dtype), op, axes);
+  node = reshape_node(node, reduced_shape(tensor.shape(), axes, keepdim));
+  return make_tensor(node, tensor.device());
+}
+
+// Sums and products of bool and integers accumulate in 64 bits, as in PyTorch.
+DType accumulate_dtype(DType dtype) {
+  if (dtype.is_bool() || dtype.is_signed_int()) return dtypes::int64;
+  if (dtype.is_unsigned()) return dtypes::uint64;
+  return dtype;
+}
+
+int64_t count_of(const Tensor& tensor, const std::vector<int>& axes) {
+  int64_t count = 1;
+  for (int axis : axes) count *= tensor.shape()[axis];
+  return count;
+}
+
+Tensor check_not_empty(const Tensor& tensor, const std::vector<int>& axes, const char* op) {
+  for (int axis : axes) {
+    if (tensor.shape()[axis] == 0) {
+      throw ShapeError(std::string("[") + op + "] cannot reduce over empty axis " + std::to_string(axis) + " of " +
+                       describe(tensor) + ": the result has no identity");
+    }
+  }
+  return tensor;
+}
+
+// Index of the first element along `axis` that `matches` (bool, same shape as `tensor`).
+Tensor first_index(const Tensor& matches, int axis, bool keepdim) {
+  const int64_t size = matches.shape()[axis];
+  Shape index_shape(matches.ndim(), 1);
+  index_shape[axis] = size;
+  // size - i is largest for the first match; 0 where nothing matches.
+  const Tensor countdown = (Tensor::arange(size, matches.device()) * -1 + static_cast<double>(size)).reshape(index_shape);
+  const Tensor candidates = where(matches, countdown, 0.0);
+  return (candidates.max({axis}, keepdim) * -1 + static_cast<double>(size)).cast(dtypes::int32);
+}
+
+}  // namespace
+
+Tensor Tensor::sum(std::vector<int64_t> axes, bool keepdim) const {
+  const std::vector<int> normalized = reduce_axes(*this, axes, "sum");
+  return reduce(*this, ReduceOp::Sum, normalized, keepdim, accumulate_dtype(dtype()));
+}
+
+Tensor Tensor::prod(std::vector<int64_t> axes, bool keepdim) const {
+  const std::vector<int> normalized = reduce_axes(*this, axes, "prod");
+  return reduce(*this, ReduceOp::Prod, normalized, keepdim, accumulate_dtype(dtype()));
+}
+
+Tensor Tensor::max(std::vector<int64_t> axes, bool keepdim) const {
+  const std::vector<int> normalized = reduce_axes(*this, axes, "max");
+  check_not_empty(*this, normalized, "max");
+  return reduce(*this, ReduceOp::Max, normalized, keepdim, dtype());
+}
+
+Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const {
+  const std::vector<int> normalized = reduce_axes(*this, axes, "min");
+  check_not_empty(*this, normalized, "min");
+  return reduce(*this, ReduceOp::Min, normalized, keepdim, dtype());
+}
+
+Tensor Tensor::mean(std::vector<int64_t> axes, bool keepdim) const {
+  const std::vector<int> normalized = reduce_axes(*this, axes, "mean");
+  const DType dtype = float_dtype_for(this->dtype());
+  const Tensor total = reduce(*this, ReduceOp::Sum, normalized, keepdim, dtype);
+  return total / static_cast<double>(count_of(*this, normalized));
+}
+
+Tensor Tensor::var(std::vector<int64_t> axes, bool keepdim, int64_t correction) const {
+  const std::vector<int> normalized = reduce_axes(*this, axes, "var");
+  const std::vector<int64_t> axes64(normalized.begin(), normalized.end());
+  const Tensor x = cast(float_dtype_for(dtype()));
+  const Tensor centered = x - x.mean(axes64, true);
+  const Tensor squares = (centered * centered).sum(axes64, keepdim);
+  const double divisor = static_cast<double>(count_of(*this, normalized) - correction);
+  return squares / std::max(divisor, 0.0);
+}
+
+Tensor Tensor::std(std::vector<int64_t> axes, bool keepdim, int64_t correction) const {
+  return var(std::move(axes), keepdim, correction).sqrt();
+}
+
+Tensor Tensor::argmax(int64_t axis, bool keepdim) const {
+  const int dim = normalize_axis(axis, ndim(), "argmax");
+  check_not_empty(*this, {dim}, "argmax");
+  const Tensor peak = max({dim}, true);
+  // NaN is the maximum, as in PyTorch: match NaN where the peak is NaN.
+  Tensor matches = *this == peak;
+  if (dtype().is_float()) matches = matches | ((*this != *this) & (peak != peak));
+  return first_index(matches, dim, keepdim);
+}
+
+Tensor Tensor::argmin(int64_t axis, bool keepdim) const {
+  const int dim = normalize_axis(axis, ndim(), "argmin");
+  check_not_empty(*this, {dim}, "argmin");
+  const Tensor low = min({dim}, true);
+  Tensor matches = *this == low;
+  if (dtype().is_float()) matches = matches | ((*this != *this) & (low != low));
+  return first_index(matches, dim, keepdim);
+}
+
+Tensor Tensor::softmax(int64_t axis) const {
+  const int dim = normalize_axis(axis, ndim(), "softmax");
+  const Tensor x = cast(float_dtype_for(dtype()));
+  const Tensor shifted = x - x.max({dim}, true);
+  const Tensor exponent = shifted.exp();
+  return exponent / exponent.sum({dim}, true);
+}
+
+Tensor Tensor::log_softmax(int64_t axis) const {
+  const int dim = normalize_axis(axis, ndim(), "log_softmax");
+  const Tensor x = cast(float_dtype_for(dtype()));
+  const Tensor shifted = x - x.max({dim}, true);
+  return shifted - shifted.exp().sum({dim}, true).log();
+}
+
+Tensor Tensor::logsumexp(int64_t axis, bool keepdim) const {
+  const int dim = normalize_axis(axis, ndim(), "logsumexp");
+  const Tensor x = cast(float_dtype_for(dtype()));
+  const Tensor peak = x.max({dim}, true);
+  // An infinite peak would make x - peak NaN; shifting by 0 there gives the right inf.
+  const Tensor shift = where(peak.abs() == INFINITY, 0.0, peak);
+  const Tensor result = (x - shift).exp().sum({dim}, true).log() + shift;
+  return keepdim ? result : result.squeeze(dim);
+}
+
+Tensor Tensor::cumsum(int64_t axis) const {
+  const int dim = normalize_axis(axis, ndim(), "cumsum");
+  const int64_t size = shape()[dim];
+  const Tensor moved = transpose(dim, -1);
+  // out[..., i] = sum_j x[..., j] * (j <= i): a masked sum over an expanded copy.
+  Shape expanded_shape = moved.shape();
+  expanded_shape.insert(expanded_shape.end() - 1, size);
+  const Tensor rows = moved.unsqueeze(-2).expand(expanded_shape);
+  const Tensor index = Tensor::arange(size, device());
+  const Tensor lower = index.reshape({1, size}) <= index.reshape({size, 1});
+  const DType dtype = accumulate_dtype(this->dtype());
+  const Tensor result = where(lower, rows.cast(dtype), 0.0).sum({-1});
+  return result.transpose(dim, -1);
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_same_device(a, b, "matmul");
+  if (a.ndim() == 0 || b.ndim() == 0) {
+    throw ShapeError("[matmul] operands must have at least one dimension, got " + describe(a) + " and " + describe(b));
+  }
+  const Tensor left = a.ndim() == 1 ? a.unsqueeze(0) : a;
+  const Tensor right = b.ndim() == 1 ? b.unsqueeze(1) : b;
+  const int64_t inner = left.shape().back();
+  if (right.shape()[right.ndim() - 2] != inner) {
+    throw ShapeError("[matmul] inner dimensions differ: " + describe(a) + " @ " + describe(b) + " (" +
+                     std::to_string(inner) + " vs " + std::to_string(right.shape()[right.ndim() - 2]) + ")");
+  }
+  const Shape left_batch(left.shape().begin(), left.shape().end() - 2);
+  const Shape right_batch(right.shape().begin(), right.shape().end() - 2);
+  broadcast_shapes(left_batch, right_batch, "matmul");
+  const DType dtype = promote_types(a.dtype(), b.dtype());
+  // (..., m, k, 1) * (..., 1, k, n) summed over k.
+  const Tensor products = left.cast(dtype).unsqueeze(-1) * right.cast(dtype).unsqueeze(-3);
+  const int last = static_cast<int>(products.ndim()) - 2;
+  Tensor result = make_tensor(
+      reshape_node(reduce_node(node_of(products), ReduceOp::Sum, {last}),
+                   reduced_shape(products.shape(), {last}, false)),
+      a.device());
+  if (a.ndim() == 1) result = result.squeeze(-2);
+  if (b.ndim() == 1) result = result.squeeze(-1);
+  return result;
+}
+
+Tensor Tensor::matmul(const Tensor& other) const { return kiln::matmul(*this, other); }
+
+}  // namespace kiln

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Sets up kiln on Debian 12: installs the Debian packages it needs (only those missing), then
+# configures and builds it in ./build. Safe to run again.
+#
+#   scripts/setup.sh          set up and build
+#   scripts/setup.sh run      ... then list the devices and run the benchmark on the default device
+#   scripts/setup.sh test     ... then run every test and list the devices
+set -euo pipefail
+
+mode="${1:-build}"
+case "$mode" in
+  build | run | test) ;;
+  *)
+    echo "usage: $0 [run|test]" >&2
+    exit 2
+    ;;
+esac
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# ---- Debian packages ------------------------------------------------------------------------
+packages=(
+  cmake make gcc g++       # build; the CPU device compiles its kernels with the system C compiler
+  catch2                   # tests (Catch2 v2)
+  libspdlog-dev libfmt-dev # logging
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo  # OpenCL: loader, headers, a CPU driver
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if ((${#missing[@]} > 0)); then
+  echo "setup: installing ${missing[*]}"
+  if [[ $(id -u) -eq 0 ]]; then
+    as_root=()
+  elif command -v sudo >/dev/null; then
+    as_root=(sudo)
+  else
+    echo "setup: missing packages (${missing[*]}); run as root or install sudo" >&2
+    exit 1
+  fi
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# ---- build ----------------------------------------------------------------------------------
+jobs="$(nproc)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j"$jobs"
+
+# ---- run or test ----------------------------------------------------------------------------
+case "$mode" in
+  run)
+    build/bin/kiln devices
+    build/bin/kiln bench
+    ;;
+  test)
+    ctest --test-dir build --output-on-failure -j2
+    build/bin/kiln devices
+    ;;
+esac
