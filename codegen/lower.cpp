@@ -2,7 +2,9 @@
 
 #include <kiln/error.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <limits>
 #include <sstream>
 #include <unordered_map>
@@ -47,9 +49,42 @@ std::string index_key(const std::vector<Sym>& index) {
   return key;
 }
 
+using Index = std::vector<Sym>;
+using Lanes = std::vector<Index>;
+
+// How many outputs one work item computes along the last two output dimensions.
+struct Upcast {
+  int64_t rows = 1;     // second-to-last dimension
+  int64_t columns = 1;  // last dimension
+  int64_t lanes() const { return rows * columns; }
+};
+
+bool holds_reduce(const UOpRef& ast) {
+  for (const UOpRef& node : toposort({ast})) {
+    if (node->op() == Op::Reduce) return true;
+  }
+  return false;
+}
+
+// Reduction kernels compute a small tile of outputs per work item, so that loads shared by the
+// tile are made once and the tile's lanes vectorize. Candidates from largest to smallest.
+std::vector<Upcast> upcast_candidates(const UOpRef& ast) {
+  const Shape& shape = ast->shape();
+  if (shape.empty() || !holds_reduce(ast)) return {};
+  const int64_t last = shape.back();
+  const int64_t before_last = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
+  std::vector<Upcast> candidates;
+  for (const Upcast& candidate : {Upcast{4, 16}, Upcast{1, 16}, Upcast{4, 8}, Upcast{1, 8}, Upcast{1, 4}}) {
+    if (last % candidate.columns != 0 || before_last % candidate.rows != 0) continue;
+    if (ast->numel() / candidate.lanes() < 4) continue;  // keep work for several threads
+    candidates.push_back(candidate);
+  }
+  return candidates;
+}
+
 class Lowerer {
  public:
-  explicit Lowerer(const ScheduleItem& item) : item_(item) {}
+  Lowerer(const ScheduleItem& item, Upcast upcast) : item_(item), upcast_(upcast) {}
 
   LinearProgram run() {
     program_.params.push_back({item_.output->dtype(), item_.output->numel(), true});
@@ -57,22 +92,44 @@ class Lowerer {
       param_of_[input.get()] = static_cast<int>(program_.params.size());
       program_.params.push_back({input->dtype(), input->numel(), false});
     }
-    const int64_t total = item_.output->numel();
-    program_.global_size = total;
     scopes_.emplace_back();
-    if (total > 0) {
-      const Sym gid = Sym::var(program_.global_var, 0, total - 1);
-      const std::vector<Sym> index = unravel_index(gid, to_sym_shape(item_.ast->shape()));
-      int value = lower(item_.ast, index);
-      value = cast_to(value, item_.output->dtype());
+    const int64_t total = item_.output->numel();
+    program_.global_size = total / upcast_.lanes();
+    if (total == 0) return std::move(program_);
+
+    // Work item gid covers a tile of rows x columns outputs.
+    const Shape& shape = item_.ast->shape();
+    const size_t ndim = shape.size();
+    SymShape tiles = to_sym_shape(shape);
+    if (ndim >= 1) tiles[ndim - 1] = Sym(shape[ndim - 1] / upcast_.columns);
+    if (ndim >= 2) tiles[ndim - 2] = Sym(shape[ndim - 2] / upcast_.rows);
+    const Sym gid = Sym::var(program_.global_var, 0, program_.global_size - 1);
+    const Index tile = unravel_index(gid, tiles);
+    Lanes lanes;
+    for (int64_t row = 0; row < upcast_.rows; ++row) {
+      for (int64_t column = 0; column < upcast_.columns; ++column) {
+        Index index = tile;
+        if (ndim >= 1 && upcast_.columns > 1) index[ndim - 1] = tile[ndim - 1] * Sym(upcast_.columns) + Sym(column);
+        if (ndim >= 2 && upcast_.rows > 1) index[ndim - 2] = tile[ndim - 2] * Sym(upcast_.rows) + Sym(row);
+        lanes.push_back(std::move(index));
+      }
+    }
+    const std::vector<int> values = lower(item_.ast, lanes);
+    const SymShape strides = View::contiguous_strides(to_sym_shape(shape));
+    for (size_t lane = 0; lane < lanes.size(); ++lane) {
+      Sym flat(0);
+      for (size_t dim = 0; dim < ndim; ++dim) flat = flat + lanes[lane][dim] * strides[dim];
       LinInstr store{LinOp::Store, item_.output->dtype()};
-      store.srcs = {value};
+      store.srcs = {cast_to(values[lane], item_.output->dtype())};
       store.buffer = 0;
-      store.index = gid;
+      store.index = flat;
       emit(std::move(store));
     }
     return std::move(program_);
   }
+
+  // Whether some load reads neighbouring elements in neighbouring lanes (what makes a tile pay).
+  bool lanes_load_contiguously() const { return contiguous_lane_load_; }
 
  private:
   int emit(LinInstr instr) {
@@ -114,34 +171,71 @@ class Lowerer {
     return alu(Op::Where, dtype, {condition, value, constant(dtype, ConstArg{})});
   }
 
-  int lower(const UOpRef& node, const std::vector<Sym>& index) {
-    const std::string key = std::to_string(reinterpret_cast<uintptr_t>(node.get())) + "@" + index_key(index);
-    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
-      auto found = scope->find(key);
-      if (found != scope->end()) return found->second;
-    }
-    const int value = lower_uncached(node, index);
-    scopes_.back()[key] = value;
-    return value;
+  static std::string memo_key(const UOpRef& node, const Index& index) {
+    return std::to_string(reinterpret_cast<uintptr_t>(node.get())) + "@" + index_key(index);
   }
 
-  int lower_uncached(const UOpRef& node, const std::vector<Sym>& index) {
+  const int* find_memo(const std::string& key) const {
+    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
+      auto found = scope->find(key);
+      if (found != scope->end()) return &found->second;
+    }
+    return nullptr;
+  }
+
+  // The node's value at each lane's index. Lanes already lowered in an enclosing scope, and
+  // lanes with equal indices, are lowered once.
+  std::vector<int> lower(const UOpRef& node, const Lanes& lanes) {
+    Lanes missing;
+    std::vector<std::string> missing_keys;
+    for (const Index& index : lanes) {
+      std::string key = memo_key(node, index);
+      if (find_memo(key) || std::find(missing_keys.begin(), missing_keys.end(), key) != missing_keys.end()) continue;
+      missing.push_back(index);
+      missing_keys.push_back(std::move(key));
+    }
+    if (!missing.empty()) {
+      const std::vector<int> computed = lower_uncached(node, missing);
+      for (size_t lane = 0; lane < missing.size(); ++lane) scopes_.back()[missing_keys[lane]] = computed[lane];
+    }
+    std::vector<int> values;
+    for (const Index& index : lanes) values.push_back(*find_memo(memo_key(node, index)));
+    return values;
+  }
+
+  int lower_one(const UOpRef& node, const Index& index) { return lower(node, {index})[0]; }
+
+  std::vector<int> lower_uncached(const UOpRef& node, const Lanes& lanes) {
     const DType dtype = node->dtype();
+    std::vector<int> values;
     switch (node->op()) {
       case Op::Buffer: {
         const SymShape strides = View::contiguous_strides(to_sym_shape(node->shape()));
-        Sym flat(0);
-        for (size_t dim = 0; dim < index.size(); ++dim) flat = flat + index[dim] * strides[dim];
-        return load(node, flat, Sym(1));
+        std::vector<Sym> flats;
+        for (const Index& index : lanes) {
+          Sym flat(0);
+          for (size_t dim = 0; dim < index.size(); ++dim) flat = flat + index[dim] * strides[dim];
+          flats.push_back(flat);
+        }
+        note_lane_contiguity(flats);
+        for (const Sym& flat : flats) values.push_back(load(node, flat, Sym(1)));
+        return values;
       }
-      case Op::Const: return constant(dtype, node->const_arg());
-      case Op::Iota: return index_value(index[0], dtype);
-      case Op::View: return lower_view(node, index);
-      case Op::Reduce: return lower_reduce(node, index);
+      case Op::Const:
+        for (size_t lane = 0; lane < lanes.size(); ++lane) values.push_back(constant(dtype, node->const_arg()));
+        return values;
+      case Op::Iota:
+        for (const Index& index : lanes) values.push_back(index_value(index[0], dtype));
+        return values;
+      case Op::View: return lower_view(node, lanes);
+      case Op::Reduce: return lower_reduce(node, lanes);
       case Op::Cast: {
-        LinInstr instr{LinOp::Cast, dtype};
-        instr.srcs = {lower(node->src(), index)};
-        return emit(std::move(instr));
+        for (int src : lower(node->src(), lanes)) {
+          LinInstr instr{LinOp::Cast, dtype};
+          instr.srcs = {src};
+          values.push_back(emit(std::move(instr)));
+        }
+        return values;
       }
       default: break;
     }
@@ -149,75 +243,114 @@ class Lowerer {
       throw Error(std::string("[lower_kernel] internal error: unexpected ") + op_name(node->op()) +
                   " in a kernel");
     }
-    std::vector<int> srcs;
-    for (const UOpRef& src : node->srcs()) srcs.push_back(lower(src, index));
-    return alu(node->op(), dtype, std::move(srcs));
+    std::vector<std::vector<int>> srcs;
+    for (const UOpRef& src : node->srcs()) srcs.push_back(lower(src, lanes));
+    for (size_t lane = 0; lane < lanes.size(); ++lane) {
+      std::vector<int> operands;
+      for (const auto& src_values : srcs) operands.push_back(src_values[lane]);
+      values.push_back(alu(node->op(), dtype, std::move(operands)));
+    }
+    return values;
   }
 
+  void note_lane_contiguity(const std::vector<Sym>& flats) {
+    for (size_t lane = 1; lane < flats.size(); ++lane) {
+      if (flats[lane] - flats[lane - 1] == Sym(1)) contiguous_lane_load_ = true;
+    }
+  }
+
+  // Loads of one element (from different lanes or nodes) are made once per scope.
   int load(const UOpRef& buffer, const Sym& flat, const Sym& valid) {
     if (valid.is_const() && valid.const_value() == 0) return constant(buffer->dtype(), ConstArg{});
+    const int param = param_of_.at(buffer.get());
+    const std::string key = "load" + std::to_string(param) + "@" + flat.key() + "?" + valid.key();
+    if (const int* known = find_memo(key)) return *known;
     LinInstr instr{LinOp::Load, buffer->dtype()};
-    instr.buffer = param_of_.at(buffer.get());
+    instr.buffer = param;
     instr.index = flat;
     instr.valid = valid;
-    return emit(std::move(instr));
+    const int value = emit(std::move(instr));
+    scopes_.back()[key] = value;
+    return value;
   }
 
-  int lower_view(const UOpRef& node, const std::vector<Sym>& index) {
+  std::vector<int> lower_view(const UOpRef& node, const Lanes& lanes) {
     const UOpRef& src = node->src();
-    auto [flat, valid] = node->tracker().to_index(index);
-    if (valid.is_const() && valid.const_value() == 0) return constant(node->dtype(), ConstArg{});
-    switch (src->op()) {
-      case Op::Buffer: return load(src, flat, valid);
-      case Op::Const: return masked(constant(src->dtype(), src->const_arg()), valid, node->dtype());
-      case Op::Iota: return masked(index_value(flat, src->dtype()), valid, node->dtype());
-      default: break;
+    std::vector<Sym> flats, valids;
+    for (const Index& index : lanes) {
+      auto [flat, valid] = node->tracker().to_index(index);
+      flats.push_back(flat);
+      valids.push_back(valid);
     }
-    const int value = lower(src, unravel_index(flat, to_sym_shape(src->shape())));
-    return masked(value, valid, node->dtype());
+    std::vector<int> values;
+    if (src->op() == Op::Buffer) {
+      note_lane_contiguity(flats);
+      for (size_t lane = 0; lane < lanes.size(); ++lane) values.push_back(load(src, flats[lane], valids[lane]));
+      return values;
+    }
+    if (src->op() == Op::Const || src->op() == Op::Iota) {
+      for (size_t lane = 0; lane < lanes.size(); ++lane) {
+        const int value = src->op() == Op::Const ? constant(src->dtype(), src->const_arg())
+                                                 : index_value(flats[lane], src->dtype());
+        values.push_back(masked(value, valids[lane], node->dtype()));
+      }
+      return values;
+    }
+    Lanes src_lanes;
+    for (const Sym& flat : flats) src_lanes.push_back(unravel_index(flat, to_sym_shape(src->shape())));
+    const std::vector<int> src_values = lower(src, src_lanes);
+    for (size_t lane = 0; lane < lanes.size(); ++lane) {
+      values.push_back(masked(src_values[lane], valids[lane], node->dtype()));
+    }
+    return values;
   }
 
-  int lower_reduce(const UOpRef& node, const std::vector<Sym>& index) {
+  // One loop nest for every lane: each lane has its accumulator.
+  std::vector<int> lower_reduce(const UOpRef& node, const Lanes& lanes) {
     const ReduceArg& reduce = node->reduce_arg();
     const UOpRef& src = node->src();
-    LinInstr define{LinOp::AccDefine, node->dtype()};
-    define.value = reduce_identity(reduce.op, node->dtype());
-    const int accumulator = emit(std::move(define));
-
-    for (int axis : reduce.axes) {
-      if (src->shape()[axis] == 0) return accumulator;  // nothing to reduce: the identity
+    std::vector<int> accumulators;
+    for (size_t lane = 0; lane < lanes.size(); ++lane) {
+      LinInstr define{LinOp::AccDefine, node->dtype()};
+      define.value = reduce_identity(reduce.op, node->dtype());
+      accumulators.push_back(emit(std::move(define)));
     }
-    std::vector<Sym> src_index = index;
+    for (int axis : reduce.axes) {
+      if (src->shape()[axis] == 0) return accumulators;  // nothing to reduce: the identity
+    }
+    Lanes src_lanes = lanes;
     std::vector<int> loops;
     for (int axis : reduce.axes) {
       const int64_t size = src->shape()[axis];
-      if (size == 1) {
-        src_index[axis] = Sym(0);
-        continue;
+      Sym loop_index(0);
+      if (size > 1) {
+        const std::string name = "r" + std::to_string(loop_counter_++);
+        LinInstr begin{LinOp::LoopBegin, dtypes::int64};
+        begin.loop_var = name;
+        begin.loop_end = size;
+        loops.push_back(emit(std::move(begin)));
+        scopes_.emplace_back();
+        loop_index = Sym::var(name, 0, size - 1);
       }
-      const std::string name = "r" + std::to_string(loop_counter_++);
-      LinInstr begin{LinOp::LoopBegin, dtypes::int64};
-      begin.loop_var = name;
-      begin.loop_end = size;
-      loops.push_back(emit(std::move(begin)));
-      scopes_.emplace_back();
-      src_index[axis] = Sym::var(name, 0, size - 1);
+      for (Index& index : src_lanes) index[axis] = loop_index;
     }
     const size_t body_start = program_.instrs.size();
-    int value = cast_to(lower(src, src_index), node->dtype());
-    LinInstr update{LinOp::AccUpdate, node->dtype()};
-    update.srcs = {accumulator, value};
-    update.reduce = reduce.op;
-    emit(std::move(update));
-    if (!loops.empty() && reduce.op == ReduceOp::Sum && node->dtype().is_float() &&
+    const std::vector<int> values = lower(src, src_lanes);
+    for (size_t lane = 0; lane < lanes.size(); ++lane) {
+      LinInstr update{LinOp::AccUpdate, node->dtype()};
+      update.srcs = {accumulators[lane], cast_to(values[lane], node->dtype())};
+      update.reduce = reduce.op;
+      emit(std::move(update));
+    }
+    if (lanes.size() == 1 && !loops.empty() && reduce.op == ReduceOp::Sum && node->dtype().is_float() &&
         innermost_body(body_start)) {
-      program_.instrs[loops.back()].reduction_acc = accumulator;
+      program_.instrs[loops.back()].reduction_acc = accumulators[0];
     }
     for (size_t level = 0; level < loops.size(); ++level) {
       emit(LinInstr{LinOp::LoopEnd, dtypes::int64});
       scopes_.pop_back();
     }
-    return accumulator;
+    return accumulators;
   }
 
   // True when no loop opens between `start` and the end of the program.
@@ -229,10 +362,12 @@ class Lowerer {
   }
 
   const ScheduleItem& item_;
+  const Upcast upcast_;
   LinearProgram program_;
   std::unordered_map<const UOp*, int> param_of_;
   std::vector<std::unordered_map<std::string, int>> scopes_;
   int loop_counter_ = 0;
+  bool contiguous_lane_load_ = false;
 };
 
 // A short stable name: what the kernel does and a hash of its program.
@@ -249,7 +384,16 @@ std::string kernel_name(const LinearProgram& program) {
 }  // namespace
 
 LinearProgram lower_kernel(const ScheduleItem& item) {
-  LinearProgram program = Lowerer(item).run();
+  std::optional<LinearProgram> chosen;
+  for (const Upcast& upcast : upcast_candidates(item.ast)) {
+    Lowerer lowerer(item, upcast);
+    LinearProgram candidate = lowerer.run();
+    if (lowerer.lanes_load_contiguously()) {
+      chosen = std::move(candidate);
+      break;
+    }
+  }
+  LinearProgram program = chosen ? std::move(*chosen) : Lowerer(item, Upcast{}).run();
   program.name = kernel_name(program);
   return program;
 }
