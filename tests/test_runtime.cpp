@@ -1,0 +1,155 @@
+// The runtime's parts: compile errors, the disk cache, the caching allocator, the registry.
+
+#include <catch2/catch.hpp>
+
+#include <kiln/kiln.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "runtime/caching_allocator.h"
+#include "runtime/kernel_cache.h"
+#include "runtime/registry.h"
+
+using namespace kiln;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string temporary_folder(const std::string& name) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("kiln-test-" + name + "-" + std::to_string(::getpid())))
+                               .string();
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path;
+}
+
+// Counts driver calls, so a test can see what the cache saved.
+class CountingAllocator : public Allocator {
+ public:
+  DeviceMemory alloc(size_t nbytes) override {
+    ++allocations;
+    if (fail_next) {
+      fail_next = false;
+      throw OutOfMemoryError("out of memory (simulated)");
+    }
+    return std::malloc(nbytes);
+  }
+  void free(DeviceMemory memory, size_t) override {
+    ++frees;
+    std::free(memory);
+  }
+  void copy_in(DeviceMemory, const void*, size_t) override {}
+  void copy_out(void*, DeviceMemory, size_t) override {}
+  int allocations = 0;
+  int frees = 0;
+  bool fail_next = false;
+};
+
+}  // namespace
+
+TEST_CASE("a compile failure carries the compiler's log and the source", "[runtime][errors]") {
+  Compiler& compiler = open_device("CPU")->device().compiler();
+  const std::string source = "void broken(void) { this is not C; }\n";
+  try {
+    compiler.compile(source, "broken");
+    FAIL("a broken kernel compiled");
+  } catch (const CompileError& error) {
+    CHECK_THAT(std::string(error.what()), Contains("broken") && Contains("this is not C"));
+    CHECK_THAT(error.log(), Contains("error"));
+    CHECK(error.source() == source);
+  }
+}
+
+TEST_CASE("the disk cache detects a corrupt entry", "[runtime][cache]") {
+  const DiskCache cache(temporary_folder("cache"));
+  const std::vector<uint8_t> binary{1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const std::string key = kernel_cache_key("compiler 1.0", "kernel source");
+  CHECK_FALSE(cache.load(key).has_value());
+  cache.store(key, binary);
+  REQUIRE(cache.load(key) == binary);
+
+  SECTION("a flipped payload byte fails the checksum") {
+    std::fstream file(cache.path_of(key), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-3, std::ios::end);
+    file.put(static_cast<char>(0x7f));
+    file.close();
+    CHECK_FALSE(cache.load(key).has_value());
+    cache.store(key, binary);  // what the runtime does next: rebuild and rewrite
+    CHECK(cache.load(key) == binary);
+  }
+  SECTION("a truncated file is rejected") {
+    std::filesystem::resize_file(cache.path_of(key), 12);
+    CHECK_FALSE(cache.load(key).has_value());
+  }
+  SECTION("garbage is rejected") {
+    std::ofstream(cache.path_of(key), std::ios::binary | std::ios::trunc) << "not a cache entry at all";
+    CHECK_FALSE(cache.load(key).has_value());
+  }
+  std::filesystem::remove_all(cache.directory());
+}
+
+TEST_CASE("the disk cache is safe for concurrent writers", "[runtime][cache]") {
+  const std::string folder = temporary_folder("cache-race");
+  const std::string key = kernel_cache_key("compiler", "shared kernel");
+  std::vector<uint8_t> binary(1 << 16);
+  for (size_t index = 0; index < binary.size(); ++index) binary[index] = static_cast<uint8_t>(index * 7);
+  std::vector<std::thread> writers;
+  for (int writer = 0; writer < 4; ++writer) {
+    writers.emplace_back([&] {
+      const DiskCache cache(folder);
+      for (int round = 0; round < 20; ++round) {
+        cache.store(key, binary);
+        auto loaded = cache.load(key);
+        if (loaded) CHECK(*loaded == binary);  // never a partial entry
+      }
+    });
+  }
+  for (std::thread& writer : writers) writer.join();
+  CHECK(DiskCache(folder).load(key) == binary);
+  // No temporary files are left behind.
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) files += entry.is_regular_file();
+  CHECK(files == 1);
+  std::filesystem::remove_all(folder);
+}
+
+TEST_CASE("cache keys depend on the compiler and the source", "[runtime][cache]") {
+  CHECK(kernel_cache_key("gcc 12", "a") != kernel_cache_key("gcc 13", "a"));
+  CHECK(kernel_cache_key("gcc 12", "a") != kernel_cache_key("gcc 12", "b"));
+  CHECK(kernel_cache_key("gcc 12", "a") == kernel_cache_key("gcc 12", "a"));
+}
+
+TEST_CASE("the caching allocator reuses freed blocks and retries after out-of-memory", "[runtime]") {
+  CountingAllocator driver;
+  {
+    CachingAllocator allocator(driver);
+    DeviceMemory first = allocator.alloc(256);
+    allocator.free(first, 256);
+    DeviceMemory second = allocator.alloc(256);
+    CHECK(second == first);
+    CHECK(driver.allocations == 1);
+    DeviceMemory other = allocator.alloc(512);
+    allocator.free(other, 512);
+    CHECK(allocator.cached_bytes() == 512);
+    driver.fail_next = true;  // the next driver allocation fails once: the cache is emptied and it retries
+    DeviceMemory third = allocator.alloc(1024);
+    CHECK(third != nullptr);
+    CHECK(allocator.cached_bytes() == 0);
+    allocator.free(second, 256);
+    allocator.free(third, 1024);
+  }
+  CHECK(driver.frees == driver.allocations - 1);  // every block went back (one allocation failed)
+}
+
+TEST_CASE("the registry finds the CPU plugin and canonicalizes names", "[runtime]") {
+  const std::vector<std::string> names = devices();
+  CHECK(std::find(names.begin(), names.end(), "CPU") != names.end());
+  CHECK(canonical_device_name("cpu") == "CPU");
+  CHECK(canonical_device_name("cl:0") == "CL");
+  CHECK(canonical_device_name("CL:1") == "CL:1");
+  CHECK(open_device("cpu").get() == open_device("CPU").get());
+}

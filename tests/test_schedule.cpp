@@ -1,0 +1,106 @@
+// The scheduler's fusion decisions, counted in kernels, and the lowering's choices.
+
+#include <catch2/catch.hpp>
+
+#include <kiln/kiln.h>
+
+#include "codegen/lower.h"
+#include "codegen/render.h"
+#include "codegen/schedule.h"
+#include "core/uop.h"
+
+using namespace kiln;
+
+namespace {
+
+// Storage that is never allocated: the scheduler only needs something to point at.
+class PlaceholderStorage : public Storage {
+ public:
+  explicit PlaceholderStorage(size_t nbytes) : nbytes_(nbytes) {}
+  const std::string& device() const override { return device_; }
+  size_t nbytes() const override { return nbytes_; }
+
+ private:
+  std::string device_ = "CPU";
+  size_t nbytes_;
+};
+
+Schedule schedule_of(const Tensor& tensor) {
+  const BufferFactory factory = [](const std::string&, DType dtype, int64_t numel) {
+    return std::make_shared<PlaceholderStorage>(static_cast<size_t>(numel) * dtype.itemsize());
+  };
+  return create_schedule({tensor.node()}, "CPU", factory);
+}
+
+size_t kernel_count(const Tensor& tensor) { return schedule_of(tensor).items.size(); }
+
+Tensor input(Shape shape, uint64_t seed) { return Tensor::rand(std::move(shape), seed, "CPU").realize(); }
+
+}  // namespace
+
+TEST_CASE("an elementwise chain into a reduce is one kernel", "[schedule]") {
+  const Tensor a = input({64, 32}, 1), b = input({64, 32}, 2), c = input({64, 32}, 3);
+  CHECK(kernel_count(((a * b + c).relu().exp()).sum({1})) == 1);
+  CHECK(kernel_count((a * b + c).relu()) == 1);
+}
+
+TEST_CASE("a reduce fuses into the elementwise work after it", "[schedule]") {
+  const Tensor a = input({64, 32}, 1);
+  CHECK(kernel_count(a.sum({1}) * 2 + 1) == 1);
+  CHECK(kernel_count(a.sum({1}, true).sqrt()) == 1);
+}
+
+TEST_CASE("softmax is at most three kernels", "[schedule]") {
+  const Tensor a = input({64, 32}, 1);
+  CHECK(kernel_count(a.softmax(-1)) <= 3);
+  CHECK(kernel_count(a.log_softmax(0)) <= 3);
+}
+
+TEST_CASE("a broadcast reduce is realized once, not recomputed", "[schedule]") {
+  const Tensor a = input({64, 32}, 1);
+  const Tensor centered = a - a.mean({1}, true);
+  CHECK(kernel_count(centered) == 2);
+}
+
+TEST_CASE("movement ops do not make kernels", "[schedule]") {
+  const Tensor a = input({8, 6}, 1);
+  CHECK(kernel_count(a.transpose().reshape({48}).flip({0})) == 0);
+  CHECK(kernel_count(a.permute({1, 0}).pad({{1, 1}, {0, 2}}) + 1) == 1);
+  CHECK(kernel_count(cat({a, a * 2, a + 1}, 1)) == 1);
+}
+
+TEST_CASE("a matmul is one kernel", "[schedule]") {
+  const Tensor a = input({16, 8}, 1), b = input({8, 24}, 2);
+  CHECK(kernel_count(matmul(a, b)) == 1);
+  CHECK(kernel_count(matmul(a, b).relu() + 1) == 1);
+}
+
+TEST_CASE("large full reductions are split in two kernels", "[schedule]") {
+  const Tensor big = input({1 << 17}, 1);
+  CHECK(kernel_count(big.sum()) == 2);
+  const Tensor small = input({1000}, 1);
+  CHECK(kernel_count(small.sum()) == 1);
+  CHECK(big.sum().item<float>() == Approx(static_cast<double>(1 << 16)).epsilon(0.01));
+}
+
+TEST_CASE("reduction kernels are upcast where a load is contiguous across outputs", "[schedule]") {
+  const Tensor a = input({64, 32}, 1), b = input({32, 64}, 2);
+  Schedule schedule = schedule_of(matmul(a, b));
+  REQUIRE(schedule.items.size() == 1);
+  const LinearProgram program = lower_kernel(schedule.items[0]);
+  CHECK(program.global_size < 64 * 64);  // several outputs per work item
+  // A row sum reads rows with a stride: no upcast.
+  schedule = schedule_of(a.sum({1}));
+  CHECK(lower_kernel(schedule.items[0]).global_size == 64);
+}
+
+TEST_CASE("index arithmetic is simplified in rendered kernels", "[schedule]") {
+  const Tensor a = input({64, 32}, 1), b = input({64, 32}, 2);
+  Schedule schedule = schedule_of(a + b);
+  const std::string source = render_kernel(lower_kernel(schedule.items[0]), c_dialect());
+  const std::string body = source.substr(source.find("void e_"));
+  // Contiguous operands are read at gid itself: no division or modulo survives.
+  CHECK(body.find("data1[gid]") != std::string::npos);
+  CHECK(body.find('%') == std::string::npos);
+  CHECK(body.find('/') == std::string::npos);
+}
