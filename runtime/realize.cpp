@@ -11,6 +11,7 @@
 #include "runtime/buffer.h"
 #include "runtime/debug.h"
 #include "runtime/registry.h"
+#include "runtime/trace.h"
 
 namespace kiln {
 namespace {
@@ -81,10 +82,12 @@ void run_kernel(const ScheduleItem& item, const PreparedKernel& prepared) {
   request.buffers.push_back(buffer_of(*item.output).memory());
   for (const UOpRef& input : item.inputs) request.buffers.push_back(buffer_of(*input).memory());
   request.global.x = program.global_size;
-  request.wait = debug_level() >= 2;
+  request.wait = debug_level() >= 2 || tracing_enabled();
   request.work_per_item = estimate_flops(program) / static_cast<double>(program.global_size) + 1;
-  const bool timed = request.wait;
+  const bool timed = debug_level() >= 2;
+  const Clock::time_point launched = Clock::now();
   const double seconds = compiled.launch(request);
+  trace_event(program.name, "kernel", launched, seconds, "global " + std::to_string(program.global_size));
   if (timed) {
     double bytes = 0;
     for (const KernelParam& param : program.params) bytes += static_cast<double>(param.numel) * param.dtype.itemsize();
@@ -128,6 +131,8 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
       run_kernel(item, prepared[index]);
     }
   }
+  trace_event("realize", "realize", start, seconds_since(start),
+              std::to_string(schedule.items.size()) + " item(s) on " + device);
   if (debug_level() >= 1 && !schedule.items.empty()) {
     context->device().synchronize();
     logger().info("realize on {}: {} kernel(s), {} compiled, {:.1f} us", device, schedule.items.size(),
