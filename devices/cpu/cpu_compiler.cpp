@@ -21,10 +21,11 @@ namespace {
 
 // -fwrapv: integer overflow wraps (kiln's documented semantics). -ffp-contract=off: no fused
 // multiply-add, so results match other devices. -fopenmp-simd: honours the renderer's
-// reduction pragma without OpenMP's runtime.
+// reduction pragma without OpenMP's runtime. -fno-trapping-math: lets the compiler turn the
+// NaN-aware selects (max, where) into branch-free code; kiln never reads FP exception flags.
 const std::vector<std::string> kFlags = {"-O2", "-march=native", "-fPIC", "-shared", "-fwrapv",
                                          "-fno-strict-aliasing", "-ffp-contract=off", "-fopenmp-simd",
-                                         "-fno-math-errno", "-std=gnu99", "-x", "c"};
+                                         "-fno-math-errno", "-fno-trapping-math", "-std=gnu99", "-x", "c"};
 
 struct RunResult {
   int status = -1;
