@@ -138,7 +138,13 @@ View View::contiguous(const SymShape& shape) {
 }
 
 bool View::is_contiguous() const {
-  return offset == Sym(0) && !mask.has_value() && strides == contiguous_strides(shape);
+  if (!(offset == Sym(0)) || mask.has_value()) return false;
+  // A size-1 dimension's stride never matters (a shrink can leave any value there).
+  const SymShape expected = contiguous_strides(shape);
+  for (size_t dim = 0; dim < shape.size(); ++dim) {
+    if (!is_one(shape[dim]) && strides[dim] != expected[dim]) return false;
+  }
+  return true;
 }
 
 std::pair<Sym, Sym> View::to_index(const std::vector<Sym>& index) const {
