@@ -124,12 +124,15 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
     if (schedule.items[index].kind == ScheduleItem::Kind::Kernel) prepared[index] = prepare_kernel(schedule.items[index]);
   }
   for (size_t index = 0; index < schedule.items.size(); ++index) {
-    const ScheduleItem& item = schedule.items[index];
+    ScheduleItem& item = schedule.items[index];
     if (item.kind == ScheduleItem::Kind::Copy) {
       run_copy(item);
     } else {
       run_kernel(item, prepared[index]);
     }
+    // Only later items (and the results) hold an intermediate from here on, so a buffer goes
+    // back to the caching allocator right after its last reader, and a later kernel reuses it.
+    item = ScheduleItem{};
   }
   trace_event("realize", "realize", start, seconds_since(start),
               std::to_string(schedule.items.size()) + " item(s) on " + device);
