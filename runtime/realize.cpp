@@ -3,11 +3,15 @@
 #include <kiln/error.h>
 
 #include <chrono>
+#include <map>
+#include <mutex>
+#include <unordered_map>
 #include <set>
 
 #include "codegen/lower.h"
 #include "codegen/render.h"
 #include "codegen/schedule.h"
+#include "core/rewrite.h"
 #include "runtime/buffer.h"
 #include "runtime/debug.h"
 #include "runtime/registry.h"
@@ -60,17 +64,66 @@ struct PreparedKernel {
   DeviceContext* context = nullptr;
 };
 
-PreparedKernel prepare_kernel(const ScheduleItem& item) {
-  PreparedKernel prepared;
-  prepared.context = &buffer_of(*item.output).context();
-  prepared.program = lower_kernel(item);
-  if (debug_level() >= 5) {
-    logger().info("kernel ast:\n{}", graph_to_string({item.ast}));
-    logger().info("linear program:\n{}", prepared.program.to_string());
+// Lowered and rendered kernels, by device and kernel: the ast with its buffers replaced by
+// numbered placeholders, which hash-consing turns into one node per distinct kernel. A warm
+// realize then skips lowering and rendering (most of its overhead).
+class PreparedKernelCache {
+ public:
+  std::shared_ptr<const PreparedKernel> find(DeviceContext* context, const UOp* key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = entries_.find({context, key});
+    return found == entries_.end() ? nullptr : found->second.prepared;
   }
-  check_dtypes(prepared.program, prepared.context->device());
-  prepared.source = render_kernel(prepared.program, prepared.context->device().dialect());
-  if (debug_level() >= 4) logger().info("source of {}:\n{}", prepared.program.name, prepared.source);
+  void insert(DeviceContext* context, UOpRef key, std::shared_ptr<const PreparedKernel> prepared) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (entries_.size() >= kMaxEntries) entries_.clear();  // compiled programs stay cached below
+    const UOp* address = key.get();  // read before the move below
+    entries_[{context, address}] = Entry{std::move(key), std::move(prepared)};
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 4096;
+  struct Entry {
+    UOpRef key;  // keeps the key node alive, so its address is not reused
+    std::shared_ptr<const PreparedKernel> prepared;
+  };
+  std::mutex mutex_;
+  std::map<std::pair<DeviceContext*, const UOp*>, Entry> entries_;
+};
+
+PreparedKernelCache& prepared_kernels() {
+  static PreparedKernelCache cache;
+  return cache;
+}
+
+std::shared_ptr<const PreparedKernel> prepare_kernel(const ScheduleItem& item) {
+  DeviceContext* context = &buffer_of(*item.output).context();
+  ScheduleItem generic = item;
+  std::unordered_map<const UOp*, UOpRef> placeholder_of;
+  generic.inputs.clear();
+  for (size_t index = 0; index < item.inputs.size(); ++index) {
+    const UOpRef& input = item.inputs[index];
+    UOpRef placeholder = UOp::make(Op::Buffer, input->dtype(), {}, std::string("param") + std::to_string(index + 1), input->shape());
+    placeholder_of[input.get()] = placeholder;
+    generic.inputs.push_back(placeholder);
+  }
+  generic.ast = graph_rewrite({item.ast}, [&](const UOpRef& node) -> UOpRef {
+    auto found = placeholder_of.find(node.get());
+    return found == placeholder_of.end() ? nullptr : found->second;
+  })[0];
+  if (auto cached = prepared_kernels().find(context, generic.ast.get())) return cached;
+
+  auto prepared = std::make_shared<PreparedKernel>();
+  prepared->context = context;
+  prepared->program = lower_kernel(generic);
+  if (debug_level() >= 5) {
+    logger().info("kernel ast:\n{}", graph_to_string({generic.ast}));
+    logger().info("linear program:\n{}", prepared->program.to_string());
+  }
+  check_dtypes(prepared->program, context->device());
+  prepared->source = render_kernel(prepared->program, context->device().dialect());
+  if (debug_level() >= 4) logger().info("source of {}:\n{}", prepared->program.name, prepared->source);
+  prepared_kernels().insert(context, generic.ast, prepared);
   return prepared;
 }
 
@@ -119,7 +172,7 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
   if (debug_level() >= 3) logger().info("schedule:\n{}", schedule_to_string(schedule));
 
   // Lower and check every kernel before running any, so a dtype error changes nothing.
-  std::vector<PreparedKernel> prepared(schedule.items.size());
+  std::vector<std::shared_ptr<const PreparedKernel>> prepared(schedule.items.size());
   for (size_t index = 0; index < schedule.items.size(); ++index) {
     if (schedule.items[index].kind == ScheduleItem::Kind::Kernel) prepared[index] = prepare_kernel(schedule.items[index]);
   }
@@ -128,7 +181,7 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
     if (item.kind == ScheduleItem::Kind::Copy) {
       run_copy(item);
     } else {
-      run_kernel(item, prepared[index]);
+      run_kernel(item, *prepared[index]);
     }
     // Only later items (and the results) hold an intermediate from here on, so a buffer goes
     // back to the caching allocator right after its last reader, and a later kernel reuses it.
