@@ -8,7 +8,15 @@ namespace {
 
 // Helpers every C kernel may use. Half conversions round to nearest even and keep NaN and inf;
 // they use only integer operations so that no header is needed (faster compiles).
-const char* const kCPrelude = R"(typedef unsigned int kiln_u32;
+const char* const kCPrelude = R"(#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+/* glibc's vector math (libmvec, within 4 ulp): lets loops that call these vectorize. */
+#define KILN_SIMD __attribute__((simd("notinbranch")))
+KILN_SIMD float expf(float); KILN_SIMD float logf(float); KILN_SIMD float sinf(float);
+KILN_SIMD float cosf(float); KILN_SIMD float powf(float, float);
+KILN_SIMD double exp(double); KILN_SIMD double log(double); KILN_SIMD double sin(double);
+KILN_SIMD double cos(double); KILN_SIMD double pow(double, double);
+#endif
+typedef unsigned int kiln_u32;
 static inline float kiln_bits_to_float(kiln_u32 bits) { union { kiln_u32 u; float f; } v; v.u = bits; return v.f; }
 static inline kiln_u32 kiln_float_to_bits(float value) { union { kiln_u32 u; float f; } v; v.f = value; return v.u; }
 static inline float kiln_half_to_float(unsigned short h) {

@@ -27,6 +27,13 @@ const std::vector<std::string> kFlags = {"-O2", "-march=native", "-fPIC", "-shar
                                          "-fno-strict-aliasing", "-ffp-contract=off", "-fopenmp-simd",
                                          "-fno-math-errno", "-fno-trapping-math", "-std=gnu99", "-x", "c"};
 
+// libmvec holds the vector variants the C dialect declares for x86-64.
+#if defined(__x86_64__)
+const std::vector<std::string> kLibraries = {"-lmvec", "-lm"};
+#else
+const std::vector<std::string> kLibraries = {"-lm"};
+#endif
+
 struct RunResult {
   int status = -1;
   std::string output;
@@ -96,6 +103,7 @@ class CCompiler : public Compiler {
     const std::string first_line = result.output.substr(0, result.output.find('\n'));
     identity_ = first_line + " | " + cpu_model();
     for (const std::string& flag : kFlags) identity_ += " " + flag;
+    for (const std::string& library : kLibraries) identity_ += " " + library;
   }
 
   std::string identity() const override { return identity_; }
@@ -110,7 +118,8 @@ class CCompiler : public Compiler {
     }
     std::vector<std::string> words = compiler_command();
     words.insert(words.end(), kFlags.begin(), kFlags.end());
-    words.insert(words.end(), {source_path, "-o", object_path, "-lm"});
+    words.insert(words.end(), {source_path, "-o", object_path});
+    words.insert(words.end(), kLibraries.begin(), kLibraries.end());
     const RunResult result = run_command(words, scratch.path() + "/log.txt");
     if (result.status != 0) {
       throw CompileError("[cpu] compiling kernel " + kernel_name + " failed (exit " + std::to_string(result.status) + ")",
