@@ -221,6 +221,7 @@ std::string default_device() {
     for (const DeviceRecord& record : records) {
       if (record.available && record.is_gpu) return record.name;
     }
+    open_device("CPU");  // throws, saying why, when not even the CPU can run
     return std::string("CPU");
   }();
   return chosen;
