@@ -45,10 +45,13 @@ Tensor binary_op(Op op, const Tensor& a, const Tensor& b, const char* name) {
   return make_tensor(alu_node(op, result, {left, right}), a.device());
 }
 
-Tensor scalar_op(Op op, const Tensor& a, double scalar, bool scalar_first, const char* name) {
-  DType dtype = a.dtype();
+DType scalar_result_dtype(DType tensor_dtype, double scalar) {
   const bool integral = std::isfinite(scalar) && std::trunc(scalar) == scalar;
-  if (!dtype.is_float() && !integral) dtype = dtypes::float32;
+  return !tensor_dtype.is_float() && !integral ? dtypes::float32 : tensor_dtype;
+}
+
+Tensor scalar_op(Op op, const Tensor& a, double scalar, bool scalar_first, const char* name) {
+  DType dtype = scalar_result_dtype(a.dtype(), scalar);
   if (dtype.is_bool() && is_arithmetic(op)) dtype = dtypes::int32;
   if (op == Op::Pow) dtype = float_dtype_for(dtype);
   check_operand_dtype(op, dtype, name, describe(a) + " and a scalar");
@@ -109,11 +112,13 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
 }
 
 Tensor where(const Tensor& condition, double a, const Tensor& b) {
-  return where(condition, make_tensor(const_node(a, b.dtype(), {}), b.device()), b);
+  const DType dtype = scalar_result_dtype(b.dtype(), a);
+  return where(condition, make_tensor(const_node(a, dtype, {}), b.device()), b.cast(dtype));
 }
 
 Tensor where(const Tensor& condition, const Tensor& a, double b) {
-  return where(condition, a, make_tensor(const_node(b, a.dtype(), {}), a.device()));
+  const DType dtype = scalar_result_dtype(a.dtype(), b);
+  return where(condition, a.cast(dtype), make_tensor(const_node(b, dtype, {}), a.device()));
 }
 
 Tensor Tensor::operator-() const {

@@ -45,6 +45,9 @@ UOpRef broadcast_node(const UOpRef& node, const Shape& shape);
 // A binary op with NumPy broadcasting and dtype promotion; `result` overrides the result dtype
 // (comparisons give bool).
 Tensor binary_op(Op op, const Tensor& a, const Tensor& b, const char* name);
+// The dtype a tensor and a host scalar compute in: the tensor's, except that a non-integral
+// scalar with an integer or bool tensor gives float32.
+DType scalar_result_dtype(DType tensor_dtype, double scalar);
 // A tensor-scalar op; the scalar takes the tensor's dtype.
 Tensor scalar_op(Op op, const Tensor& a, double scalar, bool scalar_first, const char* name);
 // The dtype that float-only ops compute in: float inputs keep theirs, others become float32.

@@ -203,19 +203,21 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t axis) {
     dtype = promote_types(dtype, tensor.dtype());
     total += tensor.shape()[dim];
   }
-  // Each part padded to the full length along the axis, then summed: one fused kernel.
+  // Each part padded to the full length along the axis and selected where it lies: one fused
+  // kernel (a select, not a sum, so that -0.0 stays -0.0).
   std::optional<Tensor> result;
   int64_t offset = 0;
   for (const Tensor& tensor : tensors) {
     std::vector<std::pair<int64_t, int64_t>> padding(first.ndim(), {0, 0});
     padding[dim] = {offset, total - offset - tensor.shape()[dim]};
     offset += tensor.shape()[dim];
-    Tensor part = tensor.cast(dtype).pad(padding);
+    const Tensor part = tensor.cast(dtype).pad(padding);
     if (!result) {
       result = part;
-    } else {
-      result = dtype.is_bool() ? (*result | part) : *result + part;
+      continue;
     }
+    const Tensor inside = Tensor::ones(tensor.shape(), dtypes::bool_, tensor.device()).pad(padding);
+    result = where(inside, part, *result);
   }
   return *result;
 }

@@ -24,6 +24,7 @@ packages=(
   catch2                   # tests (Catch2 v2)
   libspdlog-dev libfmt-dev # logging
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo  # OpenCL: loader, headers, a CPU driver
+  libopenblas0-pthread     # kiln bench: the BLAS that matmul is set beside (dlopen'd, never linked)
 )
 
 missing=()

@@ -1,0 +1,222 @@
+// kiln bench: standard workloads on one device, each checked against a host reference and then
+// timed, set beside the machine's own limits (memcpy bandwidth, the best BLAS at hand) and, when
+// tinygrad is installed, beside tinygrad on the same machine.
+
+#include <kiln/error.h>
+#include <kiln/tensor.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/registry.h"
+#include "tools/bench.h"
+#include "tools/commands.h"
+
+namespace kiln::tools {
+namespace {
+
+using bench::Result;
+
+constexpr double kOverheadTargetSeconds = 50e-6;
+constexpr size_t kCopyBandwidthBytes = size_t{64} << 20;
+
+struct Options {
+  std::string device;
+  int repeat = 10;
+  bool quick = false;
+};
+
+void print_usage(FILE* out) {
+  std::fprintf(out,
+               "usage: kiln bench [--device NAME] [--repeat N] [--quick]\n\n"
+               "Runs standard float32 workloads on a device. Each is first checked against a host\n"
+               "reference, then timed: one warm-up (which compiles), then the median of N runs of\n"
+               "build graph + realize. Figures stand beside the machine's own limits: memcpy\n"
+               "bandwidth, and the best BLAS found at run time for matmul. When tinygrad is\n"
+               "installed, its CPU backend runs add, sum and matmul too, for comparison.\n\n"
+               "  --device NAME  device to run on (default: KILN_DEVICE, else the first GPU, else CPU)\n"
+               "  --repeat N     timed runs per workload (default 10; a slow one stops after ~10 s)\n"
+               "  --quick        small sizes (1M elements, 1024x1024, matmul 512) for a smoke run;\n"
+               "                 no tinygrad\n"
+               "\nExit status: 0 when every workload ran and was right, 1 otherwise, 2 on bad options.\n");
+}
+
+// Parses the options; returns the exit code to leave with, or nothing to go on.
+std::optional<int> parse_options(const std::vector<std::string>& args, Options& options) {
+  auto usage_error = [](const std::string& message) {
+    std::fprintf(stderr, "kiln bench: %s\n\n", message.c_str());
+    print_usage(stderr);
+    return 2;
+  };
+  for (size_t index = 0; index < args.size(); ++index) {
+    const std::string& word = args[index];
+    // "--flag value" or "--flag=value".
+    const std::string flag = word.substr(0, word.find('='));
+    std::optional<std::string> value;
+    if (flag.size() < word.size()) {
+      value = word.substr(flag.size() + 1);
+    } else if ((flag == "--device" || flag == "--repeat") && index + 1 < args.size()) {
+      value = args[++index];
+    }
+    if (word == "--help" || word == "-h") {
+      print_usage(stdout);
+      return 0;
+    } else if (word == "--quick") {
+      options.quick = true;
+    } else if (flag == "--device") {
+      if (!value || value->empty()) return usage_error("--device needs a device name");
+      options.device = *value;
+    } else if (flag == "--repeat") {
+      char* end = nullptr;
+      const long repeat = value ? std::strtol(value->c_str(), &end, 10) : 0;
+      if (!value || value->empty() || *end != '\0' || repeat < 1 || repeat > 100000) {
+        return usage_error("--repeat needs a whole number from 1 to 100000");
+      }
+      options.repeat = static_cast<int>(repeat);
+    } else {
+      return usage_error("unknown option '" + word + "'");
+    }
+  }
+  return std::nullopt;
+}
+
+// ---- formatting ---------------------------------------------------------------------------
+
+std::string format(const char* pattern, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, pattern, value);
+  return text;
+}
+
+std::string format_seconds(double seconds) {
+  if (seconds < 1e-3) return format("%.1f us", seconds * 1e6);
+  if (seconds < 1) return format("%.2f ms", seconds * 1e3);
+  return format("%.2f s", seconds);
+}
+
+std::string format_in_unit(double value, Result::Unit unit) {
+  switch (unit) {
+    case Result::Unit::BytesPerSecond: return format("%.2f GB/s", value / 1e9);
+    case Result::Unit::FlopsPerSecond: return format("%.1f GFLOP/s", value / 1e9);
+    case Result::Unit::Seconds: return format_seconds(value);
+  }
+  return "";
+}
+
+// The first line of an error, so that a compile error's source does not flood the table.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+constexpr const char* kRowFormat = "%-9s %-14s %10s %5s %14s  %-22s %8s %7s  %s\n";
+
+void print_header() {
+  std::printf(kRowFormat, "workload", "size", "time", "runs", "figure", "limit", "fraction", "kernels", "check");
+}
+
+void print_result(const Result& result) {
+  const bool timed = result.timing.runs > 0;
+  const std::string time = timed ? format_seconds(result.timing.median_seconds) : "-";
+  const std::string runs = timed ? std::to_string(result.timing.runs) : "-";
+  const std::string figure = timed ? format_in_unit(result.figure, result.unit) : "-";
+  std::string limit = result.limit_name;
+  if (result.limit > 0) limit += " " + format_in_unit(result.limit, result.unit);
+  const std::string fraction = timed && result.limit > 0 ? format("%.0f%%", 100 * result.figure / result.limit) : "-";
+  const std::string kernels = result.kernels ? std::to_string(*result.kernels) : "-";
+  std::string check = result.problem.empty() ? "ok" : (result.raised ? "ERROR: " : "FAIL: ") + result.problem;
+  if (!result.note.empty()) check += " (" + result.note + ")";
+  std::printf(kRowFormat, result.workload.c_str(), result.size.c_str(), time.c_str(), runs.c_str(), figure.c_str(),
+              limit.c_str(), fraction.c_str(), kernels.c_str(), check.c_str());
+  std::fflush(stdout);  // rows come seconds apart: show each as it finishes
+}
+
+// Runs one workload; a kiln error becomes a failed row rather than the end of the benchmark.
+template <typename Workload>
+Result run_workload(const char* name, Workload workload) {
+  try {
+    return workload();
+  } catch (const Error& error) {
+    std::fprintf(stderr, "kiln bench: %s: %s\n", name, error.what());
+    Result result(name);
+    result.raised = true;
+    result.problem = first_line(error.what());
+    return result;
+  }
+}
+
+void print_peer(const bench::PeerResult& peer, const std::vector<Result>& results, const bench::Sizes& sizes) {
+  if (!peer.problem.empty()) {
+    std::printf("\npeer: %s\n", peer.problem.c_str());
+    return;
+  }
+  std::printf("\npeer: %s, same sizes, median of build + realize\n", peer.name.c_str());
+  for (const auto& [workload, seconds] : peer.seconds) {
+    // The same work counts as kiln's rows use.
+    double work = 0;
+    Result::Unit unit = Result::Unit::BytesPerSecond;
+    if (workload == "add") work = 3.0 * 4 * sizes.elementwise;
+    if (workload == "sum") work = 4.0 * sizes.elementwise;
+    if (workload == "matmul") {
+      work = 2.0 * sizes.matmul * sizes.matmul * sizes.matmul;
+      unit = Result::Unit::FlopsPerSecond;
+    }
+    if (work == 0) continue;
+    std::string kiln_figure = "-";
+    for (const Result& result : results) {
+      if (result.workload == workload && result.timing.runs > 0) kiln_figure = format_in_unit(result.figure, unit);
+    }
+    std::printf("  %-9s %10s %14s   (kiln %s)\n", workload.c_str(), format_seconds(seconds).c_str(),
+                format_in_unit(work / seconds, unit).c_str(), kiln_figure.c_str());
+  }
+}
+
+}  // namespace
+
+int bench_main(const std::vector<std::string>& args) {
+  Options options;
+  if (std::optional<int> exit_code = parse_options(args, options)) return *exit_code;
+
+  const std::string device = options.device.empty() ? default_device() : canonical_device_name(options.device);
+  bench::Harness harness(device, options.quick ? bench::quick_sizes() : bench::default_sizes(), options.repeat);
+  const DeviceProperties& properties = harness.context().device().properties();
+  std::printf("kiln bench on %s: %s (%s)%s\n", device.c_str(), properties.description.c_str(),
+              properties.driver.c_str(), options.quick ? ", quick sizes" : "");
+  std::printf("each workload: checked against a host reference, one warm-up, then the median of up to %d runs "
+              "of build + realize\n", options.repeat);
+
+  const double copy_bandwidth = bench::host_copy_bandwidth(kCopyBandwidthBytes);
+  std::printf("host memcpy: %.2f GB/s (64 MiB, bytes read + written, best of one thread and all cores)\n",
+              copy_bandwidth / 1e9);
+  const std::unique_ptr<bench::Blas> blas = bench::Blas::load();
+  std::printf("BLAS: %s\n\n", blas ? blas->library().c_str() : "no BLAS found");
+
+  print_header();
+  std::vector<Result> results;
+  auto run = [&](const char* name, auto workload) {
+    results.push_back(run_workload(name, workload));
+    print_result(results.back());
+  };
+  run("copy", [&] { return bench::bench_copy(harness, copy_bandwidth); });
+  run("add", [&] { return bench::bench_add(harness, copy_bandwidth); });
+  run("sum", [&] { return bench::bench_sum(harness, copy_bandwidth); });
+  run("fused", [&] { return bench::bench_fused(harness, copy_bandwidth); });
+  run("softmax", [&] { return bench::bench_softmax(harness, copy_bandwidth); });
+  run("matmul", [&] { return bench::bench_matmul(harness, blas.get()); });
+  run("overhead", [&] { return bench::bench_overhead(harness, kOverheadTargetSeconds); });
+
+  std::printf("\nfraction: figure / limit; for overhead, the share of the target used (lower is better)\n");
+  if (options.quick) std::printf("quick sizes fit in cache: fractions of memcpy bandwidth can pass 100%%\n");
+
+  if (!options.quick) {
+    const bench::Sizes& sizes = harness.sizes();
+    print_peer(bench::run_tinygrad_peer({sizes.elementwise, sizes.matmul, options.repeat}), results, sizes);
+  }
+
+  const bool failed = std::any_of(results.begin(), results.end(), [](const Result& r) { return !r.problem.empty(); });
+  if (failed) std::printf("\nkiln bench: some workloads failed (see the check column)\n");
+  return failed ? 1 : 0;
+}
+
+}  // namespace kiln::tools

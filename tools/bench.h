@@ -1,0 +1,150 @@
+#pragma once
+// The parts of `kiln bench`:
+//   bench.cpp            options, the table, bench_main
+//   bench_workloads.cpp  the kiln workloads: each checked against a host reference, then timed
+//   bench_host.cpp       the machine's own limits (memcpy bandwidth, a BLAS loaded at run time)
+//                        and an optional peer framework (tinygrad)
+// Workloads produce numbers (Result); only bench.cpp formats them.
+
+#include <kiln/tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/registry.h"
+
+namespace kiln::tools::bench {
+
+// ---- timing -------------------------------------------------------------------------------
+
+struct Timing {
+  double median_seconds = 0;
+  int runs = 0;  // 0: never timed
+};
+
+// The median of up to `repeat` timed calls of `run` (warm-ups are the caller's), stopping early
+// once `budget_seconds` have passed and `minimum` calls were timed, so that one slow workload
+// cannot hold the whole benchmark hostage.
+Timing time_median(const std::function<void()>& run, int repeat, double budget_seconds = 10, int minimum = 3);
+
+// ---- the machine's limits (bench_host.cpp) ------------------------------------------------
+
+// Bytes read plus bytes written per second by memcpy of a `bytes`-sized buffer, best of several
+// tries on one thread and on every core.
+double host_copy_bandwidth(size_t bytes);
+
+// Row-major single-precision C = A (m x k) * B (k x n) through a CBLAS found with dlopen: kiln
+// never links a BLAS, so the benchmark runs (without this figure) where there is none.
+class Blas {
+ public:
+  // The first of libopenblas.so.0, libblas.so.3 (and a few others) that exports cblas_sgemm;
+  // nullptr when there is none. The library stays loaded for the life of the process.
+  static std::unique_ptr<Blas> load();
+
+  using SgemmFunction = void (*)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+  Blas(SgemmFunction sgemm, std::string library) : sgemm_(sgemm), library_(std::move(library)) {}
+
+  const std::string& library() const { return library_; }
+  void sgemm(int m, int n, int k, const float* a, const float* b, float* c) const;
+
+ private:
+  SgemmFunction sgemm_ = nullptr;
+  std::string library_;
+};
+
+// Figures from a peer framework on the same machine, same workloads and sizes.
+struct PeerResult {
+  std::string name;                                     // "tinygrad 0.10.0 on CPU"
+  std::vector<std::pair<std::string, double>> seconds;  // workload -> median seconds
+  std::string problem;                                  // why there are no figures, when there are none
+};
+
+struct PeerSizes {
+  int64_t elementwise = 0;  // elements of add and sum
+  int64_t matmul = 0;       // side of the square matmul
+  int repeat = 0;
+};
+
+// Times add, sum and matmul with tinygrad's CPU backend in a python3 child process.
+PeerResult run_tinygrad_peer(const PeerSizes& sizes);
+
+// ---- the workloads (bench_workloads.cpp) --------------------------------------------------
+
+struct Sizes {
+  int64_t elementwise = int64_t{1} << 24;  // copy, add, sum
+  int64_t square = 4096;                    // fused and softmax: square x square
+  int64_t matmul = 1024;                    // matmul x matmul times matmul x matmul
+  double budget_seconds = 10;               // timed seconds per workload before it stops early
+};
+Sizes default_sizes();
+Sizes quick_sizes();
+
+// What one workload measured.
+struct Result {
+  enum class Unit { BytesPerSecond, FlopsPerSecond, Seconds };
+
+  explicit Result(std::string name, std::string problem_size = "")
+      : workload(std::move(name)), size(std::move(problem_size)) {}
+
+  std::string workload, size;
+  Timing timing;
+  std::optional<int64_t> kernels;  // per realize
+  Unit unit = Unit::BytesPerSecond;
+  double figure = 0;               // in `unit`; 0 when not timed
+  double limit = 0;                // the machine's limit in `unit`; 0 when there is none
+  std::string limit_name;          // "memcpy", "BLAS", "target", or why there is no limit
+  std::string problem;             // "" when the workload ran and its result was right
+  bool raised = false;             // the problem is a kiln::Error that stopped the workload
+  std::string note;                // said beside "ok"
+};
+
+// A device and the sizes to run at; measures workloads on it.
+class Harness {
+ public:
+  Harness(std::string device, Sizes sizes, int repeat);
+
+  const Sizes& sizes() const { return sizes_; }
+  const std::string& device() const { return device_; }
+  DeviceContext& context() { return *context_; }
+  int repeat() const { return repeat_; }
+
+  // Uniform [0, 1) values, already computed, so that timing sees only the workload.
+  Tensor realized_rand(Shape shape, uint64_t seed);
+
+  struct Measured {
+    Timing timing;
+    int64_t kernels = 0;  // launched by one realize
+    std::string problem;  // what is wrong, or ""
+  };
+  // Realizes `build()` once (compiling its kernels) and checks it with `check` ("" when right);
+  // then, when right, times `repeat` runs of build + realize + synchronize.
+  Measured measure(const std::function<Tensor()>& build, const std::function<std::string(const Tensor&)>& check,
+                   int repeat, std::optional<int64_t> expected_kernels);
+
+ private:
+  void synchronize();
+  int64_t kernels_fetched();
+
+  std::string device_;
+  Sizes sizes_;
+  int repeat_;
+  std::shared_ptr<DeviceContext> context_;
+};
+
+// Each builds its inputs, checks and times one workload. The bandwidth ones are set beside
+// `copy_bandwidth` (bytes/s); matmul beside `blas` when there is one. Throw kiln::Error.
+Result bench_copy(Harness& harness, double copy_bandwidth);
+Result bench_add(Harness& harness, double copy_bandwidth);
+Result bench_sum(Harness& harness, double copy_bandwidth);
+Result bench_fused(Harness& harness, double copy_bandwidth);
+Result bench_softmax(Harness& harness, double copy_bandwidth);
+Result bench_matmul(Harness& harness, const Blas* blas);
+Result bench_overhead(Harness& harness, double target_seconds);
+
+}  // namespace kiln::tools::bench

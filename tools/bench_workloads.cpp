@@ -1,0 +1,313 @@
+// The workloads of `kiln bench`. Each builds its inputs with the public Tensor API, checks kiln's
+// result against a reference computed here in double precision, and only then times it: a fast
+// wrong answer is not a figure.
+
+#include <kiln/error.h>
+#include <kiln/tensor.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "tools/bench.h"
+
+namespace kiln::tools::bench {
+namespace {
+
+// "" when every element is within atol + rtol * |expected|; otherwise how many are not and the
+// worst one (by relative error).
+template <typename Expected>
+std::string compare(const std::vector<float>& got, Expected expected, double rtol, double atol) {
+  int64_t wrong = 0, worst_index = -1;
+  double worst_error = 0, worst_expected = 0;
+  for (size_t index = 0; index < got.size(); ++index) {
+    const double want = expected(index);
+    const double error = std::fabs(static_cast<double>(got[index]) - want);
+    if (error <= atol + rtol * std::fabs(want)) continue;  // written so that NaN counts as wrong
+    ++wrong;
+    const double relative = error / std::max(std::fabs(want), 1e-30);
+    if (worst_index < 0 || !(relative <= worst_error)) {
+      worst_index = static_cast<int64_t>(index);
+      worst_error = relative;
+      worst_expected = want;
+    }
+  }
+  if (wrong == 0) return "";
+  char text[256];
+  std::snprintf(text, sizeof text, "%lld of %zu elements off; worst [%lld] = %.9g, expected %.9g (rtol %g)",
+                static_cast<long long>(wrong), got.size(), static_cast<long long>(worst_index),
+                static_cast<double>(got[worst_index]), worst_expected, rtol);
+  return text;
+}
+
+std::string count_text(int64_t count) {
+  if (count >= (int64_t{1} << 20) && count % (int64_t{1} << 20) == 0) return std::to_string(count >> 20) + "M";
+  if (count >= 1024 && count % 1024 == 0) return std::to_string(count >> 10) + "K";
+  return std::to_string(count);
+}
+
+std::string square_text(int64_t side) { return std::to_string(side) + "x" + std::to_string(side); }
+
+// Copies what every workload's result shares from a measurement.
+void record(Result& result, const Harness::Measured& measured) {
+  result.kernels = measured.kernels;
+  result.problem = measured.problem;
+  result.timing = measured.timing;
+}
+
+// A bandwidth figure: `bytes` moved per run, against the host's copy bandwidth.
+void record_bandwidth(Result& result, const Harness::Measured& measured, double bytes, double copy_bandwidth) {
+  record(result, measured);
+  result.unit = Result::Unit::BytesPerSecond;
+  result.limit = copy_bandwidth;
+  result.limit_name = "memcpy";
+  if (measured.timing.runs > 0) result.figure = bytes / measured.timing.median_seconds;
+}
+
+// C = A B in double on the host, row by row so that the inner loop streams.
+std::vector<double> host_matmul(const std::vector<float>& a, const std::vector<float>& b, int64_t n) {
+  std::vector<double> c(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    double* row = c.data() + i * n;
+    for (int64_t k = 0; k < n; ++k) {
+      const double scale = a[i * n + k];
+      const float* b_row = b.data() + k * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += scale * b_row[j];
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+Sizes default_sizes() { return Sizes{}; }
+
+Sizes quick_sizes() {
+  Sizes sizes;
+  sizes.elementwise = int64_t{1} << 20;
+  sizes.square = 1024;
+  sizes.matmul = 512;
+  sizes.budget_seconds = 3;
+  return sizes;
+}
+
+// ---- the harness --------------------------------------------------------------------------
+
+Harness::Harness(std::string device, Sizes sizes, int repeat)
+    : device_(std::move(device)), sizes_(sizes), repeat_(repeat), context_(open_device(device_)) {}
+
+Tensor Harness::realized_rand(Shape shape, uint64_t seed) {
+  Tensor tensor = Tensor::rand(std::move(shape), seed, device_);
+  tensor.realize();
+  return tensor;
+}
+
+// The CPU device runs synchronously; another device may still be working when realize returns.
+void Harness::synchronize() { context_->device().synchronize(); }
+
+// Every kernel launch fetches its program through DeviceContext::program, which counts it as a
+// memory hit, a disk hit or a compile: the sum goes up by one per kernel.
+int64_t Harness::kernels_fetched() {
+  KernelStats& stats = context_->stats();
+  return stats.memory_hits + stats.disk_hits + stats.compiles;
+}
+
+Harness::Measured Harness::measure(const std::function<Tensor()>& build,
+                                   const std::function<std::string(const Tensor&)>& check, int repeat,
+                                   std::optional<int64_t> expected_kernels) {
+  Measured measured;
+  const int64_t before_first = kernels_fetched();
+  {
+    Tensor result = build();
+    result.realize();
+    synchronize();
+    measured.kernels = kernels_fetched() - before_first;
+    measured.problem = check(result);
+  }
+  if (!measured.problem.empty()) return measured;
+  if (expected_kernels && measured.kernels != *expected_kernels) {
+    measured.problem = "ran " + std::to_string(measured.kernels) + " kernels, expected " +
+                       std::to_string(*expected_kernels);
+  }
+  const int64_t before_timed = kernels_fetched();
+  measured.timing = time_median(
+      [&] {
+        // The result dies inside the timed region: its buffer goes back to the caching
+        // allocator, which is what a loop in a real program pays too.
+        Tensor result = build();
+        result.realize();
+        synchronize();
+      },
+      repeat, sizes_.budget_seconds);
+  // A realize that launched nothing would have timed a cache lookup, not the workload.
+  const int64_t launched = kernels_fetched() - before_timed;
+  if (measured.problem.empty() && launched != measured.kernels * measured.timing.runs) {
+    measured.problem = "the timed runs launched " + std::to_string(launched) + " kernels, expected " +
+                       std::to_string(measured.kernels * measured.timing.runs);
+  }
+  return measured;
+}
+
+// ---- the workloads ------------------------------------------------------------------------
+
+// x.contiguous(): kiln's own copy kernel, the device's counterpart of memcpy.
+Result bench_copy(Harness& harness, double copy_bandwidth) {
+  const int64_t n = harness.sizes().elementwise;
+  Result result("copy", count_text(n) + " f32");
+  Tensor x = harness.realized_rand({n}, 1);
+  const std::vector<float> host = x.to_vector<float>();
+  auto measured = harness.measure(
+      [&] { return x.contiguous(); },
+      [&](const Tensor& out) { return compare(out.to_vector<float>(), [&](size_t i) { return host[i]; }, 0, 0); },
+      harness.repeat(), 1);
+  record_bandwidth(result, measured, 2.0 * 4 * n, copy_bandwidth);
+  return result;
+}
+
+Result bench_add(Harness& harness, double copy_bandwidth) {
+  const int64_t n = harness.sizes().elementwise;
+  Result result("add", count_text(n) + " f32");
+  Tensor a = harness.realized_rand({n}, 2), b = harness.realized_rand({n}, 3);
+  const std::vector<float> host_a = a.to_vector<float>(), host_b = b.to_vector<float>();
+  auto measured = harness.measure(
+      [&] { return a + b; },
+      [&](const Tensor& out) {
+        // float addition is correctly rounded: the double sum rounds to the same float.
+        return compare(out.to_vector<float>(), [&](size_t i) { return double(host_a[i]) + host_b[i]; }, 1e-7, 0);
+      },
+      harness.repeat(), 1);
+  record_bandwidth(result, measured, 3.0 * 4 * n, copy_bandwidth);
+  return result;
+}
+
+Result bench_sum(Harness& harness, double copy_bandwidth) {
+  const int64_t n = harness.sizes().elementwise;
+  Result result("sum", count_text(n) + " f32");
+  Tensor a = harness.realized_rand({n}, 4);
+  double reference = 0;
+  for (float value : a.to_vector<float>()) reference += value;
+  auto measured = harness.measure(
+      [&] { return a.sum(); },
+      // A float sum of millions of values stays within 1e-3 only when it is accumulated in
+      // pieces; one running float total drifts far more.
+      [&](const Tensor& out) { return compare(out.to_vector<float>(), [&](size_t) { return reference; }, 1e-3, 0); },
+      harness.repeat(), std::nullopt);
+  record_bandwidth(result, measured, 4.0 * n, copy_bandwidth);
+  return result;
+}
+
+// ((a*b + c).relu().exp()).sum(1): an elementwise chain into a reduce, which must fuse into one
+// kernel that reads each input once and writes only the row sums.
+Result bench_fused(Harness& harness, double copy_bandwidth) {
+  const int64_t side = harness.sizes().square;
+  Result result("fused", square_text(side) + " f32");
+  Tensor a = harness.realized_rand({side, side}, 5), b = harness.realized_rand({side, side}, 6),
+         c = harness.realized_rand({side, side}, 7);
+  std::vector<double> reference(static_cast<size_t>(side));
+  {
+    const std::vector<float> host_a = a.to_vector<float>(), host_b = b.to_vector<float>(),
+                             host_c = c.to_vector<float>();
+    for (int64_t i = 0; i < side; ++i) {
+      double total = 0;
+      for (int64_t j = i * side; j < (i + 1) * side; ++j) {
+        total += std::exp(std::max(0.0, double(host_a[j]) * host_b[j] + host_c[j]));
+      }
+      reference[i] = total;
+    }
+  }
+  auto measured = harness.measure(
+      [&] { return (a * b + c).relu().exp().sum({1}); },
+      [&](const Tensor& out) {
+        return compare(out.to_vector<float>(), [&](size_t i) { return reference[i]; }, 1e-4, 0);
+      },
+      harness.repeat(), 1);
+  record_bandwidth(result, measured, 3.0 * 4 * side * side + 4.0 * side, copy_bandwidth);
+  return result;
+}
+
+Result bench_softmax(Harness& harness, double copy_bandwidth) {
+  const int64_t side = harness.sizes().square;
+  Result result("softmax", square_text(side) + " f32");
+  Tensor x = harness.realized_rand({side, side}, 8);
+  const std::vector<float> host = x.to_vector<float>();
+  auto measured = harness.measure(
+      [&] { return x.softmax(-1); },
+      [&](const Tensor& out) {
+        std::vector<double> expected(host.size());
+        for (int64_t i = 0; i < side; ++i) {
+          const float* in = host.data() + i * side;
+          double* row = expected.data() + i * side;
+          const double largest = *std::max_element(in, in + side);
+          double total = 0;
+          for (int64_t j = 0; j < side; ++j) total += row[j] = std::exp(in[j] - largest);
+          for (int64_t j = 0; j < side; ++j) row[j] /= total;
+        }
+        return compare(out.to_vector<float>(), [&](size_t i) { return expected[i]; }, 1e-4, 1e-10);
+      },
+      harness.repeat(), std::nullopt);
+  // The least any softmax must move: read x once, write the result once.
+  record_bandwidth(result, measured, 2.0 * 4 * side * side, copy_bandwidth);
+  return result;
+}
+
+Result bench_matmul(Harness& harness, const Blas* blas) {
+  const int64_t n = harness.sizes().matmul;
+  Result result("matmul", std::to_string(n) + "^3 f32");
+  result.unit = Result::Unit::FlopsPerSecond;
+  Tensor a = harness.realized_rand({n, n}, 9), b = harness.realized_rand({n, n}, 10);
+  const std::vector<float> host_a = a.to_vector<float>(), host_b = b.to_vector<float>();
+  const std::vector<double> reference = host_matmul(host_a, host_b, n);
+  const double flops = 2.0 * n * n * n;
+
+  // The BLAS first: its figure is this row's limit whatever kiln does.
+  std::string blas_problem;
+  if (blas) {
+    std::vector<float> c(static_cast<size_t>(n * n));
+    const int side = static_cast<int>(n);
+    auto run_blas = [&] { blas->sgemm(side, side, side, host_a.data(), host_b.data(), c.data()); };
+    run_blas();  // warm-up: starts its threads and touches every page
+    blas_problem = compare(c, [&](size_t i) { return reference[i]; }, 1e-4, 0);
+    result.limit = flops / time_median(run_blas, harness.repeat(), harness.sizes().budget_seconds).median_seconds;
+    result.limit_name = "BLAS";
+  } else {
+    result.limit_name = "no BLAS found";
+  }
+
+  auto measured = harness.measure(
+      [&] { return a.matmul(b); },
+      [&](const Tensor& out) {
+        return compare(out.to_vector<float>(), [&](size_t i) { return reference[i]; }, 1e-4, 0);
+      },
+      harness.repeat(), std::nullopt);
+  record(result, measured);
+  if (measured.timing.runs > 0) result.figure = flops / measured.timing.median_seconds;
+  if (!blas_problem.empty()) result.note = "the BLAS result is off: " + blas_problem;
+  return result;
+}
+
+// The fixed cost of one realize: a tiny graph whose kernel is already compiled.
+Result bench_overhead(Harness& harness, double target_seconds) {
+  const int64_t n = 16;
+  Result result("overhead", std::to_string(n) + " f32");
+  result.unit = Result::Unit::Seconds;
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i);
+  Tensor x = Tensor::from_vector(values, {n}, harness.device());
+  auto measured = harness.measure(
+      [&] { return (x + 1) * 2; },
+      [&](const Tensor& out) {
+        return compare(out.to_vector<float>(), [&](size_t i) { return (values[i] + 1.0) * 2.0; }, 0, 0);
+      },
+      // Microseconds each: many runs cost little and steady the median.
+      std::max(harness.repeat() * 100, 200), 1);
+  record(result, measured);
+  result.limit = target_seconds;
+  result.limit_name = "target <";
+  if (measured.timing.runs > 0) {
+    result.figure = measured.timing.median_seconds;
+    if (result.figure >= target_seconds) result.note = "over the target";
+  }
+  return result;
+}
+
+}  // namespace kiln::tools::bench

@@ -1,0 +1,54 @@
+#pragma once
+// The conformance battery: every case, defined once as data, run on any device.
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tools/conformance/case.h"
+#include "tools/conformance/reference.h"
+
+namespace kiln::conformance {
+
+// Every case, in a stable order (built once).
+const std::vector<Case>& battery();
+// The op families (rows of the summary table), in table order.
+const std::vector<std::string>& families();
+// The tolerance rules, one line per rule, for the report.
+std::vector<std::string> tolerance_notes();
+
+namespace detail {
+
+struct BatteryBuilder {
+  std::vector<Case> cases;
+  std::set<std::string> names;
+  void add(Case item);  // names must be unique; the seed comes from the name
+};
+
+InputSpec input(DType dtype, Shape shape, Values values = Values::General, int role = 0,
+                std::string layout = "contiguous");
+
+// Integers and bool: exact. Floats: `ulps` (for float32 / float64; float16 and bfloat16 compute in
+// float32 and round once, so they get 1 ulp where float32 gets any, 2 where the op stores half
+// intermediates), or |error| <= rel * eps(dtype) * scale + atol_normals * smallest normal.
+Tolerance tolerance_for(DType out, double ulps, double rel = 0, double atol_normals = 0,
+                        bool half_multi = false);
+Tolerance exact_tolerance(bool signed_zero = false);
+
+// A case: its name is family/op/dtype/shape/layout (of the first input) plus `variant`.
+Case make_case(const std::string& family, const std::string& op, std::vector<InputSpec> inputs,
+               KilnFn build, HostFn reference, std::string code, Tolerance tolerance,
+               const std::string& variant = "");
+
+extern const std::vector<DType> kAllDtypes;
+extern const std::vector<DType> kFloatDtypes;
+extern const std::vector<DType> kIntDtypes;  // integers and bool
+
+void add_elementwise_cases(BatteryBuilder& builder);
+void add_reduce_cases(BatteryBuilder& builder);
+void add_movement_cases(BatteryBuilder& builder);
+void add_shape_cases(BatteryBuilder& builder);
+void add_graph_cases_to(BatteryBuilder& builder);
+
+}  // namespace detail
+}  // namespace kiln::conformance

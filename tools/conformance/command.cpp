@@ -1,0 +1,243 @@
+// `kiln conformance`: runs the battery (or random graphs) on a device and reports what it gets
+// right.
+
+#include <unistd.h>
+
+#include <kiln/error.h>
+#include <kiln/tensor.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+
+#include "runtime/registry.h"
+#include "tools/commands.h"
+#include "tools/conformance/battery.h"
+#include "tools/conformance/fuzz.h"
+#include "tools/conformance/parallel.h"
+#include "tools/conformance/report.h"
+#include "tools/conformance/runner.h"
+
+namespace kiln::tools {
+namespace {
+
+const char* const kUsage = R"(usage: kiln conformance [options]
+
+Runs kiln's conformance battery on a device: every op of the Tensor API x every dtype it accepts x
+shapes x layouts, with edge values, against an independent double-precision reference.
+
+options:
+  --device NAME    device to test (default: KILN_DEVICE, else the default device); "all" tests
+                   every available device; may be repeated
+  --filter REGEX   only cases whose name matches (names: family/op/dtype/shape/layout[/variant])
+  --list           list the selected cases and their tolerances, run nothing
+  --json FILE      write every result to FILE as JSON
+  --failures N     print at most N failing cases in detail (default 20)
+  --fuzz N         instead of the battery, check N random graphs (elementwise, reductions and
+                   movement ops mixed) against the reference
+  --seed S         the fuzzer's first seed (default 1); graph i uses seed S + i
+  --verbose        with --fuzz: print every graph as kiln C++
+  --jobs N         run the battery in N worker processes, so N kernels compile at once
+                   (default: the number of CPUs, at most 8; 1 runs everything in this process)
+  -h, --help       this text
+
+exit status: 0 when every case passed or is unsupported, 1 when any failed or errored, 2 for
+bad usage.
+)";
+
+struct Options {
+  std::vector<std::string> devices;
+  std::string filter;
+  std::string json;
+  bool list = false;
+  size_t failures = 20;
+  int64_t fuzz = 0;
+  uint64_t seed = 1;
+  int jobs = 0;
+  bool verbose = false;
+  int worker_shard = -1, worker_count = 0;  // --worker i/N (internal: see parallel.h)
+  long resume_after = -1;
+};
+
+bool parse(const std::vector<std::string>& args, Options& options) {
+  for (size_t index = 0; index < args.size(); ++index) {
+    const std::string& arg = args[index];
+    auto value = [&](const char* name) -> std::string {
+      if (index + 1 >= args.size())
+        throw std::invalid_argument(std::string(name) + " needs a value");
+      return args[++index];
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "--device") {
+      options.devices.push_back(value("--device"));
+    } else if (arg == "--filter") {
+      options.filter = value("--filter");
+    } else if (arg == "--json") {
+      options.json = value("--json");
+    } else if (arg == "--list") {
+      options.list = true;
+    } else if (arg == "--failures") {
+      options.failures = std::stoul(value("--failures"));
+    } else if (arg == "--fuzz") {
+      options.fuzz = std::stoll(value("--fuzz"));
+    } else if (arg == "--seed") {
+      options.seed = std::stoull(value("--seed"));
+    } else if (arg == "--verbose") {
+      options.verbose = true;
+    } else if (arg == "--jobs") {
+      options.jobs = std::stoi(value("--jobs"));
+      if (options.jobs < 1) throw std::invalid_argument("--jobs needs a positive number");
+    } else if (arg == "--worker") {
+      const std::string shard = value("--worker");
+      options.worker_shard = std::stoi(shard.substr(0, shard.find('/')));
+      options.worker_count = std::stoi(shard.substr(shard.find('/') + 1));
+    } else if (arg == "--resume-after") {
+      options.resume_after = std::stol(value("--resume-after"));
+    } else {
+      throw std::invalid_argument("unknown option '" + arg + "'");
+    }
+  }
+  return true;
+}
+
+std::vector<std::string> resolve_devices(const std::vector<std::string>& requested) {
+  if (requested.empty()) return {default_device()};
+  std::vector<std::string> names;
+  for (const std::string& name : requested) {
+    if (name == "all") {
+      for (const std::string& device : devices()) names.push_back(device);
+    } else {
+      names.push_back(canonical_device_name(name));
+      open_device(names.back());  // throws DeviceError naming what is available
+    }
+  }
+  return names;
+}
+
+int default_jobs() {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return static_cast<int>(std::max(1L, std::min(cpus, 8L)));
+}
+
+conformance::DeviceRun run_battery(const std::string& device,
+                                   const std::vector<const conformance::Case*>& cases,
+                                   const Options& options) {
+  using namespace conformance;
+  std::shared_ptr<DeviceContext> context = open_device(device);
+  Runner runner(device);
+  Progress progress(cases.size(), device);
+  const int jobs = std::min<int>(options.jobs > 0 ? options.jobs : default_jobs(),
+                                 static_cast<int>(cases.size() / 16 + 1));
+  DeviceRun run;
+  if (jobs > 1) {
+    WorkerPlan plan;
+    plan.executable = "/proc/self/exe";
+    if (!options.filter.empty()) plan.select_args = {"--filter", options.filter};
+    plan.jobs = jobs;
+    run = run_in_workers(device, cases, plan,
+                         [&](size_t done, const std::string& name, size_t failures) {
+                           progress.update(done, name, failures);
+                         });
+  } else {
+    run.device = device;
+    const int64_t compiles = context->stats().compiles, disk_hits = context->stats().disk_hits;
+    const auto start = std::chrono::steady_clock::now();
+    size_t failures = 0;
+    for (size_t index = 0; index < cases.size(); ++index) {
+      progress.update(index, cases[index]->name, failures);
+      run.cases.push_back(cases[index]);
+      run.results.push_back(runner.run(*cases[index]));
+      failures +=
+          run.results.back().status == Status::Fail || run.results.back().status == Status::Error;
+    }
+    progress.update(cases.size(), "", failures);
+    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.compiles = context->stats().compiles - compiles;
+    run.disk_hits = context->stats().disk_hits - disk_hits;
+  }
+  progress.finish();
+  const DeviceProperties& properties = context->device().properties();
+  run.description = properties.description + " (" + properties.driver + ")" +
+                    (jobs > 1 ? ", " + std::to_string(jobs) + " worker processes" : "");
+  run.guards = runner.guards();
+  return run;
+}
+
+}  // namespace
+
+int conformance_main(const std::vector<std::string>& args) {
+  using namespace conformance;
+  Options options;
+  try {
+    parse(args, options);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "kiln conformance: %s\n\n%s", error.what(), kUsage);
+    return 2;
+  }
+  std::regex filter;
+  try {
+    filter = std::regex(options.filter.empty() ? "." : options.filter, std::regex::ECMAScript);
+  } catch (const std::regex_error& error) {
+    std::fprintf(stderr, "kiln conformance: bad --filter '%s': %s\n", options.filter.c_str(),
+                 error.what());
+    return 2;
+  }
+  if (options.fuzz > 0) {
+    int status = 0;
+    for (const std::string& device : resolve_devices(options.devices)) {
+      if (run_fuzz(device, options.fuzz, options.seed, stdout, options.verbose) > 0) status = 1;
+    }
+    return status;
+  }
+
+  std::vector<const Case*> selected;
+  for (const Case& item : battery()) {
+    if (options.filter.empty() || std::regex_search(item.name, filter)) selected.push_back(&item);
+  }
+  if (options.worker_shard >= 0) {
+    if (options.devices.size() != 1 || options.worker_count < 1) return 2;
+    return worker_main(canonical_device_name(options.devices[0]), selected, options.worker_shard,
+                       options.worker_count, options.resume_after);
+  }
+  if (options.list) {
+    for (const Case* item : selected)
+      std::printf("%-64s %s\n", item->name.c_str(), item->tolerance.text().c_str());
+    std::printf("%zu case(s)\n", selected.size());
+    return 0;
+  }
+  if (selected.empty()) {
+    std::fprintf(stderr, "kiln conformance: no case matches --filter '%s' (see --list)\n",
+                 options.filter.c_str());
+    return 2;
+  }
+
+  const bool color = isatty(STDOUT_FILENO) != 0;
+  std::vector<DeviceRun> runs;
+  for (const std::string& device : resolve_devices(options.devices)) {
+    runs.push_back(run_battery(device, selected, options));
+    const DeviceRun& run = runs.back();
+    std::printf("\n%s — %s\n", run.device.c_str(), run.description.c_str());
+    print_table(stdout, run, color);
+    std::printf("\n");
+    print_failures(stdout, run, options.failures);
+  }
+  std::printf("\ntolerances:\n");
+  for (const std::string& note : tolerance_notes()) std::printf("  %s\n", note.c_str());
+  std::printf("\n");
+  bool ok = true;
+  for (const DeviceRun& run : runs) {
+    std::printf("%s\n", summary_line(run).c_str());
+    ok &= run.ok();
+  }
+  if (!options.json.empty()) {
+    write_json(options.json, runs);
+    std::printf("results written to %s\n", options.json.c_str());
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace kiln::tools

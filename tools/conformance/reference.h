@@ -1,0 +1,104 @@
+#pragma once
+// The independent reference: every op of the Tensor API on host tensors, by explicit index math,
+// floats in double precision, integers in exact 64-bit wrapping arithmetic, following the
+// semantics documented in include/kiln/tensor.h and include/kiln/dtype.h:
+//   * integer + - * wrap; / truncates toward zero, % takes the dividend's sign (C); x / 0 == 0 and
+//     x % 0 == 0; INT_MIN / -1 == INT_MIN; INT_MIN % -1 == 0. bool + is or, * is and.
+//   * float % is fmod (the dividend's sign); maximum / minimum and max / min propagate NaN.
+//   * float-only math (exp, sqrt, mean, softmax, ...) on integer or bool inputs computes in
+//     float32: the input is first converted to float32.
+//   * sum / prod / cumsum of bool and signed integers accumulate in int64, unsigned in uint64.
+//   * argmax / argmin give the first index of the extreme (a NaN is the extreme), as int32.
+//   * round is half to even; gelu is the exact erf form.
+// Float results are returned unrounded (the comparison rounds them into the output dtype).
+
+#include <functional>
+#include <vector>
+
+#include "tools/conformance/case.h"
+
+namespace kiln::conformance::ref {
+
+// ---- elementwise ----
+enum class Unary {
+  Neg,
+  Abs,
+  Sign,
+  Relu,
+  Reciprocal,
+  Exp,
+  Log,
+  Exp2,
+  Log2,
+  Sqrt,
+  Rsqrt,
+  Sin,
+  Cos,
+  Tan,
+  Tanh,
+  Sigmoid,
+  Gelu,
+  Silu,
+  Erf,
+  Floor,
+  Ceil,
+  Round,
+  Trunc,
+  LogicalNot,
+};
+enum class Binary { Add, Sub, Mul, Div, Mod, Max, Min, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or, Xor };
+
+DType unary_dtype(Unary op, DType input);
+DType binary_dtype(Binary op, DType compute);
+bool is_comparison(Binary op);
+
+Scalar unary_value(Unary op, DType compute, const Scalar& x);
+Scalar binary_value(Binary op, DType compute, const Scalar& a, const Scalar& b);
+
+Shape broadcast_shape(const Shape& a, const Shape& b);
+HostTensor broadcast_to(const HostTensor& tensor, const Shape& shape);
+
+Expected unary(Unary op, const HostTensor& x);
+Expected binary(Binary op, const HostTensor& a, const HostTensor& b);
+// A tensor-scalar op (`scalar_first`: scalar op tensor).
+Expected binary_scalar(Binary op, const HostTensor& a, double scalar, bool scalar_first);
+Expected pow_scalar(const HostTensor& a, double exponent);
+Expected where(const HostTensor& condition, const HostTensor& a, const HostTensor& b);
+
+// ---- reductions ----
+enum class Reduce { Sum, Prod, Max, Min, Mean, Var, Std };
+Expected reduce(Reduce op, const HostTensor& x, std::vector<int64_t> axes, bool keepdim,
+                int64_t correction = 1);
+Expected arg_extreme(bool is_max, const HostTensor& x, int64_t axis, bool keepdim);
+enum class Softmax { Softmax, LogSoftmax, LogSumExp };
+Expected softmax(Softmax kind, const HostTensor& x, int64_t axis, bool keepdim = false);
+Expected cumsum(const HostTensor& x, int64_t axis);
+Expected matmul(const HostTensor& a, const HostTensor& b);
+
+// ---- movement ----
+HostTensor reshape(const HostTensor& x, const Shape& shape);
+HostTensor permute(const HostTensor& x, const std::vector<int64_t>& axes);
+HostTensor pad(const HostTensor& x, const std::vector<std::pair<int64_t, int64_t>>& before_after,
+               double value);
+HostTensor shrink(const HostTensor& x, const std::vector<std::pair<int64_t, int64_t>>& start_end);
+HostTensor flip(const HostTensor& x, const std::vector<int64_t>& axes);
+HostTensor cat(const std::vector<HostTensor>& xs, int64_t axis);
+HostTensor stack(const std::vector<HostTensor>& xs, int64_t axis);
+
+// ---- helpers ----
+// A negative axis counts from the end; throws std::invalid_argument when out of range.
+int normalize_axis(int64_t axis, size_t ndim);
+int64_t ravel(const std::vector<int64_t>& coords, const Shape& shape);
+// Calls `line(offsets, line_index)` for each line along `axis`: `offsets` are the flat indices
+// of the line's elements, in order.
+void for_each_line(const Shape& shape, int axis,
+                   const std::function<void(const std::vector<int64_t>&, int64_t)>& line);
+// What sums and products of `dtype` accumulate in: int64 for bool and signed, uint64 for unsigned.
+DType accumulate_dtype(DType dtype);
+// a < b for integer elements of `dtype` (unsigned compares as unsigned).
+bool int_less(DType dtype, int64_t a, int64_t b);
+// Flat index -> coordinates in `shape`.
+std::vector<int64_t> unravel(int64_t index, const Shape& shape);
+std::string coordinates_text(int64_t index, const Shape& shape);  // "(3, 4)"
+
+}  // namespace kiln::conformance::ref

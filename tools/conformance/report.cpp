@@ -1,0 +1,263 @@
+#include "tools/conformance/report.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "tools/conformance/battery.h"
+
+namespace kiln::conformance {
+namespace {
+
+const char* short_name(DType dtype) {
+  switch (dtype.type()) {
+    case ScalarType::Bool:
+      return "bool";
+    case ScalarType::Int8:
+      return "i8";
+    case ScalarType::Int16:
+      return "i16";
+    case ScalarType::Int32:
+      return "i32";
+    case ScalarType::Int64:
+      return "i64";
+    case ScalarType::UInt8:
+      return "u8";
+    case ScalarType::UInt16:
+      return "u16";
+    case ScalarType::UInt32:
+      return "u32";
+    case ScalarType::UInt64:
+      return "u64";
+    case ScalarType::Float16:
+      return "f16";
+    case ScalarType::BFloat16:
+      return "bf16";
+    case ScalarType::Float32:
+      return "f32";
+    case ScalarType::Float64:
+      return "f64";
+  }
+  return "?";
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+          out += escaped;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+int64_t DeviceRun::count(Status status) const {
+  int64_t total = 0;
+  for (const CaseResult& result : results) total += result.status == status;
+  return total;
+}
+
+void print_table(FILE* out, const DeviceRun& run, bool color) {
+  struct Cell {
+    int pass = 0, bad = 0, unsupported = 0;
+  };
+  std::map<std::string, std::map<ScalarType, Cell>> cells;
+  for (size_t index = 0; index < run.results.size(); ++index) {
+    Cell& cell = cells[run.cases[index]->family][run.cases[index]->dtype.type()];
+    switch (run.results[index].status) {
+      case Status::Pass:
+        ++cell.pass;
+        break;
+      case Status::Unsupported:
+        ++cell.unsupported;
+        break;
+      default:
+        ++cell.bad;
+        break;
+    }
+  }
+  const char* red = color ? "\033[31m" : "";
+  const char* dim = color ? "\033[2m" : "";
+  const char* reset = color ? "\033[0m" : "";
+  std::fprintf(out, "%-12s", "family");
+  for (DType dtype : dtypes::all) std::fprintf(out, "%5s", short_name(dtype));
+  std::fprintf(out, "  %s\n", "total");
+  for (const std::string& family : families()) {
+    auto row = cells.find(family);
+    if (row == cells.end()) continue;
+    Cell total;
+    std::fprintf(out, "%-12s", family.c_str());
+    for (DType dtype : dtypes::all) {
+      auto found = row->second.find(dtype.type());
+      if (found == row->second.end()) {
+        std::fprintf(out, "%s%5s%s", dim, ".", reset);
+        continue;
+      }
+      const Cell& cell = found->second;
+      total.pass += cell.pass;
+      total.bad += cell.bad;
+      total.unsupported += cell.unsupported;
+      if (cell.bad > 0) {
+        std::fprintf(out, "%s%4dF%s", red, cell.bad, reset);
+      } else if (cell.pass == 0) {
+        std::fprintf(out, "%s%5s%s", dim, "u", reset);
+      } else {
+        std::fprintf(out, "%5d", cell.pass);
+      }
+    }
+    std::fprintf(out, "  %d/%d", total.pass, total.pass + total.bad + total.unsupported);
+    if (total.bad) std::fprintf(out, " %s(%d failed)%s", red, total.bad, reset);
+    if (total.unsupported) std::fprintf(out, " (%d unsupported)", total.unsupported);
+    std::fprintf(out, "\n");
+  }
+  std::fprintf(out,
+               "cells: cases passed; nF: n cases failed or errored; u: unsupported by the device; "
+               ".: none\n");
+}
+
+std::string reproduction(const Case& item) {
+  std::ostringstream code;
+  const char* names[] = {"a", "b", "c", "d"};
+  for (size_t index = 0; index < item.inputs.size() && index < 4; ++index) {
+    const InputSpec& spec = item.inputs[index];
+    const std::optional<Layout> layout = make_layout(spec.layout, spec.shape);
+    code << "  kiln::Tensor " << names[index] << " = /* " << spec.dtype.name() << " "
+         << shape_text(layout ? layout->source : spec.shape) << " values */"
+         << (layout ? layout_code(*layout) : "") << ";\n";
+  }
+  code << "  kiln::Tensor out = " << item.code << ";";
+  return code.str();
+}
+
+void print_failures(FILE* out, const DeviceRun& run, size_t limit) {
+  size_t shown = 0, total = 0;
+  for (size_t index = 0; index < run.results.size(); ++index) {
+    const CaseResult& result = run.results[index];
+    if (result.status != Status::Fail && result.status != Status::Error) continue;
+    ++total;
+    if (shown >= limit) continue;
+    ++shown;
+    const Case& item = *run.cases[index];
+    std::fprintf(out, "%s %s\n  %s\n%s\n  rerun: kiln conformance --device %s --filter '^%s$'\n",
+                 result.status == Status::Fail ? "FAIL " : "ERROR", item.name.c_str(),
+                 result.detail.c_str(), reproduction(item).c_str(), run.device.c_str(),
+                 item.name.c_str());
+  }
+  if (total > shown) std::fprintf(out, "... and %zu more (see --json)\n", total - shown);
+}
+
+std::string summary_line(const DeviceRun& run) {
+  char text[512];
+  std::snprintf(text, sizeof(text),
+                "%s: %zu cases: %lld pass, %lld fail, %lld error, %lld unsupported in %.1f s (%lld "
+                "kernels compiled, "
+                "%lld from the disk cache; guard regions %s)",
+                run.device.c_str(), run.results.size(),
+                static_cast<long long>(run.count(Status::Pass)),
+                static_cast<long long>(run.count(Status::Fail)),
+                static_cast<long long>(run.count(Status::Error)),
+                static_cast<long long>(run.count(Status::Unsupported)), run.seconds,
+                static_cast<long long>(run.compiles), static_cast<long long>(run.disk_hits),
+                run.guards ? "checked" : "not available on this device");
+  return text;
+}
+
+void write_json(const std::string& path, const std::vector<DeviceRun>& runs) {
+  std::ofstream file(path);
+  if (!file) throw Error("[conformance] cannot write " + path);
+  file << "{\n  \"tolerances\": [";
+  const std::vector<std::string> notes = tolerance_notes();
+  for (size_t index = 0; index < notes.size(); ++index)
+    file << (index ? ", " : "") << json_string(notes[index]);
+  file << "],\n  \"devices\": [";
+  for (size_t device = 0; device < runs.size(); ++device) {
+    const DeviceRun& run = runs[device];
+    file << (device ? "," : "") << "\n    {\"device\": " << json_string(run.device)
+         << ", \"description\": " << json_string(run.description)
+         << ", \"guards\": " << (run.guards ? "true" : "false") << ", \"seconds\": " << run.seconds
+         << ", \"kernels_compiled\": " << run.compiles
+         << ", \"kernels_from_disk\": " << run.disk_hits
+         << ",\n     \"summary\": {\"cases\": " << run.results.size()
+         << ", \"pass\": " << run.count(Status::Pass) << ", \"fail\": " << run.count(Status::Fail)
+         << ", \"error\": " << run.count(Status::Error)
+         << ", \"unsupported\": " << run.count(Status::Unsupported) << "},\n     \"cases\": [";
+    for (size_t index = 0; index < run.results.size(); ++index) {
+      const Case& item = *run.cases[index];
+      const CaseResult& result = run.results[index];
+      file << (index ? "," : "") << "\n      {\"name\": " << json_string(item.name)
+           << ", \"family\": " << json_string(item.family) << ", \"op\": " << json_string(item.op)
+           << ", \"dtype\": " << json_string(item.dtype.name()) << ", \"shape\": [";
+      for (size_t dim = 0; dim < item.shape.size(); ++dim)
+        file << (dim ? ", " : "") << item.shape[dim];
+      file << "], \"layout\": " << json_string(item.layout)
+           << ", \"tolerance\": " << json_string(item.tolerance.text())
+           << ", \"status\": " << json_string(status_name(result.status))
+           << ", \"seconds\": " << result.seconds;
+      if (!result.detail.empty()) file << ", \"detail\": " << json_string(result.detail);
+      if (result.worst_index >= 0) {
+        file << ", \"worst\": {\"index\": " << result.worst_index
+             << ", \"at\": " << json_string(result.worst_at)
+             << ", \"expected\": " << json_string(result.expected)
+             << ", \"got\": " << json_string(result.got) << "}";
+      }
+      file << "}";
+    }
+    file << "\n     ]}";
+  }
+  file << "\n  ]\n}\n";
+}
+
+Progress::Progress(size_t total, const std::string& label)
+    : total_(total), label_(label), enabled_(isatty(STDERR_FILENO) != 0) {}
+
+void Progress::update(size_t done, const std::string& current, size_t failures) {
+  if (!enabled_) return;
+  const double now = now_seconds();
+  if (done < total_ && now - last_draw_ < 0.05) return;  // at most 20 redraws a second
+  last_draw_ = now;
+  constexpr int kWidth = 30;
+  const int filled = total_ ? static_cast<int>(kWidth * done / total_) : kWidth;
+  std::string bar(static_cast<size_t>(filled), '=');
+  if (filled < kWidth) bar += '>' + std::string(static_cast<size_t>(kWidth - filled - 1), ' ');
+  std::string name = current.size() > 40 ? current.substr(0, 37) + "..." : current;
+  std::fprintf(stderr, "\r\033[K%s [%s] %zu/%zu%s %s", label_.c_str(), bar.c_str(), done, total_,
+               failures ? (" (" + std::to_string(failures) + " failed)").c_str() : "",
+               name.c_str());
+  std::fflush(stderr);
+}
+
+void Progress::finish() {
+  if (!enabled_) return;
+  std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+}
+
+}  // namespace kiln::conformance

@@ -1,0 +1,385 @@
+// Running one case, and the two memory checks around it.
+//
+// Poisoning. kiln allocates a kernel's output itself, from the device's CachingAllocator, which
+// hands back freed blocks of the same size last-in first-out. Before a case realizes, the runner
+// takes a few blocks of exactly the output's size from that allocator, fills them with a poison
+// byte and frees them again: the output buffer (and any same-sized intermediate) is then one of
+// them. After the run the whole output buffer is read back; an element that still holds the
+// poison bytes is suspect, and the case is run once more with a second poison byte: an element
+// that holds the poison both times was never written by the kernel.
+//
+// Guard regions. On the CPU device a DeviceMemory is a host address, so the runner allocates
+// each planted block from the driver with 256 guard bytes on both sides, and plants the interior
+// pointer in the cache instead. After the run, guard bytes that changed mean a kernel wrote out of
+// bounds. Once the case's tensors are gone every planted pointer is taken back out of the cache
+// (it must never reach the driver's free) and the real blocks are freed. On devices whose memory
+// is an opaque handle (OpenCL, ...) only poisoning is done: guards there need a runtime hook (an
+// allocator that adds guard bytes, or sub-buffers), see the report.
+
+#include "tools/conformance/runner.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include "core/uop.h"
+#include "runtime/buffer.h"
+#include "runtime/registry.h"
+#include "tools/conformance/reference.h"
+#include "tools/conformance/values.h"
+
+namespace kiln::conformance {
+namespace {
+
+constexpr size_t kGuardBytes = 256;
+constexpr int kPlantedBlocks = 8;
+constexpr uint8_t kGuardByte = 0xC3;
+constexpr uint8_t kPoison = 0xA5;
+constexpr uint8_t kSecondPoison = 0x5A;
+
+class OutputTrap {
+ public:
+  OutputTrap(DeviceContext& context, bool guards) : context_(context), guards_(guards) {}
+  OutputTrap(const OutputTrap&) = delete;
+  OutputTrap& operator=(const OutputTrap&) = delete;
+  ~OutputTrap() { drain(); }
+
+  // Call after the inputs are uploaded (they allocate too).
+  void plant(size_t size, uint8_t poison) {
+    size_ = size;
+    CachingAllocator& cache = context_.allocator();
+    Allocator& driver = cache.driver();
+    if (!guards_) {
+      std::vector<DeviceMemory> blocks;
+      const std::vector<uint8_t> pattern(size, poison);
+      for (int index = 0; index < kPlantedBlocks; ++index) {
+        blocks.push_back(cache.alloc(size));
+        driver.copy_in(blocks.back(), pattern.data(), size);
+        interiors_.insert(blocks.back());
+      }
+      for (auto block = blocks.rbegin(); block != blocks.rend(); ++block) cache.free(*block, size);
+      return;
+    }
+    std::vector<uint8_t> pattern(size + 2 * kGuardBytes, kGuardByte);
+    std::memset(pattern.data() + kGuardBytes, poison, size);
+    for (int index = 0; index < kPlantedBlocks; ++index) {
+      DeviceMemory whole = driver.alloc(pattern.size());
+      driver.copy_in(whole, pattern.data(), pattern.size());
+      wholes_.push_back(whole);
+      DeviceMemory interior = static_cast<uint8_t*>(whole) + kGuardBytes;
+      interiors_.insert(interior);
+      cache.free(interior, size);
+    }
+  }
+
+  // Whether `memory` is one of the planted (poisoned) blocks.
+  bool planted(DeviceMemory memory) const { return interiors_.count(memory) > 0; }
+
+  // "" when every guard byte is intact, else where the damage is.
+  std::string check_guards() {
+    if (!guards_) return "";
+    std::vector<uint8_t> bytes(size_ + 2 * kGuardBytes);
+    for (DeviceMemory whole : wholes_) {
+      context_.allocator().driver().copy_out(bytes.data(), whole, bytes.size());
+      for (size_t offset = 0; offset < kGuardBytes; ++offset) {
+        if (bytes[offset] != kGuardByte) {
+          return "out-of-bounds write: " + std::to_string(kGuardBytes - offset) +
+                 " byte(s) before an output block changed";
+        }
+        if (bytes[kGuardBytes + size_ + offset] != kGuardByte) {
+          return "out-of-bounds write: byte " + std::to_string(offset) + " past the end of a " +
+                 std::to_string(size_) + "-byte output block changed";
+        }
+      }
+    }
+    return "";
+  }
+
+ private:
+  // Takes every planted interior pointer back out of the cache. The cache hands out the blocks it
+  // holds for this size first; a block that comes from the driver (cached bytes unchanged) means
+  // the list is empty.
+  void drain() {
+    if (!guards_ || wholes_.empty()) return;
+    CachingAllocator& cache = context_.allocator();
+    std::vector<DeviceMemory> others;
+    size_t recovered = 0;
+    while (recovered < interiors_.size()) {
+      const size_t before = cache.cached_bytes();
+      DeviceMemory block = cache.alloc(size_);
+      if (cache.cached_bytes() == before) {  // fresh from the driver: nothing more is cached
+        cache.driver().free(block, size_);
+        break;
+      }
+      if (interiors_.count(block)) {
+        ++recovered;
+      } else {
+        others.push_back(block);
+      }
+    }
+    for (auto block = others.rbegin(); block != others.rend(); ++block) cache.free(*block, size_);
+    if (recovered < interiors_.size()) {
+      // A planted block is still held by a live buffer: freeing its real block would leave the
+      // buffer dangling, and the interior pointer must not reach the driver. Keep both (leak).
+      std::fprintf(
+          stderr,
+          "kiln conformance: internal warning: a guarded block is still in use; leaking it\n");
+      return;
+    }
+    for (DeviceMemory whole : wholes_) cache.driver().free(whole, size_ + 2 * kGuardBytes);
+    wholes_.clear();
+  }
+
+  DeviceContext& context_;
+  bool guards_;
+  size_t size_ = 0;
+  std::vector<DeviceMemory> wholes_;
+  std::set<DeviceMemory> interiors_;  // the planted blocks (with guards: interior pointers)
+};
+
+struct Outcome {
+  DType dtype;
+  Shape shape;
+  std::vector<uint8_t> bytes;
+  std::string guard_damage;
+};
+
+Outcome evaluate(DeviceContext& context, bool guards, const Case& item,
+                 const std::vector<HostTensor>& sources, const std::vector<Layout>& layouts,
+                 const std::string& device, uint8_t poison) {
+  Outcome outcome;
+  OutputTrap trap(context, guards);  // declared first: drains after every tensor below is gone
+  std::vector<Tensor> inputs;
+  for (size_t index = 0; index < sources.size(); ++index) {
+    inputs.push_back(apply_layout(layouts[index], upload(sources[index], device)));
+  }
+  Tensor result = item.inputs.empty() ? item.create(device) : item.build(inputs);
+  outcome.dtype = result.dtype();
+  outcome.shape = result.shape();
+  Tensor written = result.contiguous();
+  const size_t nbytes = static_cast<size_t>(result.numel()) * result.dtype().itemsize();
+  trap.plant(std::max<size_t>(nbytes, 1), poison);
+  written.realize();
+  const std::shared_ptr<const UOp> node = written.node();
+  if (node->op() != Op::Buffer)
+    throw Error("[conformance] internal: the realized result is not a buffer");
+  Buffer& buffer = buffer_of(*node);
+  if (buffer.nbytes() != nbytes)
+    throw Error("[conformance] internal: the output buffer has an unexpected size");
+  // The check rests on the caching allocator handing the output a planted block; make sure it did.
+  if (nbytes > 0 && !trap.planted(buffer.memory())) {
+    throw std::logic_error(
+        "[conformance] internal: the output was not allocated in a poisoned block");
+  }
+  outcome.bytes.resize(nbytes);
+  buffer.copy_out(outcome.bytes.data());
+  outcome.guard_damage = trap.check_guards();
+  return outcome;
+}
+
+bool all_bytes(const uint8_t* bytes, int count, uint8_t value) {
+  for (int index = 0; index < count; ++index) {
+    if (bytes[index] != value) return false;
+  }
+  return true;
+}
+
+// The dtype a DTypeError names as unsupported ("... does not support float64 ..."), if the device
+// really lacks it.
+bool device_lacks_dtype(Device& device, const std::string& message) {
+  const std::string marker = "does not support ";
+  const size_t at = message.find(marker);
+  if (at == std::string::npos) return false;
+  const size_t start = at + marker.size();
+  const size_t end = message.find_first_of(" ,;()", start);
+  try {
+    return !device.supports(dtype_from_name(message.substr(start, end - start)));
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+}  // namespace
+
+std::string guard_self_test(const std::string& device) {
+  std::shared_ptr<DeviceContext> context = open_device(canonical_device_name(device));
+  if (context->name() != "CPU") return "";
+  const size_t size = 100;
+  std::string problem;
+  {
+    OutputTrap trap(*context, true);
+    trap.plant(size, kPoison);
+    if (!trap.check_guards().empty()) problem = "guards damaged before any write";
+    DeviceMemory block = context->allocator().alloc(size);
+    if (!trap.planted(block)) problem = "the cache did not hand out a planted block";
+    std::vector<uint8_t> poison(size);
+    context->allocator().driver().copy_out(poison.data(), block, size);
+    if (!all_bytes(poison.data(), static_cast<int>(size), kPoison))
+      problem = "the planted block is not poisoned";
+    const uint8_t stray = 0;
+    context->allocator().driver().copy_in(static_cast<uint8_t*>(block) + size, &stray,
+                                          1);  // one byte past the end
+    if (trap.check_guards().find("past the end") == std::string::npos)
+      problem = "a write past the end went unnoticed";
+    context->allocator().free(block, size);
+  }
+  return problem;
+}
+
+CaseResult compare(const Expected& expected, const HostTensor& got, const Tolerance& tolerance) {
+  CaseResult result;
+  result.status = Status::Pass;
+  const HostTensor& want = expected.values;
+  if (got.dtype != want.dtype) {
+    result.status = Status::Fail;
+    result.detail =
+        std::string("result dtype is ") + got.dtype.name() + ", expected " + want.dtype.name();
+    return result;
+  }
+  if (got.shape != want.shape) {
+    result.status = Status::Fail;
+    result.detail =
+        "result shape is " + shape_text(got.shape) + ", expected " + shape_text(want.shape);
+    return result;
+  }
+  const DType dtype = want.dtype;
+  double worst = -1;
+  int64_t failures = 0;
+  for (int64_t index = 0; index < want.numel(); ++index) {
+    const Scalar& a = want.data[index];
+    const Scalar& b = got.data[index];
+    bool ok;
+    double badness;
+    if (!dtype.is_float()) {
+      ok = a.i == b.i;
+      badness = ok ? 0 : std::fabs(int_as_double(dtype, a.i) - int_as_double(dtype, b.i)) + 1;
+    } else {
+      const double rounded = round_to(dtype, a.f);
+      const double ulps = ulp_distance(dtype, rounded, b.f);
+      badness = ulps;
+      if (std::isnan(a.f) || std::isnan(b.f)) {
+        ok = std::isnan(a.f) && std::isnan(b.f);
+      } else if (ulps <= tolerance.ulps) {
+        ok = !(tolerance.signed_zero && rounded == 0 && b.f == 0 &&
+               std::signbit(rounded) != std::signbit(b.f));
+        if (!ok) badness = 0.5;
+      } else if (std::isinf(rounded) || std::isinf(b.f)) {
+        ok = false;
+      } else {
+        const double scale = expected.scale.empty() ? std::fabs(a.f) : expected.scale[index];
+        ok = std::fabs(b.f - a.f) <= tolerance.rtol * scale + tolerance.atol;
+      }
+    }
+    if (ok) continue;
+    ++failures;
+    if (badness > worst) {
+      worst = badness;
+      result.worst_index = index;
+      result.worst_ulps = dtype.is_float() ? badness : 0;
+    }
+  }
+  if (failures == 0) return result;
+  result.status = Status::Fail;
+  const int64_t index = result.worst_index;
+  result.worst_at = ref::coordinates_text(index, want.shape);
+  Scalar rounded = want.data[index];
+  if (dtype.is_float()) rounded.f = round_to(dtype, rounded.f);
+  result.expected = format_value(dtype, rounded);
+  result.got = format_value(dtype, got.data[index]);
+  result.detail = std::to_string(failures) + " of " + std::to_string(want.numel()) +
+                  " element(s) differ; worst at " + result.worst_at + ": expected " +
+                  result.expected + ", got " + result.got + " (tolerance " + tolerance.text() + ")";
+  return result;
+}
+
+Runner::Runner(const std::string& device)
+    : device_(canonical_device_name(device)), context_(open_device(device_)) {
+  // The CPU plugin's DeviceMemory is a host pointer: interior pointers and guard bytes are valid.
+  guards_ = context_->name() == "CPU";
+}
+
+CaseResult Runner::run(const Case& item) {
+  const auto start = std::chrono::steady_clock::now();
+  CaseResult result;
+  try {
+    std::vector<HostTensor> sources, logical;
+    std::vector<Layout> layouts;
+    for (size_t index = 0; index < item.inputs.size(); ++index) {
+      const InputSpec& spec = item.inputs[index];
+      std::optional<Layout> layout = make_layout(spec.layout, spec.shape);
+      if (!layout)
+        throw std::logic_error("layout " + spec.layout + " cannot make shape " +
+                               shape_text(spec.shape));
+      sources.push_back(
+          generate(spec.dtype, layout->source, spec.values, spec.role, item.seed + index));
+      logical.push_back(apply_layout(*layout, sources.back()));
+      layouts.push_back(std::move(*layout));
+    }
+    Outcome outcome = evaluate(*context_, guards_, item, sources, layouts, device_, kPoison);
+    const HostTensor got = decode(outcome.dtype, outcome.shape, outcome.bytes.data());
+    if (item.property) {
+      const std::string problem = item.property(got);
+      result.status = problem.empty() ? Status::Pass : Status::Fail;
+      result.detail = problem;
+    } else {
+      result = compare(item.reference(logical), got, item.tolerance);
+    }
+    // Elements still holding the poison: run again with another poison to tell "never written"
+    // from "the right value happens to look like the poison".
+    const int size = outcome.dtype.itemsize();
+    std::vector<int64_t> suspects;
+    for (size_t index = 0; index * size < outcome.bytes.size(); ++index) {
+      if (all_bytes(outcome.bytes.data() + index * size, size, kPoison))
+        suspects.push_back(static_cast<int64_t>(index));
+    }
+    if (!suspects.empty()) {
+      const Outcome again =
+          evaluate(*context_, guards_, item, sources, layouts, device_, kSecondPoison);
+      int64_t unwritten = 0, first = -1;
+      for (int64_t index : suspects) {
+        if (again.bytes.size() == outcome.bytes.size() &&
+            all_bytes(again.bytes.data() + index * size, size, kSecondPoison)) {
+          if (first < 0) first = index;
+          ++unwritten;
+        }
+      }
+      if (unwritten > 0) {
+        result.status = Status::Fail;
+        result.detail = std::to_string(unwritten) +
+                        " output element(s) never written (still poison), first at " +
+                        ref::coordinates_text(first, outcome.shape) +
+                        (result.detail.empty() ? "" : "; " + result.detail);
+      }
+    }
+    if (!outcome.guard_damage.empty()) {
+      result.status = Status::Fail;
+      result.detail = outcome.guard_damage + (result.detail.empty() ? "" : "; " + result.detail);
+    }
+    result.guards_checked = guards_;
+  } catch (const DTypeError& error) {
+    const bool lacks = device_lacks_dtype(context_->device(), error.what());
+    result = CaseResult();
+    result.status = lacks ? Status::Unsupported : Status::Error;
+    result.detail = std::string(lacks ? "" : "DTypeError: ") + first_line(error.what());
+  } catch (const CompileError& error) {
+    result = CaseResult();
+    result.status = Status::Error;
+    result.detail =
+        "CompileError: " + first_line(error.what()) + "\n" + error.log().substr(0, 2000);
+  } catch (const std::exception& error) {
+    result = CaseResult();
+    result.status = Status::Error;
+    result.detail = first_line(error.what());
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace kiln::conformance
