@@ -20,7 +20,18 @@ struct Dialect {
   std::string kernel_prefix;           // e.g. "__kernel void", "extern \"C\" __global__ void"
   std::string buffer_qualifier;        // e.g. "__global "
   std::string global_index_expression; // e.g. "get_global_id(0)"
+  // kGlobalId: a kernel whose work-item count is a multiple of this (a power of two) is rendered
+  // without the `if (gid >= N) return;` bounds check, which keeps some compilers (PoCL's) from
+  // vectorizing across work items; the device must then launch exactly that many items. 0: the
+  // check is always rendered and the device may round the launch up.
+  int64_t unguarded_multiple = 0;
   std::string index_type = "long long";
+  // Whether the compiler makes signed integer overflow wrap (C with -fwrapv). Where it does not
+  // (OpenCL C), the renderer does signed + - * << and negation in unsigned types.
+  bool signed_overflow_wraps = true;
+  // Suffixes of 64-bit integer literals: C's `long long` is OpenCL C's `long`.
+  std::string int64_literal_suffix = "LL";
+  std::string uint64_literal_suffix = "ULL";
   // Type names by ScalarType; for half types this is the storage type.
   std::array<std::string, 13> type_names;
   // Half types: render loads and stores through these functions (float <-> 16-bit storage).
@@ -33,6 +44,9 @@ struct Dialect {
   std::string math_prefix;
   // Pragma placed before a reduction loop over floats (may be empty).
   std::string reduce_loop_pragma;
+  // Above 1: such a loop is rendered as this many interleaved partial sums, for compilers that
+  // have no pragma to reassociate it (a float sum is otherwise one add latency per element).
+  int reduction_lanes = 1;
   std::string restrict_keyword = "restrict";
   // Spellings of the float specials.
   std::string float32_infinity, float32_nan, float64_infinity, float64_nan;
@@ -42,5 +56,9 @@ struct Dialect {
 
 // The C dialect, used by the CPU device.
 const Dialect& c_dialect();
+
+// The OpenCL C dialect. float16 and float64 are usable only where the device reports
+// cl_khr_fp16 / cl_khr_fp64: the dialect then enables the extension in its prelude.
+Dialect opencl_dialect(bool has_fp16, bool has_fp64);
 
 }  // namespace kiln

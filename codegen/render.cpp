@@ -10,11 +10,14 @@
 namespace kiln {
 namespace {
 
-std::string int_literal(int64_t value) {
-  if (value == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807LL - 1)";
+// Literals outside the int range carry the dialect's 64-bit suffix, so they never overflow `int`.
+std::string int_literal(int64_t value, const Dialect& dialect) {
+  if (value == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807" + dialect.int64_literal_suffix + " - 1)";
   if (value >= -2147483647 && value <= 2147483647) return std::to_string(value);
-  return std::to_string(value) + "LL";
+  return std::to_string(value) + dialect.int64_literal_suffix;
 }
+
+std::string sym_text(const Sym& value, const Dialect& dialect);
 
 class Renderer {
  public:
@@ -27,7 +30,15 @@ class Renderer {
     render_signature(out);
     indent_ = 1;
     render_global_index(out);
-    for (size_t index = 0; index < program_.instrs.size(); ++index) render_instr(out, static_cast<int>(index));
+    const int count = static_cast<int>(program_.instrs.size());
+    for (int index = 0; index < count; ++index) {
+      const LinInstr& instr = program_.instrs[index];
+      if (instr.op == LinOp::LoopBegin && splits_reduction(instr)) {
+        index = render_split_reduction(out, index);
+      } else {
+        render_instr(out, index);
+      }
+    }
     if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) out << "  }\n";
     out << "}\n";
     return out.str();
@@ -73,8 +84,10 @@ class Renderer {
       indent_ = 2;
       return;
     }
-    out << "  const " << dialect_.index_type << " " << gid << " = " << dialect_.global_index_expression
-        << ";\n  if (" << gid << " >= " << int_literal(program_.global_size) << ") return;\n";
+    out << "  const " << dialect_.index_type << " " << gid << " = " << dialect_.global_index_expression << ";\n";
+    const int64_t multiple = dialect_.unguarded_multiple;
+    if (multiple > 0 && program_.global_size % multiple == 0) return;  // launched exactly
+    out << "  if (" << gid << " >= " << int_literal(program_.global_size, dialect_) << ") return;\n";
   }
 
   std::string literal(DType dtype, const ConstArg& value) const {
@@ -95,9 +108,10 @@ class Renderer {
       return "(" + result + ")";
     }
     if (dtype.is_unsigned()) {
-      return "((" + dialect_.type_name(dtype) + ")" + std::to_string(static_cast<uint64_t>(value.int_value)) + "ULL)";
+      return "((" + dialect_.type_name(dtype) + ")" + std::to_string(static_cast<uint64_t>(value.int_value)) +
+             dialect_.uint64_literal_suffix + ")";
     }
-    return "((" + dialect_.type_name(dtype) + ")" + int_literal(value.int_value) + ")";
+    return "((" + dialect_.type_name(dtype) + ")" + int_literal(value.int_value, dialect_) + ")";
   }
 
   std::string math(const char* function, DType dtype, const std::string& argument) const {
@@ -107,6 +121,15 @@ class Renderer {
   }
 
   std::string name_of(int value) const { return names_[value]; }
+
+  // `a op b` with kiln's wrapping integer semantics. Where signed overflow is undefined (OpenCL
+  // C), signed operands go through the unsigned type of their width (at least 32 bits, as
+  // narrower ones promote to int), where arithmetic wraps, and are converted back.
+  std::string wrapping(DType dtype, const std::string& a, const char* op, const std::string& b) const {
+    if (dialect_.signed_overflow_wraps || !dtype.is_signed_int()) return "(" + a + " " + op + " " + b + ")";
+    const std::string as_unsigned = "(" + dialect_.type_name(dtype.itemsize() == 8 ? dtypes::uint64 : dtypes::uint32) + ")";
+    return "((" + dialect_.type_name(dtype) + ")(" + as_unsigned + a + " " + op + " " + as_unsigned + b + "))";
+  }
 
   std::string render_alu(const LinInstr& instr) const {
     const DType dtype = instr.dtype;
@@ -118,9 +141,14 @@ class Renderer {
     const bool is_bool = operand_dtype.is_bool();
     const std::string type = compute_type(dtype);
     switch (instr.alu) {
-      case Op::Neg: return is_bool ? "(!" + a + ")" : "(-" + a + ")";
+      case Op::Neg:
+        if (is_bool) return "(!" + a + ")";
+        return is_float || dialect_.signed_overflow_wraps ? "(-" + a + ")" : wrapping(dtype, "0", "-", a);
       case Op::Not: return "(!" + a + ")";
-      case Op::Abs: return is_float ? math("fabs", dtype, a) : "(" + a + " < 0 ? -" + a + " : " + a + ")";
+      case Op::Abs:
+        if (is_float) return math("fabs", dtype, a);
+        if (dialect_.signed_overflow_wraps) return "(" + a + " < 0 ? -" + a + " : " + a + ")";
+        return "(" + a + " < 0 ? " + wrapping(dtype, "0", "-", a) + " : " + a + ")";
       case Op::Recip: return "(" + literal(dtype, ConstArg{1.0, 1}) + " / " + a + ")";
       case Op::Sqrt: return math("sqrt", dtype, a);
       case Op::Exp: return math("exp", dtype, a);
@@ -136,15 +164,19 @@ class Renderer {
       case Op::Ceil: return math("ceil", dtype, a);
       case Op::Round: return math("rint", dtype, a);
       case Op::Trunc: return math("trunc", dtype, a);
-      case Op::Add: return is_bool ? "(" + a + " | " + b + ")" : "(" + a + " + " + b + ")";
-      case Op::Sub: return "(" + a + " - " + b + ")";
-      case Op::Mul: return is_bool ? "(" + a + " & " + b + ")" : "(" + a + " * " + b + ")";
+      case Op::Add: return is_bool ? "(" + a + " | " + b + ")" : wrapping(dtype, a, "+", b);
+      case Op::Sub: return wrapping(dtype, a, "-", b);
+      case Op::Mul: return is_bool ? "(" + a + " & " + b + ")" : wrapping(dtype, a, "*", b);
       case Op::Div:
         if (is_float) return "(" + a + " / " + b + ")";
         if (operand_dtype.is_unsigned() || is_bool) return "(" + b + " == 0 ? 0 : " + a + " / " + b + ")";
         // Division by zero gives 0; MIN / -1 wraps instead of trapping.
-        return "(" + b + " == 0 ? (" + type + ")0 : (" + b + " == -1 ? (" + type + ")(0 - " + a +
-               ") : " + a + " / " + b + "))";
+        if (dialect_.signed_overflow_wraps) {
+          return "(" + b + " == 0 ? (" + type + ")0 : (" + b + " == -1 ? (" + type + ")(0 - " + a +
+                 ") : " + a + " / " + b + "))";
+        }
+        return "(" + b + " == 0 ? (" + type + ")0 : (" + b + " == -1 ? " + wrapping(dtype, "0", "-", a) + " : " +
+               a + " / " + b + "))";
       case Op::Mod:
         if (is_float) return math("fmod", dtype, a + ", " + b);
         if (operand_dtype.is_unsigned() || is_bool) return "(" + b + " == 0 ? 0 : " + a + " % " + b + ")";
@@ -165,7 +197,7 @@ class Renderer {
       case Op::And: return "(" + a + " & " + b + ")";
       case Op::Or: return "(" + a + " | " + b + ")";
       case Op::Xor: return "(" + a + " ^ " + b + ")";
-      case Op::Shl: return "(" + a + " << " + b + ")";
+      case Op::Shl: return wrapping(dtype, a, "<<", b);
       case Op::Shr: return "(" + a + " >> " + b + ")";
       case Op::Where: return "(" + a + " ? " + b + " : " + c + ")";
       default: break;
@@ -190,14 +222,16 @@ class Renderer {
     }
     const std::string type = dialect_.type_name(to);
     if (!from.is_float()) return "((" + type + ")" + value + ")";
-    // Float to integer: truncate, saturate at the target's range, NaN gives 0.
+    // Float to integer: truncate, saturate at the target's range, NaN gives 0. The bounds are
+    // powers of two (exact in float), so a float value is compared in float: no double needed.
+    const char* bound_suffix = from == dtypes::float64 ? "" : "f";
     char low[64], high[64];
-    std::snprintf(low, sizeof(low), "%.1f", to.min_value());
-    std::snprintf(high, sizeof(high), "%.1f", to.max_value() + 1.0);
-    const std::string min_literal = to.is_unsigned() ? "0" : (to == dtypes::int64 ? int_literal(std::numeric_limits<int64_t>::min()) : std::to_string(static_cast<int64_t>(to.min_value())));
+    std::snprintf(low, sizeof(low), "%.1f%s", to.min_value(), bound_suffix);
+    std::snprintf(high, sizeof(high), "%.1f%s", to.max_value() + 1.0, bound_suffix);
+    const std::string min_literal = to.is_unsigned() ? "0" : (to == dtypes::int64 ? int_literal(std::numeric_limits<int64_t>::min(), dialect_) : std::to_string(static_cast<int64_t>(to.min_value())));
     const std::string max_literal =
-        to == dtypes::uint64 ? "18446744073709551615ULL"
-        : to == dtypes::int64 ? "9223372036854775807LL"
+        to == dtypes::uint64 ? "18446744073709551615" + dialect_.uint64_literal_suffix
+        : to == dtypes::int64 ? "9223372036854775807" + dialect_.int64_literal_suffix
                               : std::to_string(static_cast<uint64_t>(to.max_value())) + (to.is_unsigned() ? "U" : "");
     return "(" + value + " != " + value + " ? (" + type + ")0 : (" + value + " < " + low + " ? (" + type +
            ")" + min_literal + " : (" + value + " >= " + high + " ? (" + type + ")" + max_literal +
@@ -205,11 +239,11 @@ class Renderer {
   }
 
   std::string load_expression(const LinInstr& instr) const {
-    std::string element = "data" + std::to_string(instr.buffer) + "[" + render_sym(instr.index) + "]";
+    std::string element = "data" + std::to_string(instr.buffer) + "[" + sym_text(instr.index, dialect_) + "]";
     if (instr.dtype == dtypes::float16) element = dialect_.half_to_float + "(" + element + ")";
     if (instr.dtype == dtypes::bfloat16) element = dialect_.bfloat16_to_float + "(" + element + ")";
     if (instr.valid == Sym(1)) return element;
-    return "(" + render_sym(instr.valid) + " ? " + element + " : " + literal(instr.dtype, ConstArg{}) + ")";
+    return "(" + sym_text(instr.valid, dialect_) + " ? " + element + " : " + literal(instr.dtype, ConstArg{}) + ")";
   }
 
   std::string reduce_update(const LinInstr& instr) const {
@@ -217,8 +251,12 @@ class Renderer {
     const std::string value = name_of(instr.srcs[1]);
     const DType dtype = instr.dtype;
     switch (instr.reduce) {
-      case ReduceOp::Sum: return acc + (dtype.is_bool() ? " |= " : " += ") + value;
-      case ReduceOp::Prod: return acc + (dtype.is_bool() ? " &= " : " *= ") + value;
+      case ReduceOp::Sum:
+        if (dtype.is_signed_int() && !dialect_.signed_overflow_wraps) return acc + " = " + wrapping(dtype, acc, "+", value);
+        return acc + (dtype.is_bool() ? " |= " : " += ") + value;
+      case ReduceOp::Prod:
+        if (dtype.is_signed_int() && !dialect_.signed_overflow_wraps) return acc + " = " + wrapping(dtype, acc, "*", value);
+        return acc + (dtype.is_bool() ? " &= " : " *= ") + value;
       case ReduceOp::Max:
         if (dtype.is_float()) return acc + " = (" + value + " != " + value + " || " + value + " > " + acc + ") ? " + value + " : " + acc;
         return acc + " = " + value + " > " + acc + " ? " + value + " : " + acc;
@@ -229,6 +267,78 @@ class Renderer {
     return "";
   }
 
+  // A loop whose only state is one float sum, in a dialect whose compiler will not reassociate it
+  // by itself: long enough to be worth splitting into partial sums.
+  bool splits_reduction(const LinInstr& loop) const {
+    const int lanes = dialect_.reduction_lanes;
+    return lanes > 1 && loop.reduction_acc >= 0 && loop.loop_end >= 2 * lanes;
+  }
+
+  // Renders the loop at `begin` as `lanes` interleaved partial sums, added up at the end: the
+  // partial sums do not wait on each other, so the loop runs at memory (or vector) speed instead
+  // of one float add latency per element. Returns the index of the loop's LoopEnd.
+  int render_split_reduction(std::ostringstream& out, int begin) {
+    const LinInstr& loop = program_.instrs[begin];
+    int end = begin + 1;
+    for (int depth = 1; depth > 0; ++end) {
+      if (program_.instrs[end].op == LinOp::LoopBegin) ++depth;
+      if (program_.instrs[end].op == LinOp::LoopEnd) --depth;
+    }
+    --end;  // the matching LoopEnd
+    const int accumulator = loop.reduction_acc;
+    const std::string total = names_[accumulator];
+    const std::string partials = total + "_lanes";
+    const std::string lane = loop.loop_var + "_lane";
+    const std::string base = loop.loop_var + "_base";
+    const std::string& index_type = dialect_.index_type;
+    const DType dtype = program_.instrs[accumulator].dtype;
+    const int lanes = dialect_.reduction_lanes;
+    const int64_t whole = loop.loop_end / lanes * lanes;
+    auto render_body = [&] {
+      for (int index = begin + 1; index < end; ++index) render_instr(out, index);
+    };
+
+    out << pad() << "{\n";
+    ++indent_;
+    out << pad() << compute_type(dtype) << " " << partials << "[" << lanes << "];\n";
+    out << pad() << "for (int " << lane << " = 0; " << lane << " < " << lanes << "; " << lane << "++) "
+        << partials << "[" << lane << "] = " << literal(dtype, ConstArg{}) << ";\n";
+    out << pad() << "for (" << index_type << " " << base << " = 0; " << base << " < " << int_literal(whole, dialect_)
+        << "; " << base << " += " << lanes << ") {\n";
+    ++indent_;
+    out << pad() << "for (int " << lane << " = 0; " << lane << " < " << lanes << "; " << lane << "++) {\n";
+    ++indent_;
+    out << pad() << "const " << index_type << " " << loop.loop_var << " = " << base << " + " << lane << ";\n";
+    names_[accumulator] = partials + "[" + lane + "]";
+    render_body();
+    names_[accumulator] = total;
+    --indent_;
+    out << pad() << "}\n";
+    --indent_;
+    out << pad() << "}\n";
+    if (whole < loop.loop_end) {
+      out << pad() << "for (" << index_type << " " << loop.loop_var << " = " << int_literal(whole, dialect_) << "; "
+          << loop.loop_var << " < " << int_literal(loop.loop_end, dialect_) << "; " << loop.loop_var << "++) {\n";
+      ++indent_;
+      render_body();
+      --indent_;
+      out << pad() << "}\n";
+    }
+    // Pairwise, so the order is fixed by the source and the rounding error grows slowly.
+    std::vector<std::string> terms;
+    for (int index = 0; index < lanes; ++index) terms.push_back(partials + "[" + std::to_string(index) + "]");
+    while (terms.size() > 1) {
+      std::vector<std::string> pairs;
+      for (size_t index = 0; index + 1 < terms.size(); index += 2) pairs.push_back("(" + terms[index] + " + " + terms[index + 1] + ")");
+      if (terms.size() % 2) pairs.push_back(terms.back());
+      terms = std::move(pairs);
+    }
+    out << pad() << total << " += " << terms[0] << ";\n";
+    --indent_;
+    out << pad() << "}\n";
+    return end;
+  }
+
   void render_instr(std::ostringstream& out, int index) {
     const LinInstr& instr = program_.instrs[index];
     const std::string value_name = "v" + std::to_string(index);
@@ -237,7 +347,7 @@ class Renderer {
       case LinOp::Const: names_[index] = literal(instr.dtype, instr.value); return;
       case LinOp::Index:
         names_[index] = value_name;
-        out << pad() << "const " << dialect_.index_type << " " << value_name << " = " << render_sym(instr.index) << ";\n";
+        out << pad() << "const " << dialect_.index_type << " " << value_name << " = " << sym_text(instr.index, dialect_) << ";\n";
         return;
       case LinOp::Load:
         names_[index] = value_name;
@@ -261,7 +371,7 @@ class Renderer {
           out << pad() << dialect_.reduce_loop_pragma << "(+:" << names_[instr.reduction_acc] << ")\n";
         }
         out << pad() << "for (" << dialect_.index_type << " " << instr.loop_var << " = 0; " << instr.loop_var
-            << " < " << int_literal(instr.loop_end) << "; " << instr.loop_var << "++) {\n";
+            << " < " << int_literal(instr.loop_end, dialect_) << "; " << instr.loop_var << "++) {\n";
         ++indent_;
         return;
       case LinOp::LoopEnd:
@@ -272,7 +382,7 @@ class Renderer {
         std::string value = name_of(instr.srcs[0]);
         if (instr.dtype == dtypes::float16) value = dialect_.float_to_half + "(" + value + ")";
         if (instr.dtype == dtypes::bfloat16) value = dialect_.float_to_bfloat16 + "(" + value + ")";
-        out << pad() << "data" << instr.buffer << "[" << render_sym(instr.index) << "] = " << value << ";\n";
+        out << pad() << "data" << instr.buffer << "[" << sym_text(instr.index, dialect_) << "] = " << value << ";\n";
         return;
       }
     }
@@ -286,9 +396,11 @@ class Renderer {
 
 }  // namespace
 
-std::string render_sym(const Sym& value) {
+namespace {
+
+std::string sym_text(const Sym& value, const Dialect& dialect) {
   switch (value.kind()) {
-    case SymKind::Const: return int_literal(value.const_value());
+    case SymKind::Const: return int_literal(value.const_value(), dialect);
     case SymKind::Var: return value.var_name();
     case SymKind::Sum: {
       std::string text = "(";
@@ -296,17 +408,18 @@ std::string render_sym(const Sym& value) {
       for (const auto& [atom, coefficient] : value.sum_terms()) {
         if (!first) text += " + ";
         first = false;
-        text += coefficient == 1 ? render_sym(atom) : render_sym(atom) + " * " + int_literal(coefficient);
+        text += coefficient == 1 ? sym_text(atom, dialect)
+                                 : sym_text(atom, dialect) + " * " + int_literal(coefficient, dialect);
       }
-      if (value.sum_constant() != 0) text += " + " + int_literal(value.sum_constant());
+      if (value.sum_constant() != 0) text += " + " + int_literal(value.sum_constant(), dialect);
       return text + ")";
     }
     default: break;
   }
   const Sym& left = value.operands()[0];
   const Sym& right = value.operands()[1];
-  const std::string a = render_sym(left);
-  const std::string b = render_sym(right);
+  const std::string a = sym_text(left, dialect);
+  const std::string b = sym_text(right, dialect);
   switch (value.kind()) {
     case SymKind::Mul: return "(" + a + " * " + b + ")";
     case SymKind::Div:
@@ -323,6 +436,10 @@ std::string render_sym(const Sym& value) {
     default: return "0";
   }
 }
+
+}  // namespace
+
+std::string render_sym(const Sym& value) { return sym_text(value, c_dialect()); }
 
 std::string render_kernel(const LinearProgram& program, const Dialect& dialect) {
   return Renderer(program, dialect).run();

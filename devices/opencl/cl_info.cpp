@@ -1,0 +1,71 @@
+#include "devices/opencl/cl_info.h"
+
+#include <sstream>
+
+namespace kiln::opencl {
+namespace {
+
+// The ICD loader's status for "no platform installed" (cl_khr_icd); not in every cl.h.
+constexpr cl_int kPlatformNotFound = -1001;
+
+// OpenCL strings come with their terminating NUL inside the reported size.
+std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\0' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+std::vector<ClDeviceId> all_devices() {
+  cl_uint platform_count = 0;
+  const cl_int status = clGetPlatformIDs(0, nullptr, &platform_count);
+  if (status == kPlatformNotFound || (status == CL_SUCCESS && platform_count == 0)) return {};
+  check_cl(status, "clGetPlatformIDs(0, nullptr, &platform_count)");
+  std::vector<cl_platform_id> platforms(platform_count);
+  KILN_CL_CHECK(clGetPlatformIDs(platform_count, platforms.data(), nullptr));
+  std::vector<ClDeviceId> found;
+  for (cl_platform_id platform : platforms) {
+    cl_uint device_count = 0;
+    const cl_int devices_status = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &device_count);
+    if (devices_status == CL_DEVICE_NOT_FOUND || device_count == 0) continue;
+    check_cl(devices_status, "clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &device_count)");
+    std::vector<cl_device_id> devices(device_count);
+    KILN_CL_CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, device_count, devices.data(), nullptr));
+    for (cl_device_id device : devices) found.push_back({platform, device});
+  }
+  return found;
+}
+
+std::string platform_string(cl_platform_id platform, cl_platform_info what) {
+  size_t size = 0;
+  KILN_CL_CHECK(clGetPlatformInfo(platform, what, 0, nullptr, &size));
+  std::string text(size, '\0');
+  KILN_CL_CHECK(clGetPlatformInfo(platform, what, size, text.data(), nullptr));
+  return trimmed(std::move(text));
+}
+
+std::string device_string(cl_device_id device, cl_device_info what) {
+  size_t size = 0;
+  KILN_CL_CHECK(clGetDeviceInfo(device, what, 0, nullptr, &size));
+  std::string text(size, '\0');
+  KILN_CL_CHECK(clGetDeviceInfo(device, what, size, text.data(), nullptr));
+  return trimmed(std::move(text));
+}
+
+bool has_extension(cl_device_id device, const std::string& extension) {
+  std::istringstream words(device_string(device, CL_DEVICE_EXTENSIONS));
+  std::string word;
+  while (words >> word) {
+    if (word == extension) return true;
+  }
+  return false;
+}
+
+std::string device_type_name(cl_device_type type) {
+  if (type & CL_DEVICE_TYPE_GPU) return "GPU";
+  if (type & CL_DEVICE_TYPE_ACCELERATOR) return "accelerator";
+  if (type & CL_DEVICE_TYPE_CPU) return "CPU";
+  return "other";
+}
+
+}  // namespace kiln::opencl

@@ -1,0 +1,126 @@
+// Plugins that cannot be used are skipped with their reason kept. The registry loads plugins
+// once per process, so each check runs a child process with KILN_PLUGIN_PATH pointing at a
+// temporary folder that holds deliberately broken plugins:
+//   libkiln_device_broken.so    not a shared object at all
+//   libkiln_device_noentry.so   a shared object without kiln_plugin_entry
+//   libkiln_device_wrongabi.so  a plugin built for another ABI version
+//   libkiln_device_nodevice.so  a plugin whose probe finds no device
+
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "runtime/plugin.h"
+
+// tests/plugins/lsan_suppressions.cpp: the OpenCL driver leaks a sanitized build ignores.
+extern "C" const char* __lsan_default_suppressions();
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ChildResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs `command` through the shell with extra environment assignments in front.
+ChildResult run_child(const std::string& environment, const std::string& command) {
+  const std::string line = "env " + environment + " " + command + " 2>&1";
+  ChildResult result;
+  FILE* pipe = popen(line.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char chunk[4096];
+  size_t count = 0;
+  while ((count = std::fread(chunk, 1, sizeof(chunk), pipe)) > 0) result.output.append(chunk, count);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// A temporary plugin folder with the broken plugins, removed at the end of the test.
+class BrokenPluginFolder {
+ public:
+  BrokenPluginFolder() {
+    std::string pattern = (fs::temp_directory_path() / "kiln-plugins-XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+    std::ofstream(path_ / "libkiln_device_broken.so") << "this is not a shared object\n";
+    fs::copy_file(KILN_TEST_PLUGIN_NOENTRY, path_ / "libkiln_device_noentry.so");
+    fs::copy_file(KILN_TEST_PLUGIN_WRONG_ABI, path_ / "libkiln_device_wrongabi.so");
+    fs::copy_file(KILN_TEST_PLUGIN_NO_DEVICE, path_ / "libkiln_device_nodevice.so");
+    // The `kiln` tool has no suppression hook of its own; a sanitized child reads this file.
+    std::ofstream(path_ / "lsan_suppressions.txt") << __lsan_default_suppressions();
+  }
+  ~BrokenPluginFolder() {
+    std::error_code error;
+    fs::remove_all(path_, error);
+  }
+  std::string environment(const std::string& device) const {
+    std::string text = "KILN_PLUGIN_PATH='" + path_.string() + "' LSAN_OPTIONS='suppressions=" +
+                       (path_ / "lsan_suppressions.txt").string() + "'";
+    return device.empty() ? "-u KILN_DEVICE " + text : text + " KILN_DEVICE=" + device;
+  }
+
+ private:
+  fs::path path_;
+};
+
+}  // namespace
+
+TEST_CASE("broken plugins are skipped and the default device still works", "[plugins]") {
+  BrokenPluginFolder folder;
+  const ChildResult result = run_child(folder.environment("CPU"), KILN_TEST_OPEN_DEVICE);
+  INFO(result.output);
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.output, Catch::Contains("computed on CPU: 12"));
+}
+
+TEST_CASE("KILN_DEVICE naming an unusable plugin's device fails with the reason", "[plugins]") {
+  BrokenPluginFolder folder;
+  SECTION("a plugin whose probe finds no device") {
+    const ChildResult result = run_child(folder.environment("NODEVICE"), KILN_TEST_OPEN_DEVICE);
+    INFO(result.output);
+    CHECK(result.exit_code == 3);  // a DeviceError
+    CHECK_THAT(result.output, Catch::Contains("NODEVICE is unavailable") &&
+                                  Catch::Contains("no NODEVICE hardware here"));
+  }
+  SECTION("a plugin that fails to load: the error lists it with its reason") {
+    const ChildResult result = run_child(folder.environment("BROKEN"), KILN_TEST_OPEN_DEVICE);
+    INFO(result.output);
+    CHECK(result.exit_code == 3);
+    CHECK_THAT(result.output, Catch::Contains("libkiln_device_broken.so: failed to load") &&
+                                  Catch::Contains("libkiln_device_noentry.so: not a kiln plugin") &&
+                                  Catch::Contains("libkiln_device_wrongabi.so: plugin ABI version"));
+  }
+  SECTION("a device the plugins do not know") {
+    const ChildResult result = run_child(folder.environment("NOSUCHDEVICE"), KILN_TEST_OPEN_DEVICE);
+    INFO(result.output);
+    CHECK(result.exit_code == 3);
+    CHECK_THAT(result.output, Catch::Contains("unknown device 'NOSUCHDEVICE'") &&
+                                  Catch::Contains("available devices: CPU"));
+  }
+}
+
+#ifdef KILN_TOOL_PATH
+TEST_CASE("kiln devices lists each broken plugin with its reason", "[plugins]") {
+  BrokenPluginFolder folder;
+  const ChildResult result = run_child(folder.environment(""), std::string(KILN_TOOL_PATH) + " devices");
+  INFO(result.output);
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.output, Catch::Contains("CPU"));
+  CHECK_THAT(result.output, Catch::Contains("libkiln_device_broken.so") && Catch::Contains("failed to load"));
+  CHECK_THAT(result.output, Catch::Contains("libkiln_device_noentry.so") &&
+                                Catch::Contains("no kiln_plugin_entry symbol"));
+  const std::string abi_reason = "plugin ABI version " + std::to_string(kiln::kPluginAbiVersion + 1000) +
+                                 " does not match kiln's " + std::to_string(kiln::kPluginAbiVersion);
+  CHECK_THAT(result.output, Catch::Contains("libkiln_device_wrongabi.so") && Catch::Contains(abi_reason));
+  CHECK_THAT(result.output, Catch::Contains("NODEVICE") && Catch::Contains("no NODEVICE hardware here"));
+}
+#endif
