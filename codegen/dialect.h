@@ -3,6 +3,7 @@
 // or GLSL. Each device hands the renderer its dialect; the renderer holds no target knowledge.
 
 #include <array>
+#include <map>
 #include <string>
 
 #include <kiln/dtype.h>
@@ -42,8 +43,15 @@ struct Dialect {
   // Math function suffix for float32 (C's "f": expf) and prefix (C: "__builtin_").
   std::string float32_math_suffix = "f";
   std::string math_prefix;
+  // Spellings that replace prefix + name + suffix for particular functions ("pow" -> "kiln_pow").
+  std::map<std::string, std::string> math_overrides;
   // Pragma placed before a reduction loop over floats (may be empty).
   std::string reduce_loop_pragma;
+  // Pragma asking to unroll a loop, followed by the factor (e.g. "#pragma GCC unroll"); empty: none.
+  std::string unroll_pragma;
+  // kCpuLoop: pragma before the loop over work items of a kernel without inner loops, promising
+  // the iterations are independent so that it vectorizes (calls included); empty: none.
+  std::string work_item_loop_pragma;
   // Above 1: such a loop is rendered as this many interleaved partial sums, for compilers that
   // have no pragma to reassociate it (a float sum is otherwise one add latency per element).
   int reduction_lanes = 1;

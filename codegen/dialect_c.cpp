@@ -9,12 +9,13 @@ namespace {
 // Helpers every C kernel may use. Half conversions round to nearest even and keep NaN and inf;
 // they use only integer operations so that no header is needed (faster compiles).
 const char* const kCPrelude = R"(#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-/* glibc's vector math (libmvec, within 4 ulp): lets loops that call these vectorize. */
+/* glibc's vector math (libmvec, within 4 ulp): lets loops that call these vectorize. Not pow:
+   its vector form returns NaN for pow(-inf, 0.5), where C requires +inf. */
 #define KILN_SIMD __attribute__((simd("notinbranch")))
 KILN_SIMD float expf(float); KILN_SIMD float logf(float); KILN_SIMD float sinf(float);
-KILN_SIMD float cosf(float); KILN_SIMD float powf(float, float);
+KILN_SIMD float cosf(float);
 KILN_SIMD double exp(double); KILN_SIMD double log(double); KILN_SIMD double sin(double);
-KILN_SIMD double cos(double); KILN_SIMD double pow(double, double);
+KILN_SIMD double cos(double);
 #endif
 typedef unsigned int kiln_u32;
 static inline float kiln_bits_to_float(kiln_u32 bits) { union { kiln_u32 u; float f; } v; v.u = bits; return v.f; }
@@ -49,6 +50,10 @@ static inline unsigned short kiln_float_to_bf16(float value) {
   if ((bits & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((bits >> 16) | 0x40u);
   return (unsigned short)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
+/* gcc's vectorizer turns pow(x, 0.5) into sqrt(x), which differs at -0 and -inf: pow stays a
+   call it cannot see through. */
+__attribute__((noinline)) static float kiln_powf(float a, float b) { return __builtin_powf(a, b); }
+__attribute__((noinline)) static double kiln_pow(double a, double b) { return __builtin_pow(a, b); }
 static inline long long kiln_floordiv(long long a, long long b) { long long q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline long long kiln_floormod(long long a, long long b) { return a - kiln_floordiv(a, b) * b; }
 )";
@@ -64,9 +69,13 @@ Dialect make_c_dialect() {
                         "unsigned long long", "unsigned short", "unsigned short", "float",
                         "double"};
   dialect.math_prefix = "__builtin_";
+  dialect.math_overrides = {{"pow", "kiln_pow"}};
   dialect.float32_math_suffix = "f";
   // Lets the compiler reassociate one float sum so the loop vectorizes (needs -fopenmp-simd).
   dialect.reduce_loop_pragma = "#pragma omp simd reduction";
+  dialect.unroll_pragma = "#pragma GCC unroll";
+  // Work items write distinct outputs and read inputs only (buffers never alias).
+  dialect.work_item_loop_pragma = "#pragma omp simd";
   dialect.restrict_keyword = "restrict";
   dialect.float32_infinity = "__builtin_inff()";
   dialect.float32_nan = "__builtin_nanf(\"\")";

@@ -17,7 +17,8 @@ const char* const kEnableFp64 = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n
 // Plain (not inline) functions: OpenCL C 1.1 has no `static`, and C99 `inline` alone would need
 // an external definition. bfloat16 is stored as ushort and converted with integer operations,
 // as in the C prelude: exact storage emulation, computed in float like every half type.
-const char* const kHelpers = R"(float kiln_bf16_to_float(ushort b) { return as_float((uint)b << 16); }
+const char* const kHelpers =
+    R"(float kiln_bf16_to_float(ushort b) { return as_float((uint)b << 16); }
 ushort kiln_float_to_bf16(float value) {
   uint bits = as_uint(value);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return (ushort)((bits >> 16) | 0x40u);
@@ -52,7 +53,7 @@ Dialect opencl_dialect(bool has_fp16, bool has_fp64) {
   dialect.uint64_literal_suffix = "UL";
   // bool is stored as uchar: OpenCL C forbids bool in kernel arguments and its size is unspecified.
   // float16 is `half` (usable only with cl_khr_fp16; the device reports it unsupported otherwise).
-  dialect.type_names = {"uchar", "char",  "short", "int",  "long",   "uchar", "ushort",
+  dialect.type_names = {"uchar", "char",  "short", "int",    "long",  "uchar", "ushort",
                         "uint",  "ulong", "half",  "ushort", "float", "double"};
   dialect.half_to_float = "convert_float";
   dialect.float_to_half = "convert_half_rte";
@@ -61,6 +62,7 @@ Dialect opencl_dialect(bool has_fp16, bool has_fp64) {
   dialect.math_prefix = "";
   dialect.float32_math_suffix = "";
   dialect.reduce_loop_pragma = "";
+  dialect.unroll_pragma = "#pragma unroll";
   // Eight float lanes fill an AVX2 register (PoCL on a CPU) and hide add latency on a GPU.
   dialect.reduction_lanes = 8;
   dialect.restrict_keyword = "restrict";

@@ -46,6 +46,8 @@ struct LinInstr {
   // LoopBegin: an accumulator that is this loop's only state and whose update may be
   // reassociated (a float sum), so the renderer may vectorize the loop. -1 when not.
   int reduction_acc = -1;
+  // LoopBegin: how many iterations the renderer should unroll (1: leave it to the compiler).
+  int unroll = 1;
 };
 
 struct KernelParam {

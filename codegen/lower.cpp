@@ -49,6 +49,9 @@ std::string index_key(const std::vector<Sym>& index) {
   return key;
 }
 
+// Innermost reduction loops that cannot be vectorized are unrolled by this factor.
+constexpr int kUnrollFactor = 4;
+
 using Index = std::vector<Sym>;
 using Lanes = std::vector<Index>;
 
@@ -342,9 +345,13 @@ class Lowerer {
       update.reduce = reduce.op;
       emit(std::move(update));
     }
-    if (lanes.size() == 1 && !loops.empty() && reduce.op == ReduceOp::Sum && node->dtype().is_float() &&
-        innermost_body(body_start)) {
-      program_.instrs[loops.back()].reduction_acc = accumulators[0];
+    if (!loops.empty() && innermost_body(body_start)) {
+      LinInstr& innermost = program_.instrs[loops.back()];
+      if (lanes.size() == 1 && reduce.op == ReduceOp::Sum && node->dtype().is_float()) {
+        innermost.reduction_acc = accumulators[0];
+      } else if (innermost.loop_end % kUnrollFactor == 0) {
+        innermost.unroll = kUnrollFactor;  // a loop the compiler may not reassociate: unroll it
+      }
     }
     for (size_t level = 0; level < loops.size(); ++level) {
       emit(LinInstr{LinOp::LoopEnd, dtypes::int64});

@@ -2,6 +2,7 @@
 
 #include <kiln/error.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -80,6 +81,9 @@ class Renderer {
   void render_global_index(std::ostringstream& out) {
     const std::string& gid = program_.global_var;
     if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
+      const bool has_loops = std::any_of(program_.instrs.begin(), program_.instrs.end(),
+                                         [](const LinInstr& instr) { return instr.op == LinOp::LoopBegin; });
+      if (!has_loops && !dialect_.work_item_loop_pragma.empty()) out << "  " << dialect_.work_item_loop_pragma << "\n";
       out << "  for (long long " << gid << " = begin; " << gid << " < end; " << gid << "++) {\n";
       indent_ = 2;
       return;
@@ -115,7 +119,9 @@ class Renderer {
   }
 
   std::string math(const char* function, DType dtype, const std::string& argument) const {
-    std::string name = dialect_.math_prefix + function;
+    auto override_name = dialect_.math_overrides.find(function);
+    std::string name = override_name != dialect_.math_overrides.end() ? override_name->second
+                                                                     : dialect_.math_prefix + function;
     if (dtype != dtypes::float64) name += dialect_.float32_math_suffix;
     return name + "(" + argument + ")";
   }
@@ -369,6 +375,8 @@ class Renderer {
       case LinOp::LoopBegin:
         if (instr.reduction_acc >= 0 && !dialect_.reduce_loop_pragma.empty()) {
           out << pad() << dialect_.reduce_loop_pragma << "(+:" << names_[instr.reduction_acc] << ")\n";
+        } else if (instr.unroll > 1 && !dialect_.unroll_pragma.empty()) {
+          out << pad() << dialect_.unroll_pragma << " " << instr.unroll << "\n";
         }
         out << pad() << "for (" << dialect_.index_type << " " << instr.loop_var << " = 0; " << instr.loop_var
             << " < " << int_literal(instr.loop_end, dialect_) << "; " << instr.loop_var << "++) {\n";
