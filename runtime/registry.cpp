@@ -71,11 +71,19 @@ std::vector<std::string> plugin_files() {
   return files;
 }
 
+// "libkiln_device_opencl.so" -> "OPENCL": the name a plugin that fails to load is listed under.
+std::string device_name_of_file(const std::string& file) {
+  std::string name = file.substr(std::string("libkiln_device_").size());
+  name = name.substr(0, name.find('.'));
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
 void load_plugin(Registry& registry, const std::string& path) {
   const std::string file = std::filesystem::path(path).filename().string();
   auto fail = [&](const std::string& reason) {
     DeviceRecord record;
-    record.name = file;
+    record.name = device_name_of_file(file);
     record.reason = reason;
     record.plugin_path = path;
     registry.records.push_back(record);
@@ -198,6 +206,12 @@ std::shared_ptr<DeviceContext> open_device(const std::string& requested) {
     auto context = std::make_shared<DeviceContext>(std::move(device));
     state.open[name] = context;
     return context;
+  }
+  for (const DeviceRecord& record : state.records) {
+    if (record.name == prefix && !record.available) {
+      throw DeviceError("[device] " + requested + " is unavailable: " + record.reason + " (" + record.plugin_path +
+                        "); " + describe_devices(state));
+    }
   }
   throw DeviceError("[device] unknown device '" + requested + "'; " + describe_devices(state));
 }

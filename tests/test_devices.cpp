@@ -28,8 +28,8 @@ std::vector<float> wave(size_t count, float scale, float shift) {
   return values;
 }
 
-void check_close(const std::vector<float>& actual, const std::vector<double>& expected, double relative,
-                 double absolute) {
+void check_close(const std::vector<float>& actual, const std::vector<double>& expected,
+                 double relative, double absolute) {
   REQUIRE(actual.size() == expected.size());
   for (size_t index = 0; index < actual.size(); ++index) {
     const double error = std::abs(static_cast<double>(actual[index]) - expected[index]);
@@ -54,7 +54,8 @@ TEST_CASE("every listed device opens and there is at least the CPU", "[devices]"
   }
 }
 
-TEST_CASE("a kernel that does not compile is a CompileError with the log and the source", "[devices]") {
+TEST_CASE("a kernel that does not compile is a CompileError with the log and the source",
+          "[devices]") {
   const std::string source = "this is not a kernel {";
   for (const std::string& device : devices()) {
     DYNAMIC_SECTION("on " << device) {
@@ -94,16 +95,19 @@ TEST_CASE("integer division and modulo follow C, by zero gives 0", "[devices]") 
   const std::vector<int32_t> y = {2, 2, -2, -2, 0, -1, 4, 0};
   std::vector<double> expected(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
-    const int64_t quotient = y[i] == 0 ? 0 : (y[i] == -1 ? -static_cast<int64_t>(x[i]) : x[i] / y[i]);
+    const int64_t quotient =
+        y[i] == 0 ? 0 : (y[i] == -1 ? -static_cast<int64_t>(x[i]) : x[i] / y[i]);
     const int64_t remainder = (y[i] == 0 || y[i] == -1) ? 0 : x[i] % y[i];
     // The quotient wraps as int32 (MIN / -1 is MIN); scale keeps both parts apart.
-    expected[i] = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(quotient))) * 100 + remainder;
+    expected[i] = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(quotient))) * 100 +
+                  remainder;
   }
   for (const std::string& device : devices()) {
     DYNAMIC_SECTION("on " << device) {
       const Tensor a = Tensor::from_vector(x, {static_cast<int64_t>(x.size())}, device);
       const Tensor b = Tensor::from_vector(y, {static_cast<int64_t>(y.size())}, device);
-      const std::vector<int64_t> got = ((a / b).cast(dtypes::int64) * 100 + (a % b).cast(dtypes::int64)).to_vector<int64_t>();
+      const std::vector<int64_t> got =
+          ((a / b).cast(dtypes::int64) * 100 + (a % b).cast(dtypes::int64)).to_vector<int64_t>();
       for (size_t i = 0; i < x.size(); ++i) {
         INFO(x[i] << " and " << y[i]);
         CHECK(static_cast<double>(got[i]) == expected[i]);
@@ -125,14 +129,16 @@ TEST_CASE("reductions, softmax and matmul match a double reference", "[devices]"
       largest = std::max(largest, value);
     }
     for (int64_t c = 0; c < columns; ++c) total += std::exp(x[r * columns + c] - largest);
-    for (int64_t c = 0; c < columns; ++c) softmax[r * columns + c] = std::exp(x[r * columns + c] - largest) / total;
+    for (int64_t c = 0; c < columns; ++c)
+      softmax[r * columns + c] = std::exp(x[r * columns + c] - largest) / total;
   }
   const int64_t inner = 29;
   const std::vector<float> w = wave(columns * inner, 1.0f, -0.25f);
   std::vector<double> product(rows * inner, 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t k = 0; k < columns; ++k) {
-      for (int64_t c = 0; c < inner; ++c) product[r * inner + c] += static_cast<double>(x[r * columns + k]) * w[k * inner + c];
+      for (int64_t c = 0; c < inner; ++c)
+        product[r * inner + c] += static_cast<double>(x[r * columns + k]) * w[k * inner + c];
     }
   }
   for (const std::string& device : devices()) {
@@ -150,7 +156,8 @@ TEST_CASE("reductions, softmax and matmul match a double reference", "[devices]"
 TEST_CASE("movement ops and pad index like the explicit computation", "[devices]") {
   std::vector<float> base(42);
   for (size_t i = 0; i < base.size(); ++i) base[i] = static_cast<float>(i);
-  // (6, 7) -> permute -> (7, 6) -> pad rows (1, 2), columns (0, 3) with 1.5 -> (10, 9) -> flip rows.
+  // (6, 7) -> permute -> (7, 6) -> pad rows (1, 2), columns (0, 3) with 1.5 -> (10, 9) -> flip
+  // rows.
   std::vector<double> expected(10 * 9);
   for (int64_t row = 0; row < 10; ++row) {
     for (int64_t column = 0; column < 9; ++column) {
@@ -163,32 +170,38 @@ TEST_CASE("movement ops and pad index like the explicit computation", "[devices]
   for (const std::string& device : devices()) {
     DYNAMIC_SECTION("on " << device) {
       const Tensor a = Tensor::from_vector(base, {42}, device);
-      const Tensor moved = a.reshape({6, 7}).permute({1, 0}).pad({{1, 2}, {0, 3}}, 1.5).flip({0}) * 2;
+      const Tensor moved =
+          a.reshape({6, 7}).permute({1, 0}).pad({{1, 2}, {0, 3}}, 1.5).flip({0}) * 2;
       REQUIRE(moved.shape() == Shape{10, 9});
       check_close(moved.to_vector<float>(), expected, 0, 0);
     }
   }
 }
 
-TEST_CASE("casts saturate, round to nearest even, and unsupported dtypes are refused", "[devices]") {
+TEST_CASE("casts saturate, round to nearest even, and unsupported dtypes are refused",
+          "[devices]") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<float> x = {-3e9f, -2.7f, -0.5f, 0.0f, 0.5f, 2.7f, 300.0f, 3e9f, nan, 1.0009765625f, 65519.0f};
+  const std::vector<float> x = {-3e9f,  -2.7f, -0.5f, 0.0f,          0.5f,    2.7f,
+                                300.0f, 3e9f,  nan,   1.0009765625f, 65519.0f};
   for (const std::string& device : devices()) {
     DYNAMIC_SECTION("on " << device) {
       const Tensor a = Tensor::from_vector(x, {static_cast<int64_t>(x.size())}, device);
       const std::vector<int32_t> as_int = a.cast(dtypes::int32).to_vector<int32_t>();
-      const std::vector<int32_t> int_expected = {std::numeric_limits<int32_t>::min(), -2, 0, 0, 0, 2, 300,
-                                                 std::numeric_limits<int32_t>::max(), 0, 1, 65519};
+      const std::vector<int32_t> int_expected = {
+          std::numeric_limits<int32_t>::min(), -2, 0, 0,    0, 2, 300,
+          std::numeric_limits<int32_t>::max(), 0,  1, 65519};
       CHECK(as_int == int_expected);
       const std::vector<uint8_t> as_byte = a.cast(dtypes::uint8).to_vector<uint8_t>();
       CHECK(as_byte == std::vector<uint8_t>{0, 0, 0, 0, 0, 2, 255, 255, 0, 1, 255});
 
       // bfloat16 everywhere (storage emulated with integer ops where the device has no type).
-      const std::vector<float> bf_round_trip = a.cast(dtypes::bfloat16).cast(dtypes::float32).to_vector<float>();
+      const std::vector<float> bf_round_trip =
+          a.cast(dtypes::bfloat16).cast(dtypes::float32).to_vector<float>();
       for (size_t i = 0; i < x.size(); ++i) {
         const float reference = static_cast<float>(kiln::bfloat16(x[i]));
         INFO("bfloat16 of " << x[i]);
-        CHECK((std::isnan(reference) ? std::isnan(bf_round_trip[i]) : bf_round_trip[i] == reference));
+        CHECK(
+            (std::isnan(reference) ? std::isnan(bf_round_trip[i]) : bf_round_trip[i] == reference));
       }
 
       for (DType wide_or_half : {dtypes::float16, dtypes::float64}) {
@@ -203,7 +216,8 @@ TEST_CASE("casts saturate, round to nearest even, and unsupported dtypes are ref
         }
         const std::vector<float> got = converted.to_vector<float>();
         for (size_t i = 0; i < x.size(); ++i) {
-          const float reference = wide_or_half == dtypes::float16 ? static_cast<float>(kiln::half(x[i])) : x[i];
+          const float reference =
+              wide_or_half == dtypes::float16 ? static_cast<float>(kiln::half(x[i])) : x[i];
           INFO("value " << x[i]);
           CHECK((std::isnan(reference) ? std::isnan(got[i]) : got[i] == reference));
         }
@@ -228,7 +242,8 @@ TEST_CASE("tensors move between devices and mixing devices is an error", "[devic
         CHECK(back.device() == from);
         check_close(back.to_vector<float>(), expected, 1e-6, 1e-6);
         // Integers and bools survive the trip bit for bit.
-        const std::vector<int64_t> big = {std::numeric_limits<int64_t>::min(), -1, 0, 1, std::numeric_limits<int64_t>::max()};
+        const std::vector<int64_t> big = {std::numeric_limits<int64_t>::min(), -1, 0, 1,
+                                          std::numeric_limits<int64_t>::max()};
         CHECK(Tensor::from_vector(big, {5}, from).to(to).to(from).to_vector<int64_t>() == big);
         if (from != to) {
           CHECK_THROWS_AS(a + moved, DeviceError);

@@ -74,7 +74,7 @@ using ClMemory = ClHandle<cl_mem, clReleaseMemObject>;
 
 #define KILN_CL_CHECK(call) ::kiln::opencl::check_cl((call), #call)
 
-#define KILN_CL_CREATE(function, ...)                                            \
+#define KILN_CL_CREATE(function, ...)                                                          \
   ::kiln::opencl::create_checked(#function "(" #__VA_ARGS__ ")", [&](cl_int* kiln_cl_status) { \
-    return function(__VA_ARGS__, kiln_cl_status);                               \
+    return function(__VA_ARGS__, kiln_cl_status);                                              \
   })

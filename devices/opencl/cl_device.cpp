@@ -29,8 +29,8 @@ size_t round_down_to_power_of_two(size_t value) {
 
 // Launch geometry that does not change between launches of one kernel.
 struct GroupLimits {
-  size_t largest = 1;         // a power of two within every device and kernel limit
-  size_t smallest = 1;        // below this, groups waste SIMD lanes
+  size_t largest = 1;   // a power of two within every device and kernel limit
+  size_t smallest = 1;  // below this, groups waste SIMD lanes
   size_t compute_units = 1;
   size_t unguarded_multiple = 0;  // the dialect's: such launches must be exact
 };
@@ -42,24 +42,27 @@ class ClAllocator : public Allocator {
 
   DeviceMemory alloc(size_t nbytes) override {
     if (nbytes > largest_allocation_) {
-      throw OutOfMemoryError("[cl] cannot allocate " + std::to_string(nbytes) + " bytes: the device's largest " +
-                             "buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE) is " + std::to_string(largest_allocation_) +
-                             " bytes");
+      throw OutOfMemoryError("[cl] cannot allocate " + std::to_string(nbytes) +
+                             " bytes: the device's largest " +
+                             "buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE) is " +
+                             std::to_string(largest_allocation_) + " bytes");
     }
     return KILN_CL_CREATE(clCreateBuffer, context_, CL_MEM_READ_WRITE, nbytes, nullptr);
   }
   // The driver keeps the memory alive until queued kernels that use it have finished. A failed
   // release could only mean an invalid handle, and this runs from destructors: nothing to throw.
-  void free(DeviceMemory memory, size_t) override { clReleaseMemObject(static_cast<cl_mem>(memory)); }
+  void free(DeviceMemory memory, size_t) override {
+    clReleaseMemObject(static_cast<cl_mem>(memory));
+  }
   // Blocking copies: the host memory may go as soon as they return, and the in-order queue puts
   // them after every kernel launched before.
   void copy_in(DeviceMemory destination, const void* host, size_t nbytes) override {
-    KILN_CL_CHECK(clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(destination), CL_TRUE, 0, nbytes, host, 0,
-                                       nullptr, nullptr));
+    KILN_CL_CHECK(clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(destination), CL_TRUE, 0, nbytes,
+                                       host, 0, nullptr, nullptr));
   }
   void copy_out(void* host, DeviceMemory source, size_t nbytes) override {
-    KILN_CL_CHECK(clEnqueueReadBuffer(queue_, static_cast<cl_mem>(source), CL_TRUE, 0, nbytes, host, 0, nullptr,
-                                      nullptr));
+    KILN_CL_CHECK(clEnqueueReadBuffer(queue_, static_cast<cl_mem>(source), CL_TRUE, 0, nbytes, host,
+                                      0, nullptr, nullptr));
   }
 
  private:
@@ -75,7 +78,8 @@ class ClKernelProgram : public Program {
 
   double launch(const LaunchRequest& request) override {
     // Kernels are rendered one-dimensional (one flat index per item).
-    const size_t total = static_cast<size_t>(request.global.x * request.global.y * request.global.z);
+    const size_t total =
+        static_cast<size_t>(request.global.x * request.global.y * request.global.z);
     if (total == 0) return 0;
     size_t global = 0, local = 0;
     launch_geometry(total, global, local);
@@ -83,19 +87,24 @@ class ClKernelProgram : public Program {
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t index = 0; index < request.buffers.size(); ++index) {
       cl_mem memory = static_cast<cl_mem>(request.buffers[index]);
-      KILN_CL_CHECK(clSetKernelArg(kernel_.get(), static_cast<cl_uint>(index), sizeof(memory), &memory));
+      KILN_CL_CHECK(
+          clSetKernelArg(kernel_.get(), static_cast<cl_uint>(index), sizeof(memory), &memory));
     }
     if (!request.wait) {
-      KILN_CL_CHECK(clEnqueueNDRangeKernel(queue_, kernel_.get(), 1, nullptr, &global, &local, 0, nullptr, nullptr));
+      KILN_CL_CHECK(clEnqueueNDRangeKernel(queue_, kernel_.get(), 1, nullptr, &global, &local, 0,
+                                           nullptr, nullptr));
       return 0;
     }
     cl_event raw_event = nullptr;
-    KILN_CL_CHECK(clEnqueueNDRangeKernel(queue_, kernel_.get(), 1, nullptr, &global, &local, 0, nullptr, &raw_event));
+    KILN_CL_CHECK(clEnqueueNDRangeKernel(queue_, kernel_.get(), 1, nullptr, &global, &local, 0,
+                                         nullptr, &raw_event));
     const ClEvent event(raw_event);
     KILN_CL_CHECK(clWaitForEvents(1, &raw_event));
     cl_ulong start = 0, end = 0;
-    KILN_CL_CHECK(clGetEventProfilingInfo(raw_event, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr));
-    KILN_CL_CHECK(clGetEventProfilingInfo(raw_event, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr));
+    KILN_CL_CHECK(clGetEventProfilingInfo(raw_event, CL_PROFILING_COMMAND_START, sizeof(start),
+                                          &start, nullptr));
+    KILN_CL_CHECK(
+        clGetEventProfilingInfo(raw_event, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr));
     return static_cast<double>(end - start) * 1e-9;
   }
 
@@ -106,7 +115,8 @@ class ClKernelProgram : public Program {
     // No group much larger than the launch itself...
     while (local > 1 && local / 2 >= total) local /= 2;
     // ...and enough groups that every compute unit gets one (a few heavy items: a reduction).
-    while (local / 2 >= limits_.smallest && (total + local - 1) / local < limits_.compute_units) local /= 2;
+    while (local / 2 >= limits_.smallest && (total + local - 1) / local < limits_.compute_units)
+      local /= 2;
     const size_t multiple = limits_.unguarded_multiple;
     if (multiple > 0 && total % multiple == 0) {
       // Rendered without its bounds check: launch exactly `total` items, in groups of the largest
@@ -138,8 +148,10 @@ Capabilities capabilities_of(cl_device_id device) {
   found.fp16 = has_extension(device, "cl_khr_fp16");
   found.fp64 = has_extension(device, "cl_khr_fp64");
   // 64-bit integers are core in the full profile; the embedded profile needs cles_khr_int64.
-  found.int64 = device_string(device, CL_DEVICE_PROFILE) == "FULL_PROFILE" || has_extension(device, "cles_khr_int64");
-  const auto single_config = KILN_CL_DEVICE_VALUE(cl_device_fp_config, device, CL_DEVICE_SINGLE_FP_CONFIG);
+  found.int64 = device_string(device, CL_DEVICE_PROFILE) == "FULL_PROFILE" ||
+                has_extension(device, "cles_khr_int64");
+  const auto single_config =
+      KILN_CL_DEVICE_VALUE(cl_device_fp_config, device, CL_DEVICE_SINGLE_FP_CONFIG);
   found.correctly_rounded_divide_sqrt = (single_config & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
   return found;
 }
@@ -148,9 +160,11 @@ class ClDevice : public Device {
  public:
   ClDevice(int index, ClDeviceId id) : device_id_(id.device) {
     name_ = index == 0 ? "CL" : "CL:" + std::to_string(index);
-    context_ = ClContext(KILN_CL_CREATE(clCreateContext, nullptr, 1, &device_id_, nullptr, nullptr));
+    context_ =
+        ClContext(KILN_CL_CREATE(clCreateContext, nullptr, 1, &device_id_, nullptr, nullptr));
     // Profiling on: KILN_DEBUG=2 times each kernel with its event; the cost is a timestamp.
-    queue_ = ClQueue(KILN_CL_CREATE(clCreateCommandQueue, context_.get(), device_id_, CL_QUEUE_PROFILING_ENABLE));
+    queue_ = ClQueue(KILN_CL_CREATE(clCreateCommandQueue, context_.get(), device_id_,
+                                    CL_QUEUE_PROFILING_ENABLE));
 
     const Capabilities capabilities = capabilities_of(device_id_);
     const auto type = KILN_CL_DEVICE_VALUE(cl_device_type, device_id_, CL_DEVICE_TYPE);
@@ -164,15 +178,15 @@ class ClDevice : public Device {
     properties_.driver = platform_name + " " + driver_version + " (" +
                          device_version.substr(0, device_version.find(' ', sizeof("OpenCL"))) + ")";
     properties_.description = device_name + " (" + device_type_name(type) + ")";
-    properties_.max_workgroup_size =
-        static_cast<int64_t>(KILN_CL_DEVICE_VALUE(size_t, device_id_, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+    properties_.max_workgroup_size = static_cast<int64_t>(
+        KILN_CL_DEVICE_VALUE(size_t, device_id_, CL_DEVICE_MAX_WORK_GROUP_SIZE));
     properties_.local_memory_bytes =
         static_cast<int64_t>(KILN_CL_DEVICE_VALUE(cl_ulong, device_id_, CL_DEVICE_LOCAL_MEM_SIZE));
     properties_.compute_units =
         static_cast<int>(KILN_CL_DEVICE_VALUE(cl_uint, device_id_, CL_DEVICE_MAX_COMPUTE_UNITS));
-    properties_.dtypes = {ScalarType::Bool,   ScalarType::Int8,   ScalarType::Int16,    ScalarType::Int32,
-                          ScalarType::UInt8,  ScalarType::UInt16, ScalarType::UInt32,   ScalarType::Float32,
-                          ScalarType::BFloat16};
+    properties_.dtypes = {ScalarType::Bool,   ScalarType::Int8,    ScalarType::Int16,
+                          ScalarType::Int32,  ScalarType::UInt8,   ScalarType::UInt16,
+                          ScalarType::UInt32, ScalarType::Float32, ScalarType::BFloat16};
     if (capabilities.int64) properties_.dtypes.insert({ScalarType::Int64, ScalarType::UInt64});
     if (capabilities.fp16) properties_.dtypes.insert(ScalarType::Float16);
     if (capabilities.fp64) properties_.dtypes.insert(ScalarType::Float64);
@@ -182,17 +196,22 @@ class ClDevice : public Device {
     // the compiler's warning count on the user's stderr. Errors still come back in the build log.
     build_options_ = "-w";
     // Division and sqrt rounded like the CPU device's, where the device can.
-    if (capabilities.correctly_rounded_divide_sqrt) build_options_ += " -cl-fp32-correctly-rounded-divide-sqrt";
+    if (capabilities.correctly_rounded_divide_sqrt)
+      build_options_ += " -cl-fp32-correctly-rounded-divide-sqrt";
     // Everything that changes the binary besides the source: the cache key.
     const std::string identity = "OpenCL | platform: " + platform_name + " " +
-                                 platform_string(id.platform, CL_PLATFORM_VERSION) + " | device: " + device_name +
-                                 " | driver: " + driver_version + " | options: " + build_options_;
+                                 platform_string(id.platform, CL_PLATFORM_VERSION) +
+                                 " | device: " + device_name + " | driver: " + driver_version +
+                                 " | options: " + build_options_;
     compiler_ = make_cl_compiler(context_.get(), device_id_, identity, build_options_);
-    const auto largest_allocation = KILN_CL_DEVICE_VALUE(cl_ulong, device_id_, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
-    allocator_ = std::make_unique<ClAllocator>(context_.get(), queue_.get(), static_cast<size_t>(largest_allocation));
+    const auto largest_allocation =
+        KILN_CL_DEVICE_VALUE(cl_ulong, device_id_, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+    allocator_ = std::make_unique<ClAllocator>(context_.get(), queue_.get(),
+                                               static_cast<size_t>(largest_allocation));
 
     size_t item_sizes[3] = {1, 1, 1};
-    KILN_CL_CHECK(clGetDeviceInfo(device_id_, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(item_sizes), item_sizes, nullptr));
+    KILN_CL_CHECK(clGetDeviceInfo(device_id_, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(item_sizes),
+                                  item_sizes, nullptr));
     largest_group_ = std::min({static_cast<size_t>(properties_.max_workgroup_size), item_sizes[0],
                                is_gpu_ ? kGpuGroupSize : kCpuGroupSize});
   }
@@ -208,21 +227,29 @@ class ClDevice : public Device {
   Allocator& allocator() override { return *allocator_; }
   Compiler& compiler() override { return *compiler_; }
 
-  std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary, const std::string& kernel_name) override {
-    ClProgram program = load_binary(context_.get(), device_id_, binary, build_options_, kernel_name);
+  std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
+                                        const std::string& kernel_name) override {
+    ClProgram program =
+        load_binary(context_.get(), device_id_, binary, build_options_, kernel_name);
     ClKernel kernel(KILN_CL_CREATE(clCreateKernel, program.get(), kernel_name.c_str()));
     size_t kernel_group_size = 1, group_multiple = 1;
     KILN_CL_CHECK(clGetKernelWorkGroupInfo(kernel.get(), device_id_, CL_KERNEL_WORK_GROUP_SIZE,
                                            sizeof(kernel_group_size), &kernel_group_size, nullptr));
-    KILN_CL_CHECK(clGetKernelWorkGroupInfo(kernel.get(), device_id_, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+    KILN_CL_CHECK(clGetKernelWorkGroupInfo(kernel.get(), device_id_,
+                                           CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
                                            sizeof(group_multiple), &group_multiple, nullptr));
     GroupLimits limits;
-    limits.largest = round_down_to_power_of_two(std::max<size_t>(1, std::min(largest_group_, kernel_group_size)));
+    limits.largest = round_down_to_power_of_two(
+        std::max<size_t>(1, std::min(largest_group_, kernel_group_size)));
     // On a CPU a group of one item costs little; on a GPU a group below the SIMD width idles lanes.
-    limits.smallest = is_gpu_ ? std::min(limits.largest, round_down_to_power_of_two(std::max<size_t>(1, group_multiple))) : 1;
+    limits.smallest =
+        is_gpu_ ? std::min(limits.largest,
+                           round_down_to_power_of_two(std::max<size_t>(1, group_multiple)))
+                : 1;
     limits.compute_units = static_cast<size_t>(std::max(1, properties_.compute_units));
     limits.unguarded_multiple = static_cast<size_t>(dialect_.unguarded_multiple);
-    return std::make_unique<ClKernelProgram>(std::move(program), std::move(kernel), queue_.get(), limits);
+    return std::make_unique<ClKernelProgram>(std::move(program), std::move(kernel), queue_.get(),
+                                             limits);
   }
 
   void synchronize() override { KILN_CL_CHECK(clFinish(queue_.get())); }
@@ -246,16 +273,18 @@ ProbeResult probe() {
   ProbeResult result;
   const std::vector<ClDeviceId> devices = all_devices();
   if (devices.empty()) {
-    result.reason = "no OpenCL platform with a device found (install an OpenCL driver, e.g. Debian's "
-                    "pocl-opencl-icd; `clinfo` lists what the ICD loader sees)";
+    result.reason =
+        "no OpenCL platform with a device found (install an OpenCL driver, e.g. Debian's "
+        "pocl-opencl-icd; `clinfo` lists what the ICD loader sees)";
     return result;
   }
   result.device_count = static_cast<int>(devices.size());
   for (size_t index = 0; index < devices.size(); ++index) {
     const auto type = KILN_CL_DEVICE_VALUE(cl_device_type, devices[index].device, CL_DEVICE_TYPE);
-    result.reason += (index ? "; " : "") + std::string(index ? "CL:" + std::to_string(index) : "CL") + ": " +
-                     device_string(devices[index].device, CL_DEVICE_NAME) + " (" + device_type_name(type) + ", " +
-                     platform_string(devices[index].platform, CL_PLATFORM_NAME) + ")";
+    result.reason +=
+        (index ? "; " : "") + std::string(index ? "CL:" + std::to_string(index) : "CL") + ": " +
+        device_string(devices[index].device, CL_DEVICE_NAME) + " (" + device_type_name(type) +
+        ", " + platform_string(devices[index].platform, CL_PLATFORM_NAME) + ")";
     // The registry marks every device of a plugin alike; the first decides, so that a CPU driver
     // such as PoCL never displaces the CPU device as the default.
     if (index == 0) result.is_gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
@@ -266,7 +295,8 @@ ProbeResult probe() {
 std::unique_ptr<Device> create(int index) {
   const std::vector<ClDeviceId> devices = all_devices();
   if (index < 0 || static_cast<size_t>(index) >= devices.size()) {
-    throw DeviceError("[cl] no OpenCL device " + std::to_string(index) + " (found " + std::to_string(devices.size()) + ")");
+    throw DeviceError("[cl] no OpenCL device " + std::to_string(index) + " (found " +
+                      std::to_string(devices.size()) + ")");
   }
   return std::make_unique<ClDevice>(index, devices[index]);
 }

@@ -26,11 +26,14 @@ std::vector<ClDeviceId> all_devices() {
   std::vector<ClDeviceId> found;
   for (cl_platform_id platform : platforms) {
     cl_uint device_count = 0;
-    const cl_int devices_status = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &device_count);
+    const cl_int devices_status =
+        clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &device_count);
     if (devices_status == CL_DEVICE_NOT_FOUND || device_count == 0) continue;
-    check_cl(devices_status, "clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &device_count)");
+    check_cl(devices_status,
+             "clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &device_count)");
     std::vector<cl_device_id> devices(device_count);
-    KILN_CL_CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, device_count, devices.data(), nullptr));
+    KILN_CL_CHECK(
+        clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, device_count, devices.data(), nullptr));
     for (cl_device_id device : devices) found.push_back({platform, device});
   }
   return found;

@@ -11,7 +11,9 @@ kiln::ProbeResult probe() {
   return result;
 }
 
-std::unique_ptr<kiln::Device> create(int) { return nullptr; }
+std::unique_ptr<kiln::Device> create(int) {
+  return nullptr;
+}
 
 const kiln::PluginEntry kEntry = {kiln::kPluginAbiVersion, "NODEVICE", &probe, &create};
 

@@ -2,4 +2,6 @@
 // test copies it into a plugin folder as libkiln_device_noentry.so; the registry must skip it
 // and say why.
 
-extern "C" __attribute__((visibility("default"))) int kiln_test_not_a_plugin() { return 42; }
+extern "C" __attribute__((visibility("default"))) int kiln_test_not_a_plugin() {
+  return 42;
+}

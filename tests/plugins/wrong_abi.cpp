@@ -7,8 +7,12 @@ namespace {
 
 constexpr uint32_t kWrongAbiVersion = kiln::kPluginAbiVersion + 1000;
 
-kiln::ProbeResult probe() { return {}; }
-std::unique_ptr<kiln::Device> create(int) { return nullptr; }
+kiln::ProbeResult probe() {
+  return {};
+}
+std::unique_ptr<kiln::Device> create(int) {
+  return nullptr;
+}
 
 const kiln::PluginEntry kEntry = {kWrongAbiVersion, "WRONGABI", &probe, &create};
 

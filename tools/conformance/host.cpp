@@ -383,7 +383,7 @@ template <typename T>
 Tensor upload_as(const HostTensor& tensor, const std::string& device) {
   std::vector<T> values(tensor.data.size());
   const std::vector<uint8_t> bytes = encode(tensor);
-  std::memcpy(static_cast<void*>(values.data()), bytes.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(static_cast<void*>(values.data()), bytes.data(), bytes.size());
   return Tensor::from_vector<T>(values, tensor.shape, device);
 }
 
