@@ -62,6 +62,10 @@ case "$mode" in
     ;;
   test)
     ctest --test-dir build --output-on-failure -j2
+    # The suite again on the OpenCL device where one runs (conformance already covers every device).
+    if build/bin/kiln devices | grep -qE '^[ *]+CL +available'; then
+      KILN_DEVICE=CL ctest --test-dir build --output-on-failure -j2 -E 'conformance|install_and_build'
+    fi
     build/bin/kiln devices
     ;;
 esac

@@ -15,7 +15,7 @@ namespace {
 Tensor matrix(int64_t rows, int64_t columns) {
   std::vector<float> values(static_cast<size_t>(rows * columns));
   for (size_t index = 0; index < values.size(); ++index) values[index] = static_cast<float>(index);
-  return Tensor::from_vector(values, {rows, columns}, "CPU");
+  return Tensor::from_vector(values, {rows, columns});
 }
 
 }  // namespace
@@ -50,7 +50,7 @@ TEST_CASE("shape errors name the op and the shapes", "[errors]") {
 }
 
 TEST_CASE("dtype errors name the op and the dtypes", "[errors]") {
-  const Tensor flags = Tensor::from_vector<bool>({true, false}, {2}, "CPU");
+  const Tensor flags = Tensor::from_vector<bool>({true, false}, {2});
   const Tensor values = matrix(1, 2).reshape({2});
   CHECK_THROWS_AS(flags - flags, DTypeError);
   CHECK_THROWS_WITH(flags - flags, Contains("[sub]") && Contains("bool"));
