@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <kiln/dtype.h>
+#include <kiln/error.h>
 
 #include "codegen/dialect.h"
 
@@ -26,6 +27,18 @@ class Allocator {
   virtual void free(DeviceMemory memory, size_t nbytes) = 0;
   virtual void copy_in(DeviceMemory destination, const void* host, size_t nbytes) = 0;
   virtual void copy_out(void* host, DeviceMemory source, size_t nbytes) = 0;
+
+  // Aliasing, for tools that surround a block with guard bytes (kiln conformance). A subregion is
+  // a handle to `nbytes` bytes at `offset` inside the allocation `base`, accepted wherever an
+  // allocation is (kernel arguments, copies). It is given back with release_subregion, never with
+  // free, and before `base` is freed. `offset` must be a multiple of subregion_alignment(); a
+  // device that cannot alias memory returns 0 there and need not implement the other two.
+  virtual size_t subregion_alignment() const { return 0; }
+  virtual DeviceMemory subregion(DeviceMemory base, size_t offset, size_t nbytes) {
+    (void)base, (void)offset, (void)nbytes;
+    throw DeviceError("this device does not support subregions (subregion_alignment() is 0)");
+  }
+  virtual void release_subregion(DeviceMemory region) { (void)region; }
 };
 
 // Three launch dimensions; unused ones are 1.
@@ -57,15 +70,16 @@ class Compiler {
   // and target architecture. Part of the kernel cache key.
   virtual std::string identity() const = 0;
   // Throws CompileError with the compiler's log and the source.
-  virtual std::vector<uint8_t> compile(const std::string& source, const std::string& kernel_name) = 0;
+  virtual std::vector<uint8_t> compile(const std::string& source,
+                                       const std::string& kernel_name) = 0;
 };
 
 enum class DeviceKind { CPU, GPU };
 
 struct DeviceProperties {
   DeviceKind kind = DeviceKind::CPU;
-  std::string driver;           // e.g. "gcc 12.2 via dlopen", "PoCL 3.1"
-  std::string description;      // the device's own name
+  std::string driver;       // e.g. "gcc 12.2 via dlopen", "PoCL 3.1"
+  std::string description;  // the device's own name
   int64_t max_workgroup_size = 1;
   int64_t local_memory_bytes = 0;
   int warp_width = 1;

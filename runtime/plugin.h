@@ -16,12 +16,12 @@
 namespace kiln {
 
 // Bump whenever any interface in runtime/device.h or codegen/dialect.h changes layout.
-inline constexpr uint32_t kPluginAbiVersion = 3;
+inline constexpr uint32_t kPluginAbiVersion = 4;
 
 struct ProbeResult {
-  int device_count = 0;   // 0: unavailable here
-  std::string reason;     // why unavailable, or a short description of what was found
-  bool is_gpu = false;    // whether these devices are preferred as the default
+  int device_count = 0;  // 0: unavailable here
+  std::string reason;    // why unavailable, or a short description of what was found
+  bool is_gpu = false;   // whether these devices are preferred as the default
 };
 
 struct PluginEntry {

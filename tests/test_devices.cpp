@@ -72,6 +72,38 @@ TEST_CASE("a kernel that does not compile is a CompileError with the log and the
   }
 }
 
+TEST_CASE("a subregion aliases its allocation at the offset", "[devices]") {
+  for (const std::string& device : devices()) {
+    DYNAMIC_SECTION("on " << device) {
+      Allocator& driver = open_device(device)->device().allocator();
+      const size_t alignment = driver.subregion_alignment();
+      if (alignment == 0) {
+        CHECK_THROWS_AS(driver.subregion(nullptr, 0, 1), DeviceError);
+        continue;
+      }
+      const size_t whole_size = 3 * alignment + 10, offset = 2 * alignment, size = 7;
+      std::vector<uint8_t> bytes(whole_size, 0x11);
+      DeviceMemory whole = driver.alloc(whole_size);
+      driver.copy_in(whole, bytes.data(), whole_size);
+      DeviceMemory region = driver.subregion(whole, offset, size);
+      const std::vector<uint8_t> written = {1, 2, 3, 4, 5, 6, 7};
+      driver.copy_in(region, written.data(), size);
+      std::vector<uint8_t> read_back(size);
+      driver.copy_out(read_back.data(), region, size);
+      CHECK(read_back == written);
+      driver.copy_out(bytes.data(), whole, whole_size);
+      for (size_t index = 0; index < whole_size; ++index) {
+        const bool inside = index >= offset && index < offset + size;
+        INFO("byte " << index);
+        CHECK(bytes[index] == (inside ? written[index - offset] : 0x11));
+      }
+      if (alignment > 1) CHECK_THROWS_AS(driver.subregion(whole, alignment / 2, size), DeviceError);
+      driver.release_subregion(region);
+      driver.free(whole, whole_size);
+    }
+  }
+}
+
 TEST_CASE("fused elementwise ops match a double reference", "[devices]") {
   const size_t count = 1000;
   const std::vector<float> x = wave(count, 2.0f, 0.0f), y = wave(count, 1.5f, 2.0f);  // y > 0

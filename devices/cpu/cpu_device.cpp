@@ -27,15 +27,26 @@ constexpr size_t kAlignment = 64;
 class HostAllocator : public Allocator {
  public:
   DeviceMemory alloc(size_t nbytes) override {
-    void* memory = std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
-    if (!memory) throw OutOfMemoryError("[cpu] out of host memory allocating " + std::to_string(nbytes) + " bytes");
+    void* memory =
+        std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
+    if (!memory)
+      throw OutOfMemoryError("[cpu] out of host memory allocating " + std::to_string(nbytes) +
+                             " bytes");
     return memory;
   }
   void free(DeviceMemory memory, size_t) override { std::free(memory); }
   void copy_in(DeviceMemory destination, const void* host, size_t nbytes) override {
     std::memcpy(destination, host, nbytes);
   }
-  void copy_out(void* host, DeviceMemory source, size_t nbytes) override { std::memcpy(host, source, nbytes); }
+  void copy_out(void* host, DeviceMemory source, size_t nbytes) override {
+    std::memcpy(host, source, nbytes);
+  }
+  // Memory is a host address: a subregion is that address plus the offset. Kernels assume no
+  // alignment beyond the element's, so any offset works.
+  size_t subregion_alignment() const override { return 1; }
+  DeviceMemory subregion(DeviceMemory base, size_t offset, size_t) override {
+    return static_cast<uint8_t*>(base) + offset;
+  }
 };
 
 using KernelFunction = void (*)(void**, const long long*, long long, long long);
@@ -46,13 +57,15 @@ class SharedObject {
   explicit SharedObject(const std::vector<uint8_t>& binary, const std::string& kernel_name) {
     // memfd: the object never touches the file system; dlopen reads it through /proc.
     const int descriptor = memfd_create(kernel_name.c_str(), MFD_CLOEXEC);
-    if (descriptor < 0) throw DeviceError(std::string("[cpu] memfd_create failed: ") + std::strerror(errno));
+    if (descriptor < 0)
+      throw DeviceError(std::string("[cpu] memfd_create failed: ") + std::strerror(errno));
     size_t written = 0;
     while (written < binary.size()) {
       const ssize_t count = ::write(descriptor, binary.data() + written, binary.size() - written);
       if (count <= 0) {
         ::close(descriptor);
-        throw DeviceError(std::string("[cpu] writing kernel object failed: ") + std::strerror(errno));
+        throw DeviceError(std::string("[cpu] writing kernel object failed: ") +
+                          std::strerror(errno));
       }
       written += static_cast<size_t>(count);
     }
@@ -63,7 +76,8 @@ class SharedObject {
     handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) {
       ::close(descriptor_);
-      throw DeviceError(std::string("[cpu] dlopen of kernel ") + kernel_name + " failed: " + dlerror());
+      throw DeviceError(std::string("[cpu] dlopen of kernel ") + kernel_name +
+                        " failed: " + dlerror());
     }
   }
   ~SharedObject() {
@@ -90,11 +104,17 @@ class CpuProgram : public Program {
   double launch(const LaunchRequest& request) override {
     const auto start = std::chrono::steady_clock::now();
     std::vector<void*> buffers(request.buffers.begin(), request.buffers.end());
-    const long long* variables = request.variables.empty() ? nullptr : reinterpret_cast<const long long*>(request.variables.data());
+    const long long* variables = request.variables.empty()
+                                     ? nullptr
+                                     : reinterpret_cast<const long long*>(request.variables.data());
     const int64_t total = request.global.x * request.global.y * request.global.z;
     const double work = static_cast<double>(total) * request.work_per_item;
-    const int chunks = work < kParallelWorkThreshold ? 1 : static_cast<int>(std::min<int64_t>(total, pool_.size() * 4));
-    pool_.parallel_for(total, chunks, [&](int64_t begin, int64_t end) { function_(buffers.data(), variables, begin, end); });
+    const int chunks = work < kParallelWorkThreshold
+                           ? 1
+                           : static_cast<int>(std::min<int64_t>(total, pool_.size() * 4));
+    pool_.parallel_for(total, chunks, [&](int64_t begin, int64_t end) {
+      function_(buffers.data(), variables, begin, end);
+    });
     if (!request.wait) return 0;
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
@@ -106,7 +126,8 @@ class CpuProgram : public Program {
 };
 
 int thread_count() {
-  if (const char* configured = std::getenv("KILN_CPU_THREADS"); configured && std::atoi(configured) > 0) {
+  if (const char* configured = std::getenv("KILN_CPU_THREADS");
+      configured && std::atoi(configured) > 0) {
     return std::atoi(configured);
   }
   return std::max(1u, std::thread::hardware_concurrency());
@@ -116,7 +137,8 @@ class CpuDevice : public Device {
  public:
   CpuDevice() : compiler_(make_c_compiler()), pool_(thread_count()) {
     properties_.kind = DeviceKind::CPU;
-    properties_.driver = compiler_->identity().substr(0, compiler_->identity().find(" | ")) + ", dlopen";
+    properties_.driver =
+        compiler_->identity().substr(0, compiler_->identity().find(" | ")) + ", dlopen";
     properties_.description = "host CPU, " + std::to_string(pool_.size()) + " thread(s)";
     properties_.max_workgroup_size = 1;
     properties_.compute_units = pool_.size();
@@ -128,7 +150,8 @@ class CpuDevice : public Device {
   const Dialect& dialect() const override { return c_dialect(); }
   Allocator& allocator() override { return allocator_; }
   Compiler& compiler() override { return *compiler_; }
-  std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary, const std::string& kernel_name) override {
+  std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
+                                        const std::string& kernel_name) override {
     return std::make_unique<CpuProgram>(binary, kernel_name, pool_);
   }
   // Kernels run synchronously on the CPU: nothing is ever in flight.
@@ -154,7 +177,9 @@ ProbeResult probe() {
   return result;
 }
 
-std::unique_ptr<Device> create(int) { return std::make_unique<CpuDevice>(); }
+std::unique_ptr<Device> create(int) {
+  return std::make_unique<CpuDevice>();
+}
 
 const PluginEntry kEntry = {kPluginAbiVersion, "CPU", &probe, &create};
 

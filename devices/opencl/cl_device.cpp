@@ -37,8 +37,12 @@ struct GroupLimits {
 
 class ClAllocator : public Allocator {
  public:
-  ClAllocator(cl_context context, cl_command_queue queue, size_t largest_allocation)
-      : context_(context), queue_(queue), largest_allocation_(largest_allocation) {}
+  ClAllocator(cl_context context, cl_command_queue queue, size_t largest_allocation,
+              size_t base_alignment)
+      : context_(context),
+        queue_(queue),
+        largest_allocation_(largest_allocation),
+        base_alignment_(base_alignment) {}
 
   DeviceMemory alloc(size_t nbytes) override {
     if (nbytes > largest_allocation_) {
@@ -65,10 +69,28 @@ class ClAllocator : public Allocator {
                                       0, nullptr, nullptr));
   }
 
+  // Subregions are OpenCL sub-buffers, whose origin must be aligned to
+  // CL_DEVICE_MEM_BASE_ADDR_ALIGN. A sub-buffer holds a reference to its parent.
+  size_t subregion_alignment() const override { return base_alignment_; }
+  DeviceMemory subregion(DeviceMemory base, size_t offset, size_t nbytes) override {
+    if (offset % base_alignment_ != 0) {
+      throw DeviceError("[cl] subregion: offset " + std::to_string(offset) +
+                        " is not a multiple of the device's base address alignment (" +
+                        std::to_string(base_alignment_) + " bytes)");
+    }
+    const cl_buffer_region region{offset, nbytes};
+    return KILN_CL_CREATE(clCreateSubBuffer, static_cast<cl_mem>(base), CL_MEM_READ_WRITE,
+                          CL_BUFFER_CREATE_TYPE_REGION, &region);
+  }
+  void release_subregion(DeviceMemory region) override {
+    clReleaseMemObject(static_cast<cl_mem>(region));
+  }
+
  private:
   cl_context context_;
   cl_command_queue queue_;
   size_t largest_allocation_;
+  size_t base_alignment_;
 };
 
 class ClKernelProgram : public Program {
@@ -206,8 +228,11 @@ class ClDevice : public Device {
     compiler_ = make_cl_compiler(context_.get(), device_id_, identity, build_options_);
     const auto largest_allocation =
         KILN_CL_DEVICE_VALUE(cl_ulong, device_id_, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+    const auto base_alignment_bits =
+        KILN_CL_DEVICE_VALUE(cl_uint, device_id_, CL_DEVICE_MEM_BASE_ADDR_ALIGN);
     allocator_ = std::make_unique<ClAllocator>(context_.get(), queue_.get(),
-                                               static_cast<size_t>(largest_allocation));
+                                               static_cast<size_t>(largest_allocation),
+                                               std::max<size_t>(1, base_alignment_bits / 8));
 
     size_t item_sizes[3] = {1, 1, 1};
     KILN_CL_CHECK(clGetDeviceInfo(device_id_, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(item_sizes),

@@ -186,7 +186,7 @@ std::string summary_line(const DeviceRun& run) {
                 static_cast<long long>(run.count(Status::Error)),
                 static_cast<long long>(run.count(Status::Unsupported)), run.seconds,
                 static_cast<long long>(run.compiles), static_cast<long long>(run.disk_hits),
-                run.guards ? "checked" : "not available on this device");
+                run.guards ? "checked" : "not available (the device has no subregions)");
   return text;
 }
 

@@ -8,13 +8,13 @@
 // poison bytes is suspect, and the case is run once more with a second poison byte: an element
 // that holds the poison both times was never written by the kernel.
 //
-// Guard regions. On the CPU device a DeviceMemory is a host address, so the runner allocates
-// each planted block from the driver with 256 guard bytes on both sides, and plants the interior
-// pointer in the cache instead. After the run, guard bytes that changed mean a kernel wrote out of
-// bounds. Once the case's tensors are gone every planted pointer is taken back out of the cache
-// (it must never reach the driver's free) and the real blocks are freed. On devices whose memory
-// is an opaque handle (OpenCL, ...) only poisoning is done: guards there need a runtime hook (an
-// allocator that adds guard bytes, or sub-buffers), see the report.
+// Guard regions. Where the device can alias memory (Allocator::subregion: an address plus an
+// offset on the CPU, a sub-buffer on OpenCL), the runner allocates each planted block from the
+// driver with guard bytes on both sides (256, or the device's alignment if that is larger) and
+// plants a subregion of the interior in the cache instead. After the run, guard bytes that changed
+// mean a kernel wrote out of bounds. Once the case's tensors are gone every planted subregion is
+// taken back out of the cache (it must never reach the driver's free) and released, and the real
+// blocks are freed. A device without subregions gets poisoning only; the report says so.
 
 #include "tools/conformance/runner.h"
 
@@ -34,42 +34,54 @@
 namespace kiln::conformance {
 namespace {
 
-constexpr size_t kGuardBytes = 256;
+constexpr size_t kMinGuardBytes = 256;
 constexpr int kPlantedBlocks = 8;
 constexpr uint8_t kGuardByte = 0xC3;
 constexpr uint8_t kPoison = 0xA5;
 constexpr uint8_t kSecondPoison = 0x5A;
 
+bool device_has_guards(DeviceContext& context) {
+  return context.allocator().driver().subregion_alignment() > 0;
+}
+
 class OutputTrap {
  public:
-  OutputTrap(DeviceContext& context, bool guards) : context_(context), guards_(guards) {}
+  OutputTrap(DeviceContext& context, bool guards)
+      : context_(context), driver_(context.allocator().driver()), guards_(guards) {
+    if (guards_) {
+      const size_t alignment = driver_.subregion_alignment();
+      guard_bytes_ = (kMinGuardBytes + alignment - 1) / alignment * alignment;
+    }
+  }
   OutputTrap(const OutputTrap&) = delete;
   OutputTrap& operator=(const OutputTrap&) = delete;
   ~OutputTrap() { drain(); }
 
-  // Call after the inputs are uploaded (they allocate too).
-  void plant(size_t size, uint8_t poison) {
+  // Call after the inputs are uploaded (they allocate too). For the self test, `short_by` makes
+  // each guarded block that many bytes smaller than the size it is cached under, so a kernel that
+  // writes all of `size` writes past the block's end.
+  void plant(size_t size, uint8_t poison, size_t short_by = 0) {
     size_ = size;
+    block_size_ = size - short_by;
     CachingAllocator& cache = context_.allocator();
-    Allocator& driver = cache.driver();
     if (!guards_) {
       std::vector<DeviceMemory> blocks;
       const std::vector<uint8_t> pattern(size, poison);
       for (int index = 0; index < kPlantedBlocks; ++index) {
         blocks.push_back(cache.alloc(size));
-        driver.copy_in(blocks.back(), pattern.data(), size);
+        driver_.copy_in(blocks.back(), pattern.data(), size);
         interiors_.insert(blocks.back());
       }
       for (auto block = blocks.rbegin(); block != blocks.rend(); ++block) cache.free(*block, size);
       return;
     }
-    std::vector<uint8_t> pattern(size + 2 * kGuardBytes, kGuardByte);
-    std::memset(pattern.data() + kGuardBytes, poison, size);
+    std::vector<uint8_t> pattern(whole_size(), kGuardByte);
+    std::memset(pattern.data() + guard_bytes_, poison, block_size_);
     for (int index = 0; index < kPlantedBlocks; ++index) {
-      DeviceMemory whole = driver.alloc(pattern.size());
-      driver.copy_in(whole, pattern.data(), pattern.size());
+      DeviceMemory whole = driver_.alloc(pattern.size());
       wholes_.push_back(whole);
-      DeviceMemory interior = static_cast<uint8_t*>(whole) + kGuardBytes;
+      driver_.copy_in(whole, pattern.data(), pattern.size());
+      DeviceMemory interior = driver_.subregion(whole, guard_bytes_, block_size_);
       interiors_.insert(interior);
       cache.free(interior, size);
     }
@@ -81,63 +93,76 @@ class OutputTrap {
   // "" when every guard byte is intact, else where the damage is.
   std::string check_guards() {
     if (!guards_) return "";
-    std::vector<uint8_t> bytes(size_ + 2 * kGuardBytes);
+    std::vector<uint8_t> bytes(whole_size());
     for (DeviceMemory whole : wholes_) {
-      context_.allocator().driver().copy_out(bytes.data(), whole, bytes.size());
-      for (size_t offset = 0; offset < kGuardBytes; ++offset) {
+      driver_.copy_out(bytes.data(), whole, bytes.size());
+      for (size_t offset = 0; offset < guard_bytes_; ++offset) {
         if (bytes[offset] != kGuardByte) {
-          return "out-of-bounds write: " + std::to_string(kGuardBytes - offset) +
+          return "out-of-bounds write: " + std::to_string(guard_bytes_ - offset) +
                  " byte(s) before an output block changed";
         }
-        if (bytes[kGuardBytes + size_ + offset] != kGuardByte) {
+        if (bytes[guard_bytes_ + block_size_ + offset] != kGuardByte) {
           return "out-of-bounds write: byte " + std::to_string(offset) + " past the end of a " +
-                 std::to_string(size_) + "-byte output block changed";
+                 std::to_string(block_size_) + "-byte output block changed";
         }
       }
     }
     return "";
   }
 
+  // For the self test: changes the byte `offset` bytes past the end of the first planted block
+  // (negative: before its start), going through the underlying allocation as a stray kernel would.
+  void scribble(std::ptrdiff_t offset) {
+    std::vector<uint8_t> bytes(whole_size());
+    driver_.copy_out(bytes.data(), wholes_.front(), bytes.size());
+    const std::ptrdiff_t at =
+        offset < 0 ? static_cast<std::ptrdiff_t>(guard_bytes_) + offset
+                   : static_cast<std::ptrdiff_t>(guard_bytes_ + block_size_) + offset;
+    bytes[static_cast<size_t>(at)] ^= 0xFF;
+    driver_.copy_in(wholes_.front(), bytes.data(), bytes.size());
+  }
+
  private:
-  // Takes every planted interior pointer back out of the cache. The cache hands out the blocks it
-  // holds for this size first; a block that comes from the driver (cached bytes unchanged) means
-  // the list is empty.
+  size_t whole_size() const { return block_size_ + 2 * guard_bytes_; }
+
+  // Takes every planted subregion back out of the cache. The cache hands out the blocks it holds
+  // for this size first; a block that comes from the driver (cached bytes unchanged) means the
+  // list is empty.
   void drain() {
     if (!guards_ || wholes_.empty()) return;
     CachingAllocator& cache = context_.allocator();
-    std::vector<DeviceMemory> others;
-    size_t recovered = 0;
-    while (recovered < interiors_.size()) {
+    std::vector<DeviceMemory> others, recovered;
+    while (recovered.size() < interiors_.size()) {
       const size_t before = cache.cached_bytes();
       DeviceMemory block = cache.alloc(size_);
       if (cache.cached_bytes() == before) {  // fresh from the driver: nothing more is cached
-        cache.driver().free(block, size_);
+        driver_.free(block, size_);
         break;
       }
-      if (interiors_.count(block)) {
-        ++recovered;
-      } else {
-        others.push_back(block);
-      }
+      (interiors_.count(block) ? recovered : others).push_back(block);
     }
     for (auto block = others.rbegin(); block != others.rend(); ++block) cache.free(*block, size_);
-    if (recovered < interiors_.size()) {
+    if (recovered.size() < interiors_.size()) {
       // A planted block is still held by a live buffer: freeing its real block would leave the
-      // buffer dangling, and the interior pointer must not reach the driver. Keep both (leak).
+      // buffer dangling, and the subregion must not reach the driver's free. Keep both (leak).
       std::fprintf(
           stderr,
           "kiln conformance: internal warning: a guarded block is still in use; leaking it\n");
       return;
     }
-    for (DeviceMemory whole : wholes_) cache.driver().free(whole, size_ + 2 * kGuardBytes);
+    for (DeviceMemory interior : recovered) driver_.release_subregion(interior);
+    for (DeviceMemory whole : wholes_) driver_.free(whole, whole_size());
     wholes_.clear();
   }
 
   DeviceContext& context_;
+  Allocator& driver_;
   bool guards_;
-  size_t size_ = 0;
+  size_t guard_bytes_ = 0;
+  size_t size_ = 0;        // the size the planted blocks are cached under
+  size_t block_size_ = 0;  // what each really holds between its guards
   std::vector<DeviceMemory> wholes_;
-  std::set<DeviceMemory> interiors_;  // the planted blocks (with guards: interior pointers)
+  std::set<DeviceMemory> interiors_;  // the planted blocks (with guards: subregions)
 };
 
 struct Outcome {
@@ -210,25 +235,44 @@ std::string first_line(const std::string& text) {
 
 std::string guard_self_test(const std::string& device) {
   std::shared_ptr<DeviceContext> context = open_device(canonical_device_name(device));
-  if (context->name() != "CPU") return "";
-  const size_t size = 100;
+  if (!device_has_guards(*context)) return "";
+  CachingAllocator& cache = context->allocator();
+  const size_t size = 100;  // not a multiple of any alignment
   std::string problem;
   {
     OutputTrap trap(*context, true);
     trap.plant(size, kPoison);
     if (!trap.check_guards().empty()) problem = "guards damaged before any write";
-    DeviceMemory block = context->allocator().alloc(size);
+    DeviceMemory block = cache.alloc(size);
     if (!trap.planted(block)) problem = "the cache did not hand out a planted block";
-    std::vector<uint8_t> poison(size);
-    context->allocator().driver().copy_out(poison.data(), block, size);
-    if (!all_bytes(poison.data(), static_cast<int>(size), kPoison))
+    std::vector<uint8_t> bytes(size);
+    cache.driver().copy_out(bytes.data(), block, size);
+    if (!all_bytes(bytes.data(), static_cast<int>(size), kPoison))
       problem = "the planted block is not poisoned";
-    const uint8_t stray = 0;
-    context->allocator().driver().copy_in(static_cast<uint8_t*>(block) + size, &stray,
-                                          1);  // one byte past the end
+    // A write through the subregion lands inside the guards.
+    std::vector<uint8_t> zeros(size, 0);
+    cache.driver().copy_in(block, zeros.data(), size);
+    if (!trap.check_guards().empty()) problem = "a write inside the block damaged a guard";
+    trap.scribble(0);  // the first byte past the end
     if (trap.check_guards().find("past the end") == std::string::npos)
       problem = "a write past the end went unnoticed";
-    context->allocator().free(block, size);
+    trap.scribble(0);   // put it back
+    trap.scribble(-1);  // the last byte before the start
+    if (trap.check_guards().find("before an output block") == std::string::npos)
+      problem = "a write before the start went unnoticed";
+    cache.free(block, size);
+  }
+  if (!problem.empty()) return problem;
+  // A real kernel: 25 float32 written into blocks that hold 24.
+  {
+    OutputTrap trap(*context, true);
+    Tensor written = Tensor::arange(25, context->name()).cast(dtypes::float32).contiguous();
+    trap.plant(size, kPoison, sizeof(float));
+    written.realize();
+    if (!trap.planted(buffer_of(*written.node()).memory()))
+      problem = "the kernel's output was not a planted block";
+    else if (trap.check_guards().find("past the end") == std::string::npos)
+      problem = "a kernel writing past the end of its output went unnoticed";
   }
   return problem;
 }
@@ -301,8 +345,7 @@ CaseResult compare(const Expected& expected, const HostTensor& got, const Tolera
 
 Runner::Runner(const std::string& device)
     : device_(canonical_device_name(device)), context_(open_device(device_)) {
-  // The CPU plugin's DeviceMemory is a host pointer: interior pointers and guard bytes are valid.
-  guards_ = context_->name() == "CPU";
+  guards_ = device_has_guards(*context_);
 }
 
 CaseResult Runner::run(const Case& item) {

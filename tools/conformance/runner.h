@@ -1,6 +1,6 @@
 #pragma once
 // Runs one case on one device: uploads the inputs, applies their layouts, builds the op, realizes
-// it into poisoned (and, where the device's memory is host-addressable, guarded) memory, reads
+// it into poisoned (and, where the device supports subregions, guarded) memory, reads
 // the whole output buffer back and compares it with the reference.
 
 #include <memory>
@@ -28,8 +28,8 @@ class Runner {
   bool guards_ = false;
 };
 
-// Checks the guard machinery itself on `device` (writes one byte past a planted block): "" when it
-// works or the device has no guards, else what went wrong.
+// Checks the guard machinery itself on `device` (changes one byte on each side of a planted
+// block): "" when it works or the device has no guards, else what went wrong.
 std::string guard_self_test(const std::string& device);
 
 // Compares device output with the reference (exposed for the fuzzer and the tests).
