@@ -18,9 +18,9 @@ struct Dialect {
   // variables, long long begin, long long end)` looping the flat index over [begin, end);
   // kGlobalId renders one work item per flat index from `global_index_expression`.
   enum class LaunchStyle { kCpuLoop, kGlobalId } launch_style = LaunchStyle::kCpuLoop;
-  std::string kernel_prefix;           // e.g. "__kernel void", "extern \"C\" __global__ void"
-  std::string buffer_qualifier;        // e.g. "__global "
-  std::string global_index_expression; // e.g. "get_global_id(0)"
+  std::string kernel_prefix;            // e.g. "__kernel void", "extern \"C\" __global__ void"
+  std::string buffer_qualifier;         // e.g. "__global "
+  std::string global_index_expression;  // e.g. "get_global_id(0)"
   // kGlobalId: a kernel whose work-item count is a multiple of this (a power of two) is rendered
   // without the `if (gid >= N) return;` bounds check, which keeps some compilers (PoCL's) from
   // vectorizing across work items; the device must then launch exactly that many items. 0: the
@@ -47,7 +47,8 @@ struct Dialect {
   std::map<std::string, std::string> math_overrides;
   // Pragma placed before a reduction loop over floats (may be empty).
   std::string reduce_loop_pragma;
-  // Pragma asking to unroll a loop, followed by the factor (e.g. "#pragma GCC unroll"); empty: none.
+  // Pragma asking to unroll a loop, followed by the factor (e.g. "#pragma GCC unroll"); empty:
+  // none.
   std::string unroll_pragma;
   // kCpuLoop: pragma before the loop over work items of a kernel without inner loops, promising
   // the iterations are independent so that it vectorizes (calls included); empty: none.
@@ -59,7 +60,9 @@ struct Dialect {
   // Spellings of the float specials.
   std::string float32_infinity, float32_nan, float64_infinity, float64_nan;
 
-  const std::string& type_name(DType dtype) const { return type_names[static_cast<int>(dtype.type())]; }
+  const std::string& type_name(DType dtype) const {
+    return type_names[static_cast<int>(dtype.type())];
+  }
 };
 
 // The C dialect, used by the CPU device.

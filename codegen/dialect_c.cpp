@@ -64,9 +64,18 @@ Dialect make_c_dialect() {
   dialect.prelude = kCPrelude;
   dialect.launch_style = Dialect::LaunchStyle::kCpuLoop;
   dialect.index_type = "long long";
-  dialect.type_names = {"unsigned char",  "signed char",        "short",          "int",
-                        "long long",      "unsigned char",      "unsigned short", "unsigned int",
-                        "unsigned long long", "unsigned short", "unsigned short", "float",
+  dialect.type_names = {"unsigned char",
+                        "signed char",
+                        "short",
+                        "int",
+                        "long long",
+                        "unsigned char",
+                        "unsigned short",
+                        "unsigned int",
+                        "unsigned long long",
+                        "unsigned short",
+                        "unsigned short",
+                        "float",
                         "double"};
   dialect.math_prefix = "__builtin_";
   dialect.math_overrides = {{"pow", "kiln_pow"}};

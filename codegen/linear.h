@@ -60,7 +60,7 @@ struct LinearProgram {
   std::string name;
   std::vector<KernelParam> params;  // output first, then inputs
   std::vector<LinInstr> instrs;
-  int64_t global_size = 0;          // number of output elements
+  int64_t global_size = 0;  // number of output elements
   std::string global_var = "gid";
   // Every element computed is stored by exactly one work item.
   std::string to_string() const;

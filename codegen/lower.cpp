@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -24,8 +24,10 @@ ConstArg const_of(DType dtype, double value) {
 
 ConstArg reduce_identity(ReduceOp op, DType dtype) {
   switch (op) {
-    case ReduceOp::Sum: return const_of(dtype, 0);
-    case ReduceOp::Prod: return const_of(dtype, 1);
+    case ReduceOp::Sum:
+      return const_of(dtype, 0);
+    case ReduceOp::Prod:
+      return const_of(dtype, 1);
     case ReduceOp::Max: {
       if (dtype.is_float()) return const_of(dtype, -std::numeric_limits<double>::infinity());
       ConstArg arg = const_of(dtype, dtype.min_value());
@@ -77,7 +79,8 @@ std::vector<Upcast> upcast_candidates(const UOpRef& ast) {
   const int64_t last = shape.back();
   const int64_t before_last = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
   std::vector<Upcast> candidates;
-  for (const Upcast& candidate : {Upcast{4, 16}, Upcast{1, 16}, Upcast{4, 8}, Upcast{1, 8}, Upcast{1, 4}}) {
+  for (const Upcast& candidate :
+       {Upcast{4, 16}, Upcast{1, 16}, Upcast{4, 8}, Upcast{1, 8}, Upcast{1, 4}}) {
     if (last % candidate.columns != 0 || before_last % candidate.rows != 0) continue;
     if (ast->numel() / candidate.lanes() < 4) continue;  // keep work for several threads
     candidates.push_back(candidate);
@@ -112,8 +115,10 @@ class Lowerer {
     for (int64_t row = 0; row < upcast_.rows; ++row) {
       for (int64_t column = 0; column < upcast_.columns; ++column) {
         Index index = tile;
-        if (ndim >= 1 && upcast_.columns > 1) index[ndim - 1] = tile[ndim - 1] * Sym(upcast_.columns) + Sym(column);
-        if (ndim >= 2 && upcast_.rows > 1) index[ndim - 2] = tile[ndim - 2] * Sym(upcast_.rows) + Sym(row);
+        if (ndim >= 1 && upcast_.columns > 1)
+          index[ndim - 1] = tile[ndim - 1] * Sym(upcast_.columns) + Sym(column);
+        if (ndim >= 2 && upcast_.rows > 1)
+          index[ndim - 2] = tile[ndim - 2] * Sym(upcast_.rows) + Sym(row);
         lanes.push_back(std::move(index));
       }
     }
@@ -193,13 +198,16 @@ class Lowerer {
     std::vector<std::string> missing_keys;
     for (const Index& index : lanes) {
       std::string key = memo_key(node, index);
-      if (find_memo(key) || std::find(missing_keys.begin(), missing_keys.end(), key) != missing_keys.end()) continue;
+      if (find_memo(key) ||
+          std::find(missing_keys.begin(), missing_keys.end(), key) != missing_keys.end())
+        continue;
       missing.push_back(index);
       missing_keys.push_back(std::move(key));
     }
     if (!missing.empty()) {
       const std::vector<int> computed = lower_uncached(node, missing);
-      for (size_t lane = 0; lane < missing.size(); ++lane) scopes_.back()[missing_keys[lane]] = computed[lane];
+      for (size_t lane = 0; lane < missing.size(); ++lane)
+        scopes_.back()[missing_keys[lane]] = computed[lane];
     }
     std::vector<int> values;
     for (const Index& index : lanes) values.push_back(*find_memo(memo_key(node, index)));
@@ -225,13 +233,16 @@ class Lowerer {
         return values;
       }
       case Op::Const:
-        for (size_t lane = 0; lane < lanes.size(); ++lane) values.push_back(constant(dtype, node->const_arg()));
+        for (size_t lane = 0; lane < lanes.size(); ++lane)
+          values.push_back(constant(dtype, node->const_arg()));
         return values;
       case Op::Iota:
         for (const Index& index : lanes) values.push_back(index_value(index[0], dtype));
         return values;
-      case Op::View: return lower_view(node, lanes);
-      case Op::Reduce: return lower_reduce(node, lanes);
+      case Op::View:
+        return lower_view(node, lanes);
+      case Op::Reduce:
+        return lower_reduce(node, lanes);
       case Op::Cast: {
         for (int src : lower(node->src(), lanes)) {
           LinInstr instr{LinOp::Cast, dtype};
@@ -240,7 +251,8 @@ class Lowerer {
         }
         return values;
       }
-      default: break;
+      default:
+        break;
     }
     if (!is_elementwise(node->op())) {
       throw Error(std::string("[lower_kernel] internal error: unexpected ") + op_name(node->op()) +
@@ -288,7 +300,8 @@ class Lowerer {
     std::vector<int> values;
     if (src->op() == Op::Buffer) {
       note_lane_contiguity(flats);
-      for (size_t lane = 0; lane < lanes.size(); ++lane) values.push_back(load(src, flats[lane], valids[lane]));
+      for (size_t lane = 0; lane < lanes.size(); ++lane)
+        values.push_back(load(src, flats[lane], valids[lane]));
       return values;
     }
     if (src->op() == Op::Const || src->op() == Op::Iota) {
@@ -300,7 +313,8 @@ class Lowerer {
       return values;
     }
     Lanes src_lanes;
-    for (const Sym& flat : flats) src_lanes.push_back(unravel_index(flat, to_sym_shape(src->shape())));
+    for (const Sym& flat : flats)
+      src_lanes.push_back(unravel_index(flat, to_sym_shape(src->shape())));
     const std::vector<int> src_values = lower(src, src_lanes);
     for (size_t lane = 0; lane < lanes.size(); ++lane) {
       values.push_back(masked(src_values[lane], valids[lane], node->dtype()));
@@ -384,7 +398,8 @@ std::string kernel_name(const LinearProgram& program) {
   uint64_t hash = 1469598103934665603ull;
   for (char c : program.to_string()) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
   std::ostringstream name;
-  name << (has_loop ? "r_" : "e_") << program.global_size << "_" << std::hex << (hash & 0xffffffffull);
+  name << (has_loop ? "r_" : "e_") << program.global_size << "_" << std::hex
+       << (hash & 0xffffffffull);
   return name.str();
 }
 
@@ -422,8 +437,9 @@ std::string LinearProgram::to_string() const {
     if (instr.op == LinOp::AccUpdate) text << " " << reduce_op_name(instr.reduce);
     for (int src : instr.srcs) text << " %" << src;
     if (instr.op == LinOp::Const || instr.op == LinOp::AccDefine) {
-      text << " " << (instr.dtype.is_float() ? std::to_string(instr.value.float_value)
-                                             : std::to_string(instr.value.int_value));
+      text << " "
+           << (instr.dtype.is_float() ? std::to_string(instr.value.float_value)
+                                      : std::to_string(instr.value.int_value));
     }
     if (instr.buffer >= 0) text << " buf" << instr.buffer;
     if (instr.op == LinOp::Load || instr.op == LinOp::Store || instr.op == LinOp::Index) {

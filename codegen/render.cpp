@@ -13,7 +13,8 @@ namespace {
 
 // Literals outside the int range carry the dialect's 64-bit suffix, so they never overflow `int`.
 std::string int_literal(int64_t value, const Dialect& dialect) {
-  if (value == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807" + dialect.int64_literal_suffix + " - 1)";
+  if (value == std::numeric_limits<int64_t>::min())
+    return "(-9223372036854775807" + dialect.int64_literal_suffix + " - 1)";
   if (value >= -2147483647 && value <= 2147483647) return std::to_string(value);
   return std::to_string(value) + dialect.int64_literal_suffix;
 }
@@ -56,8 +57,9 @@ class Renderer {
   void render_signature(std::ostringstream& out) {
     const std::string& restrict_word = dialect_.restrict_keyword;
     if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
-      out << "void " << program_.name << "(void** " << restrict_word << " buffers, const long long* "
-          << restrict_word << " variables, long long begin, long long end) {\n";
+      out << "void " << program_.name << "(void** " << restrict_word
+          << " buffers, const long long* " << restrict_word
+          << " variables, long long begin, long long end) {\n";
       for (size_t param = 0; param < program_.params.size(); ++param) {
         const KernelParam& info = program_.params[param];
         const std::string type = dialect_.type_name(info.dtype);
@@ -81,17 +83,21 @@ class Renderer {
   void render_global_index(std::ostringstream& out) {
     const std::string& gid = program_.global_var;
     if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
-      const bool has_loops = std::any_of(program_.instrs.begin(), program_.instrs.end(),
-                                         [](const LinInstr& instr) { return instr.op == LinOp::LoopBegin; });
-      if (!has_loops && !dialect_.work_item_loop_pragma.empty()) out << "  " << dialect_.work_item_loop_pragma << "\n";
+      const bool has_loops =
+          std::any_of(program_.instrs.begin(), program_.instrs.end(),
+                      [](const LinInstr& instr) { return instr.op == LinOp::LoopBegin; });
+      if (!has_loops && !dialect_.work_item_loop_pragma.empty())
+        out << "  " << dialect_.work_item_loop_pragma << "\n";
       out << "  for (long long " << gid << " = begin; " << gid << " < end; " << gid << "++) {\n";
       indent_ = 2;
       return;
     }
-    out << "  const " << dialect_.index_type << " " << gid << " = " << dialect_.global_index_expression << ";\n";
+    out << "  const " << dialect_.index_type << " " << gid << " = "
+        << dialect_.global_index_expression << ";\n";
     const int64_t multiple = dialect_.unguarded_multiple;
     if (multiple > 0 && program_.global_size % multiple == 0) return;  // launched exactly
-    out << "  if (" << gid << " >= " << int_literal(program_.global_size, dialect_) << ") return;\n";
+    out << "  if (" << gid << " >= " << int_literal(program_.global_size, dialect_)
+        << ") return;\n";
   }
 
   std::string literal(DType dtype, const ConstArg& value) const {
@@ -105,14 +111,16 @@ class Renderer {
         return number < 0 ? "(-" + inf + ")" : inf;
       }
       char text[64];
-      std::snprintf(text, sizeof(text), wide ? "%.17g" : "%.9g", wide ? number : static_cast<float>(number));
+      std::snprintf(text, sizeof(text), wide ? "%.17g" : "%.9g",
+                    wide ? number : static_cast<float>(number));
       std::string result = text;
       if (result.find_first_of(".en") == std::string::npos) result += ".0";
       if (!wide) result += "f";
       return "(" + result + ")";
     }
     if (dtype.is_unsigned()) {
-      return "((" + dialect_.type_name(dtype) + ")" + std::to_string(static_cast<uint64_t>(value.int_value)) +
+      return "((" + dialect_.type_name(dtype) + ")" +
+             std::to_string(static_cast<uint64_t>(value.int_value)) +
              dialect_.uint64_literal_suffix + ")";
     }
     return "((" + dialect_.type_name(dtype) + ")" + int_literal(value.int_value, dialect_) + ")";
@@ -120,8 +128,9 @@ class Renderer {
 
   std::string math(const char* function, DType dtype, const std::string& argument) const {
     auto override_name = dialect_.math_overrides.find(function);
-    std::string name = override_name != dialect_.math_overrides.end() ? override_name->second
-                                                                     : dialect_.math_prefix + function;
+    std::string name = override_name != dialect_.math_overrides.end()
+                           ? override_name->second
+                           : dialect_.math_prefix + function;
     if (dtype != dtypes::float64) name += dialect_.float32_math_suffix;
     return name + "(" + argument + ")";
   }
@@ -131,10 +140,14 @@ class Renderer {
   // `a op b` with kiln's wrapping integer semantics. Where signed overflow is undefined (OpenCL
   // C), signed operands go through the unsigned type of their width (at least 32 bits, as
   // narrower ones promote to int), where arithmetic wraps, and are converted back.
-  std::string wrapping(DType dtype, const std::string& a, const char* op, const std::string& b) const {
-    if (dialect_.signed_overflow_wraps || !dtype.is_signed_int()) return "(" + a + " " + op + " " + b + ")";
-    const std::string as_unsigned = "(" + dialect_.type_name(dtype.itemsize() == 8 ? dtypes::uint64 : dtypes::uint32) + ")";
-    return "((" + dialect_.type_name(dtype) + ")(" + as_unsigned + a + " " + op + " " + as_unsigned + b + "))";
+  std::string wrapping(DType dtype, const std::string& a, const char* op,
+                       const std::string& b) const {
+    if (dialect_.signed_overflow_wraps || !dtype.is_signed_int())
+      return "(" + a + " " + op + " " + b + ")";
+    const std::string as_unsigned =
+        "(" + dialect_.type_name(dtype.itemsize() == 8 ? dtypes::uint64 : dtypes::uint32) + ")";
+    return "((" + dialect_.type_name(dtype) + ")(" + as_unsigned + a + " " + op + " " +
+           as_unsigned + b + "))";
   }
 
   std::string render_alu(const LinInstr& instr) const {
@@ -149,71 +162,111 @@ class Renderer {
     switch (instr.alu) {
       case Op::Neg:
         if (is_bool) return "(!" + a + ")";
-        return is_float || dialect_.signed_overflow_wraps ? "(-" + a + ")" : wrapping(dtype, "0", "-", a);
-      case Op::Not: return "(!" + a + ")";
+        return is_float || dialect_.signed_overflow_wraps ? "(-" + a + ")"
+                                                          : wrapping(dtype, "0", "-", a);
+      case Op::Not:
+        return "(!" + a + ")";
       case Op::Abs:
         if (is_float) return math("fabs", dtype, a);
         if (dialect_.signed_overflow_wraps) return "(" + a + " < 0 ? -" + a + " : " + a + ")";
         return "(" + a + " < 0 ? " + wrapping(dtype, "0", "-", a) + " : " + a + ")";
-      case Op::Recip: return "(" + literal(dtype, ConstArg{1.0, 1}) + " / " + a + ")";
-      case Op::Sqrt: return math("sqrt", dtype, a);
-      case Op::Exp: return math("exp", dtype, a);
-      case Op::Exp2: return math("exp2", dtype, a);
-      case Op::Log: return math("log", dtype, a);
-      case Op::Log2: return math("log2", dtype, a);
-      case Op::Sin: return math("sin", dtype, a);
-      case Op::Cos: return math("cos", dtype, a);
-      case Op::Tan: return math("tan", dtype, a);
-      case Op::Tanh: return math("tanh", dtype, a);
-      case Op::Erf: return math("erf", dtype, a);
-      case Op::Floor: return math("floor", dtype, a);
-      case Op::Ceil: return math("ceil", dtype, a);
-      case Op::Round: return math("rint", dtype, a);
-      case Op::Trunc: return math("trunc", dtype, a);
-      case Op::Add: return is_bool ? "(" + a + " | " + b + ")" : wrapping(dtype, a, "+", b);
-      case Op::Sub: return wrapping(dtype, a, "-", b);
-      case Op::Mul: return is_bool ? "(" + a + " & " + b + ")" : wrapping(dtype, a, "*", b);
+      case Op::Recip:
+        return "(" + literal(dtype, ConstArg{1.0, 1}) + " / " + a + ")";
+      case Op::Sqrt:
+        return math("sqrt", dtype, a);
+      case Op::Exp:
+        return math("exp", dtype, a);
+      case Op::Exp2:
+        return math("exp2", dtype, a);
+      case Op::Log:
+        return math("log", dtype, a);
+      case Op::Log2:
+        return math("log2", dtype, a);
+      case Op::Sin:
+        return math("sin", dtype, a);
+      case Op::Cos:
+        return math("cos", dtype, a);
+      case Op::Tan:
+        return math("tan", dtype, a);
+      case Op::Tanh:
+        return math("tanh", dtype, a);
+      case Op::Erf:
+        return math("erf", dtype, a);
+      case Op::Floor:
+        return math("floor", dtype, a);
+      case Op::Ceil:
+        return math("ceil", dtype, a);
+      case Op::Round:
+        return math("rint", dtype, a);
+      case Op::Trunc:
+        return math("trunc", dtype, a);
+      case Op::Add:
+        return is_bool ? "(" + a + " | " + b + ")" : wrapping(dtype, a, "+", b);
+      case Op::Sub:
+        return wrapping(dtype, a, "-", b);
+      case Op::Mul:
+        return is_bool ? "(" + a + " & " + b + ")" : wrapping(dtype, a, "*", b);
       case Op::Div:
         if (is_float) return "(" + a + " / " + b + ")";
-        if (operand_dtype.is_unsigned() || is_bool) return "(" + b + " == 0 ? 0 : " + a + " / " + b + ")";
+        if (operand_dtype.is_unsigned() || is_bool)
+          return "(" + b + " == 0 ? 0 : " + a + " / " + b + ")";
         // Division by zero gives 0; MIN / -1 wraps instead of trapping.
         if (dialect_.signed_overflow_wraps) {
           return "(" + b + " == 0 ? (" + type + ")0 : (" + b + " == -1 ? (" + type + ")(0 - " + a +
                  ") : " + a + " / " + b + "))";
         }
-        return "(" + b + " == 0 ? (" + type + ")0 : (" + b + " == -1 ? " + wrapping(dtype, "0", "-", a) + " : " +
-               a + " / " + b + "))";
+        return "(" + b + " == 0 ? (" + type + ")0 : (" + b + " == -1 ? " +
+               wrapping(dtype, "0", "-", a) + " : " + a + " / " + b + "))";
       case Op::Mod:
         if (is_float) return math("fmod", dtype, a + ", " + b);
-        if (operand_dtype.is_unsigned() || is_bool) return "(" + b + " == 0 ? 0 : " + a + " % " + b + ")";
+        if (operand_dtype.is_unsigned() || is_bool)
+          return "(" + b + " == 0 ? 0 : " + a + " % " + b + ")";
         return "((" + b + " == 0 || " + b + " == -1) ? (" + type + ")0 : " + a + " % " + b + ")";
       case Op::Max:
-        if (is_float) return "((" + a + " != " + a + " || " + a + " > " + b + ") ? " + a + " : " + b + ")";
+        if (is_float)
+          return "((" + a + " != " + a + " || " + a + " > " + b + ") ? " + a + " : " + b + ")";
         return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
       case Op::Min:
-        if (is_float) return "((" + a + " != " + a + " || " + a + " < " + b + ") ? " + a + " : " + b + ")";
+        if (is_float)
+          return "((" + a + " != " + a + " || " + a + " < " + b + ") ? " + a + " : " + b + ")";
         return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
-      case Op::Pow: return math("pow", dtype, a + ", " + b);
-      case Op::CmpLt: return "(" + a + " < " + b + ")";
-      case Op::CmpLe: return "(" + a + " <= " + b + ")";
-      case Op::CmpGt: return "(" + a + " > " + b + ")";
-      case Op::CmpGe: return "(" + a + " >= " + b + ")";
-      case Op::CmpEq: return "(" + a + " == " + b + ")";
-      case Op::CmpNe: return "(" + a + " != " + b + ")";
-      case Op::And: return "(" + a + " & " + b + ")";
-      case Op::Or: return "(" + a + " | " + b + ")";
-      case Op::Xor: return "(" + a + " ^ " + b + ")";
-      case Op::Shl: return wrapping(dtype, a, "<<", b);
-      case Op::Shr: return "(" + a + " >> " + b + ")";
-      case Op::Where: return "(" + a + " ? " + b + " : " + c + ")";
-      default: break;
+      case Op::Pow:
+        return math("pow", dtype, a + ", " + b);
+      case Op::CmpLt:
+        return "(" + a + " < " + b + ")";
+      case Op::CmpLe:
+        return "(" + a + " <= " + b + ")";
+      case Op::CmpGt:
+        return "(" + a + " > " + b + ")";
+      case Op::CmpGe:
+        return "(" + a + " >= " + b + ")";
+      case Op::CmpEq:
+        return "(" + a + " == " + b + ")";
+      case Op::CmpNe:
+        return "(" + a + " != " + b + ")";
+      case Op::And:
+        return "(" + a + " & " + b + ")";
+      case Op::Or:
+        return "(" + a + " | " + b + ")";
+      case Op::Xor:
+        return "(" + a + " ^ " + b + ")";
+      case Op::Shl:
+        return wrapping(dtype, a, "<<", b);
+      case Op::Shr:
+        return "(" + a + " >> " + b + ")";
+      case Op::Where:
+        return "(" + a + " ? " + b + " : " + c + ")";
+      default:
+        break;
     }
-    throw Error(std::string("[render_kernel] internal error: no rendering for ") + op_name(instr.alu));
+    throw Error(std::string("[render_kernel] internal error: no rendering for ") +
+                op_name(instr.alu));
   }
 
   // Rounds a float to the precision of a half type, keeping it in a float.
   std::string round_to_half(DType dtype, const std::string& value) const {
-    if (dtype == dtypes::float16) return dialect_.half_to_float + "(" + dialect_.float_to_half + "(" + value + "))";
+    if (dtype == dtypes::float16)
+      return dialect_.half_to_float + "(" + dialect_.float_to_half + "(" + value + "))";
     return dialect_.bfloat16_to_float + "(" + dialect_.float_to_bfloat16 + "(" + value + "))";
   }
 
@@ -234,22 +287,29 @@ class Renderer {
     char low[64], high[64];
     std::snprintf(low, sizeof(low), "%.1f%s", to.min_value(), bound_suffix);
     std::snprintf(high, sizeof(high), "%.1f%s", to.max_value() + 1.0, bound_suffix);
-    const std::string min_literal = to.is_unsigned() ? "0" : (to == dtypes::int64 ? int_literal(std::numeric_limits<int64_t>::min(), dialect_) : std::to_string(static_cast<int64_t>(to.min_value())));
+    const std::string min_literal =
+        to.is_unsigned()
+            ? "0"
+            : (to == dtypes::int64 ? int_literal(std::numeric_limits<int64_t>::min(), dialect_)
+                                   : std::to_string(static_cast<int64_t>(to.min_value())));
     const std::string max_literal =
         to == dtypes::uint64 ? "18446744073709551615" + dialect_.uint64_literal_suffix
-        : to == dtypes::int64 ? "9223372036854775807" + dialect_.int64_literal_suffix
-                              : std::to_string(static_cast<uint64_t>(to.max_value())) + (to.is_unsigned() ? "U" : "");
-    return "(" + value + " != " + value + " ? (" + type + ")0 : (" + value + " < " + low + " ? (" + type +
-           ")" + min_literal + " : (" + value + " >= " + high + " ? (" + type + ")" + max_literal +
-           " : (" + type + ")" + value + ")))";
+        : to == dtypes::int64
+            ? "9223372036854775807" + dialect_.int64_literal_suffix
+            : std::to_string(static_cast<uint64_t>(to.max_value())) + (to.is_unsigned() ? "U" : "");
+    return "(" + value + " != " + value + " ? (" + type + ")0 : (" + value + " < " + low + " ? (" +
+           type + ")" + min_literal + " : (" + value + " >= " + high + " ? (" + type + ")" +
+           max_literal + " : (" + type + ")" + value + ")))";
   }
 
   std::string load_expression(const LinInstr& instr) const {
-    std::string element = "data" + std::to_string(instr.buffer) + "[" + sym_text(instr.index, dialect_) + "]";
+    std::string element =
+        "data" + std::to_string(instr.buffer) + "[" + sym_text(instr.index, dialect_) + "]";
     if (instr.dtype == dtypes::float16) element = dialect_.half_to_float + "(" + element + ")";
     if (instr.dtype == dtypes::bfloat16) element = dialect_.bfloat16_to_float + "(" + element + ")";
     if (instr.valid == Sym(1)) return element;
-    return "(" + sym_text(instr.valid, dialect_) + " ? " + element + " : " + literal(instr.dtype, ConstArg{}) + ")";
+    return "(" + sym_text(instr.valid, dialect_) + " ? " + element + " : " +
+           literal(instr.dtype, ConstArg{}) + ")";
   }
 
   std::string reduce_update(const LinInstr& instr) const {
@@ -258,16 +318,22 @@ class Renderer {
     const DType dtype = instr.dtype;
     switch (instr.reduce) {
       case ReduceOp::Sum:
-        if (dtype.is_signed_int() && !dialect_.signed_overflow_wraps) return acc + " = " + wrapping(dtype, acc, "+", value);
+        if (dtype.is_signed_int() && !dialect_.signed_overflow_wraps)
+          return acc + " = " + wrapping(dtype, acc, "+", value);
         return acc + (dtype.is_bool() ? " |= " : " += ") + value;
       case ReduceOp::Prod:
-        if (dtype.is_signed_int() && !dialect_.signed_overflow_wraps) return acc + " = " + wrapping(dtype, acc, "*", value);
+        if (dtype.is_signed_int() && !dialect_.signed_overflow_wraps)
+          return acc + " = " + wrapping(dtype, acc, "*", value);
         return acc + (dtype.is_bool() ? " &= " : " *= ") + value;
       case ReduceOp::Max:
-        if (dtype.is_float()) return acc + " = (" + value + " != " + value + " || " + value + " > " + acc + ") ? " + value + " : " + acc;
+        if (dtype.is_float())
+          return acc + " = (" + value + " != " + value + " || " + value + " > " + acc + ") ? " +
+                 value + " : " + acc;
         return acc + " = " + value + " > " + acc + " ? " + value + " : " + acc;
       case ReduceOp::Min:
-        if (dtype.is_float()) return acc + " = (" + value + " != " + value + " || " + value + " < " + acc + ") ? " + value + " : " + acc;
+        if (dtype.is_float())
+          return acc + " = (" + value + " != " + value + " || " + value + " < " + acc + ") ? " +
+                 value + " : " + acc;
         return acc + " = " + value + " < " + acc + " ? " + value + " : " + acc;
     }
     return "";
@@ -307,14 +373,16 @@ class Renderer {
     out << pad() << "{\n";
     ++indent_;
     out << pad() << compute_type(dtype) << " " << partials << "[" << lanes << "];\n";
-    out << pad() << "for (int " << lane << " = 0; " << lane << " < " << lanes << "; " << lane << "++) "
-        << partials << "[" << lane << "] = " << literal(dtype, ConstArg{}) << ";\n";
-    out << pad() << "for (" << index_type << " " << base << " = 0; " << base << " < " << int_literal(whole, dialect_)
-        << "; " << base << " += " << lanes << ") {\n";
+    out << pad() << "for (int " << lane << " = 0; " << lane << " < " << lanes << "; " << lane
+        << "++) " << partials << "[" << lane << "] = " << literal(dtype, ConstArg{}) << ";\n";
+    out << pad() << "for (" << index_type << " " << base << " = 0; " << base << " < "
+        << int_literal(whole, dialect_) << "; " << base << " += " << lanes << ") {\n";
     ++indent_;
-    out << pad() << "for (int " << lane << " = 0; " << lane << " < " << lanes << "; " << lane << "++) {\n";
+    out << pad() << "for (int " << lane << " = 0; " << lane << " < " << lanes << "; " << lane
+        << "++) {\n";
     ++indent_;
-    out << pad() << "const " << index_type << " " << loop.loop_var << " = " << base << " + " << lane << ";\n";
+    out << pad() << "const " << index_type << " " << loop.loop_var << " = " << base << " + " << lane
+        << ";\n";
     names_[accumulator] = partials + "[" + lane + "]";
     render_body();
     names_[accumulator] = total;
@@ -323,8 +391,9 @@ class Renderer {
     --indent_;
     out << pad() << "}\n";
     if (whole < loop.loop_end) {
-      out << pad() << "for (" << index_type << " " << loop.loop_var << " = " << int_literal(whole, dialect_) << "; "
-          << loop.loop_var << " < " << int_literal(loop.loop_end, dialect_) << "; " << loop.loop_var << "++) {\n";
+      out << pad() << "for (" << index_type << " " << loop.loop_var << " = "
+          << int_literal(whole, dialect_) << "; " << loop.loop_var << " < "
+          << int_literal(loop.loop_end, dialect_) << "; " << loop.loop_var << "++) {\n";
       ++indent_;
       render_body();
       --indent_;
@@ -332,10 +401,12 @@ class Renderer {
     }
     // Pairwise, so the order is fixed by the source and the rounding error grows slowly.
     std::vector<std::string> terms;
-    for (int index = 0; index < lanes; ++index) terms.push_back(partials + "[" + std::to_string(index) + "]");
+    for (int index = 0; index < lanes; ++index)
+      terms.push_back(partials + "[" + std::to_string(index) + "]");
     while (terms.size() > 1) {
       std::vector<std::string> pairs;
-      for (size_t index = 0; index + 1 < terms.size(); index += 2) pairs.push_back("(" + terms[index] + " + " + terms[index + 1] + ")");
+      for (size_t index = 0; index + 1 < terms.size(); index += 2)
+        pairs.push_back("(" + terms[index] + " + " + terms[index + 1] + ")");
       if (terms.size() % 2) pairs.push_back(terms.back());
       terms = std::move(pairs);
     }
@@ -350,36 +421,47 @@ class Renderer {
     const std::string value_name = "v" + std::to_string(index);
     const std::string type = compute_type(instr.dtype);
     switch (instr.op) {
-      case LinOp::Const: names_[index] = literal(instr.dtype, instr.value); return;
+      case LinOp::Const:
+        names_[index] = literal(instr.dtype, instr.value);
+        return;
       case LinOp::Index:
         names_[index] = value_name;
-        out << pad() << "const " << dialect_.index_type << " " << value_name << " = " << sym_text(instr.index, dialect_) << ";\n";
+        out << pad() << "const " << dialect_.index_type << " " << value_name << " = "
+            << sym_text(instr.index, dialect_) << ";\n";
         return;
       case LinOp::Load:
         names_[index] = value_name;
-        out << pad() << "const " << type << " " << value_name << " = " << load_expression(instr) << ";\n";
+        out << pad() << "const " << type << " " << value_name << " = " << load_expression(instr)
+            << ";\n";
         return;
       case LinOp::Alu:
         names_[index] = value_name;
-        out << pad() << "const " << type << " " << value_name << " = " << render_alu(instr) << ";\n";
+        out << pad() << "const " << type << " " << value_name << " = " << render_alu(instr)
+            << ";\n";
         return;
       case LinOp::Cast:
         names_[index] = value_name;
-        out << pad() << "const " << type << " " << value_name << " = " << render_cast(instr) << ";\n";
+        out << pad() << "const " << type << " " << value_name << " = " << render_cast(instr)
+            << ";\n";
         return;
       case LinOp::AccDefine:
         names_[index] = "acc" + std::to_string(index);
-        out << pad() << type << " " << names_[index] << " = " << literal(instr.dtype, instr.value) << ";\n";
+        out << pad() << type << " " << names_[index] << " = " << literal(instr.dtype, instr.value)
+            << ";\n";
         return;
-      case LinOp::AccUpdate: out << pad() << reduce_update(instr) << ";\n"; return;
+      case LinOp::AccUpdate:
+        out << pad() << reduce_update(instr) << ";\n";
+        return;
       case LinOp::LoopBegin:
         if (instr.reduction_acc >= 0 && !dialect_.reduce_loop_pragma.empty()) {
-          out << pad() << dialect_.reduce_loop_pragma << "(+:" << names_[instr.reduction_acc] << ")\n";
+          out << pad() << dialect_.reduce_loop_pragma << "(+:" << names_[instr.reduction_acc]
+              << ")\n";
         } else if (instr.unroll > 1 && !dialect_.unroll_pragma.empty()) {
           out << pad() << dialect_.unroll_pragma << " " << instr.unroll << "\n";
         }
-        out << pad() << "for (" << dialect_.index_type << " " << instr.loop_var << " = 0; " << instr.loop_var
-            << " < " << int_literal(instr.loop_end, dialect_) << "; " << instr.loop_var << "++) {\n";
+        out << pad() << "for (" << dialect_.index_type << " " << instr.loop_var << " = 0; "
+            << instr.loop_var << " < " << int_literal(instr.loop_end, dialect_) << "; "
+            << instr.loop_var << "++) {\n";
         ++indent_;
         return;
       case LinOp::LoopEnd:
@@ -390,7 +472,8 @@ class Renderer {
         std::string value = name_of(instr.srcs[0]);
         if (instr.dtype == dtypes::float16) value = dialect_.float_to_half + "(" + value + ")";
         if (instr.dtype == dtypes::bfloat16) value = dialect_.float_to_bfloat16 + "(" + value + ")";
-        out << pad() << "data" << instr.buffer << "[" << sym_text(instr.index, dialect_) << "] = " << value << ";\n";
+        out << pad() << "data" << instr.buffer << "[" << sym_text(instr.index, dialect_)
+            << "] = " << value << ";\n";
         return;
       }
     }
@@ -408,46 +491,59 @@ namespace {
 
 std::string sym_text(const Sym& value, const Dialect& dialect) {
   switch (value.kind()) {
-    case SymKind::Const: return int_literal(value.const_value(), dialect);
-    case SymKind::Var: return value.var_name();
+    case SymKind::Const:
+      return int_literal(value.const_value(), dialect);
+    case SymKind::Var:
+      return value.var_name();
     case SymKind::Sum: {
       std::string text = "(";
       bool first = true;
       for (const auto& [atom, coefficient] : value.sum_terms()) {
         if (!first) text += " + ";
         first = false;
-        text += coefficient == 1 ? sym_text(atom, dialect)
-                                 : sym_text(atom, dialect) + " * " + int_literal(coefficient, dialect);
+        text += coefficient == 1
+                    ? sym_text(atom, dialect)
+                    : sym_text(atom, dialect) + " * " + int_literal(coefficient, dialect);
       }
       if (value.sum_constant() != 0) text += " + " + int_literal(value.sum_constant(), dialect);
       return text + ")";
     }
-    default: break;
+    default:
+      break;
   }
   const Sym& left = value.operands()[0];
   const Sym& right = value.operands()[1];
   const std::string a = sym_text(left, dialect);
   const std::string b = sym_text(right, dialect);
   switch (value.kind()) {
-    case SymKind::Mul: return "(" + a + " * " + b + ")";
+    case SymKind::Mul:
+      return "(" + a + " * " + b + ")";
     case SymKind::Div:
       if (left.vmin() >= 0) return "(" + a + " / " + b + ")";
       return "kiln_floordiv(" + a + ", " + b + ")";
     case SymKind::Mod:
       if (left.vmin() >= 0) return "(" + a + " % " + b + ")";
       return "kiln_floormod(" + a + ", " + b + ")";
-    case SymKind::Min: return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
-    case SymKind::Max: return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
-    case SymKind::Lt: return "(" + a + " < " + b + ")";
-    case SymKind::Eq: return "(" + a + " == " + b + ")";
-    case SymKind::And: return "(" + a + " && " + b + ")";
-    default: return "0";
+    case SymKind::Min:
+      return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+    case SymKind::Max:
+      return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+    case SymKind::Lt:
+      return "(" + a + " < " + b + ")";
+    case SymKind::Eq:
+      return "(" + a + " == " + b + ")";
+    case SymKind::And:
+      return "(" + a + " && " + b + ")";
+    default:
+      return "0";
   }
 }
 
 }  // namespace
 
-std::string render_sym(const Sym& value) { return sym_text(value, c_dialect()); }
+std::string render_sym(const Sym& value) {
+  return sym_text(value, c_dialect());
+}
 
 std::string render_kernel(const LinearProgram& program, const Dialect& dialect) {
   return Renderer(program, dialect).run();

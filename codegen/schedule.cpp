@@ -44,7 +44,8 @@ UOpRef split_rule(const UOpRef& node) {
   UOpRef partial = UOp::make(Op::Reduce, node->dtype(), {grouped}, ReduceArg{op, {1}}, {splits, 1});
   UOpRef stored = UOp::make(Op::Contiguous, node->dtype(), {partial}, {}, partial->shape());
   UOpRef total_reduce = UOp::make(Op::Reduce, node->dtype(), {stored}, ReduceArg{op, {0}}, {1, 1});
-  ShapeTracker back = ShapeTracker::contiguous({Sym(1), Sym(1)}).reshape(to_sym_shape(node->shape()));
+  ShapeTracker back =
+      ShapeTracker::contiguous({Sym(1), Sym(1)}).reshape(to_sym_shape(node->shape()));
   return make_view(total_reduce, back, node->shape());
 }
 
@@ -66,9 +67,11 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
   for (const UOpRef& ref : order) {
     const UOp* node = ref.get();
     for (const UOpRef& src : node->srcs()) users[src.get()].insert(node);
-    if (node->op() == Op::View && !node->tracker().is_injective()) broadcast_read.insert(node->src().get());
+    if (node->op() == Op::View && !node->tracker().is_injective())
+      broadcast_read.insert(node->src().get());
     if (node->op() == Op::Contiguous) must_realize.insert(node);
-    if (node->op() == Op::Copy && node->src()->op() != Op::Buffer) must_realize.insert(node->src().get());
+    if (node->op() == Op::Copy && node->src()->op() != Op::Buffer)
+      must_realize.insert(node->src().get());
   }
   for (const UOpRef& root : roots) {
     if (!is_leaf_buffer_view(*root)) must_realize.insert(root.get());

@@ -35,37 +35,60 @@ const DTypeInfo kInfo[] = {
     {"float64", 8, true, false, false, -1.7976931348623157e308, 1.7976931348623157e308},
 };
 
-const DTypeInfo& info(DType dtype) { return kInfo[static_cast<int>(dtype.type())]; }
+const DTypeInfo& info(DType dtype) {
+  return kInfo[static_cast<int>(dtype.type())];
+}
 
 // Rank among floats for promotion; half and bfloat16 share a rank and meet at float32.
 int float_rank(DType dtype) {
   switch (dtype.type()) {
     case ScalarType::Float16:
-    case ScalarType::BFloat16: return 1;
-    case ScalarType::Float32: return 2;
-    default: return 3;
+    case ScalarType::BFloat16:
+      return 1;
+    case ScalarType::Float32:
+      return 2;
+    default:
+      return 3;
   }
 }
 
 DType signed_int_of_size(int bytes) {
   switch (bytes) {
-    case 1: return dtypes::int8;
-    case 2: return dtypes::int16;
-    case 4: return dtypes::int32;
-    default: return dtypes::int64;
+    case 1:
+      return dtypes::int8;
+    case 2:
+      return dtypes::int16;
+    case 4:
+      return dtypes::int32;
+    default:
+      return dtypes::int64;
   }
 }
 
 }  // namespace
 
-int DType::itemsize() const { return info(*this).itemsize; }
-const char* DType::name() const { return info(*this).name; }
-bool DType::is_float() const { return info(*this).is_float; }
-bool DType::is_int() const { return info(*this).is_int; }
-bool DType::is_unsigned() const { return info(*this).is_unsigned && is_int(); }
+int DType::itemsize() const {
+  return info(*this).itemsize;
+}
+const char* DType::name() const {
+  return info(*this).name;
+}
+bool DType::is_float() const {
+  return info(*this).is_float;
+}
+bool DType::is_int() const {
+  return info(*this).is_int;
+}
+bool DType::is_unsigned() const {
+  return info(*this).is_unsigned && is_int();
+}
 // The table holds the finite extremes, which is what the header promises (not +-infinity).
-double DType::min_value() const { return info(*this).min_value; }
-double DType::max_value() const { return info(*this).max_value; }
+double DType::min_value() const {
+  return info(*this).min_value;
+}
+double DType::max_value() const {
+  return info(*this).max_value;
+}
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
@@ -102,9 +125,10 @@ uint16_t float_to_half_bits(float value) {
     return static_cast<uint16_t>(sign | 0x7c00u | (abs_bits > 0x7f800000u ? 0x200u : 0u));
   }
   if (abs_bits >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
-  if (abs_bits < 0x38800000u) {  // a half subnormal or zero
+  if (abs_bits < 0x38800000u) {                                      // a half subnormal or zero
     if (abs_bits < 0x33000000u) return static_cast<uint16_t>(sign);  // below half the least step
-    // value = mantissa * 2^(exponent - 150); in steps of 2^-24 that is mantissa >> (126 - exponent).
+    // value = mantissa * 2^(exponent - 150); in steps of 2^-24 that is mantissa >> (126 -
+    // exponent).
     const uint32_t exponent = abs_bits >> 23;
     const uint32_t mantissa = (abs_bits & 0x7fffffu) | 0x800000u;
     const uint32_t shift = 126 - exponent;
@@ -128,8 +152,8 @@ float half_bits_to_float(uint16_t half_bits) {
   if (exponent == 0) {
     magnitude = std::ldexp(static_cast<float>(mantissa), -24);
   } else if (exponent == 31) {
-    magnitude = mantissa ? std::numeric_limits<float>::quiet_NaN()
-                         : std::numeric_limits<float>::infinity();
+    magnitude =
+        mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
   } else {
     magnitude = std::ldexp(static_cast<float>(mantissa | 0x400u), static_cast<int>(exponent) - 25);
   }

@@ -36,7 +36,9 @@ int64_t floor_div(int64_t a, int64_t b) {
   return quotient;
 }
 
-int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+int64_t floor_mod(int64_t a, int64_t b) {
+  return a - floor_div(a, b) * b;
+}
 
 }  // namespace
 
@@ -60,14 +62,16 @@ struct SymBuilder {
   }
 
   // Linear form of any Sym: constant + sum of coefficient * atom.
-  static void linear_form(const Sym& value, int64_t scale, std::map<std::string, std::pair<Sym, int64_t>>& terms,
+  static void linear_form(const Sym& value, int64_t scale,
+                          std::map<std::string, std::pair<Sym, int64_t>>& terms,
                           int64_t& constant) {
     const SymNode* node = value.node();
     if (node->kind == SymKind::Const) {
       constant += node->value * scale;
     } else if (node->kind == SymKind::Sum) {
       constant += node->value * scale;
-      for (const auto& [atom, coefficient] : node->terms) add_term(terms, atom, coefficient * scale);
+      for (const auto& [atom, coefficient] : node->terms)
+        add_term(terms, atom, coefficient * scale);
     } else {
       add_term(terms, value, scale);
     }
@@ -89,11 +93,13 @@ struct SymBuilder {
     for (auto& [key, entry] : term_map) {
       const Sym& atom = entry.first;
       const int64_t coefficient = entry.second;
-      if (atom.kind() != SymKind::Mod || coefficient == 0 || !atom.operands()[1].is_const()) continue;
+      if (atom.kind() != SymKind::Mod || coefficient == 0 || !atom.operands()[1].is_const())
+        continue;
       const Sym numerator = atom.operands()[0];
       const int64_t divisor = atom.operands()[1].const_value();
       auto div_entry = term_map.find("(" + numerator.key() + "//" + std::to_string(divisor) + ")");
-      if (div_entry == term_map.end() || div_entry->second.second != coefficient * divisor) continue;
+      if (div_entry == term_map.end() || div_entry->second.second != coefficient * divisor)
+        continue;
       div_entry->second.second = 0;
       entry.second = 0;
       linear_form(numerator, coefficient, term_map, constant);
@@ -102,7 +108,8 @@ struct SymBuilder {
     return false;
   }
 
-  static Sym from_linear(std::map<std::string, std::pair<Sym, int64_t>> term_map, int64_t constant) {
+  static Sym from_linear(std::map<std::string, std::pair<Sym, int64_t>> term_map,
+                         int64_t constant) {
     while (fold_div_mod(term_map, constant)) {
     }
     SymTerms terms;
@@ -159,15 +166,33 @@ Sym Sym::var(const std::string& name, int64_t min_value, int64_t max_value) {
   return SymBuilder::make(std::move(node));
 }
 
-SymKind Sym::kind() const { return node_->kind; }
-int64_t Sym::const_value() const { return node_->value; }
-const std::string& Sym::var_name() const { return node_->name; }
-int64_t Sym::vmin() const { return node_->vmin; }
-int64_t Sym::vmax() const { return node_->vmax; }
-int64_t Sym::sum_constant() const { return node_->value; }
-const SymTerms& Sym::sum_terms() const { return node_->terms; }
-const std::vector<Sym>& Sym::operands() const { return node_->operands; }
-const std::string& Sym::key() const { return node_->key; }
+SymKind Sym::kind() const {
+  return node_->kind;
+}
+int64_t Sym::const_value() const {
+  return node_->value;
+}
+const std::string& Sym::var_name() const {
+  return node_->name;
+}
+int64_t Sym::vmin() const {
+  return node_->vmin;
+}
+int64_t Sym::vmax() const {
+  return node_->vmax;
+}
+int64_t Sym::sum_constant() const {
+  return node_->value;
+}
+const SymTerms& Sym::sum_terms() const {
+  return node_->terms;
+}
+const std::vector<Sym>& Sym::operands() const {
+  return node_->operands;
+}
+const std::string& Sym::key() const {
+  return node_->key;
+}
 
 bool Sym::operator==(const Sym& other) const {
   return node_ == other.node_ || node_->key == other.node_->key;
@@ -176,10 +201,12 @@ bool Sym::operator==(const Sym& other) const {
 int64_t Sym::eval(const std::map<std::string, int64_t>& values) const {
   const SymNode* node = node_.get();
   switch (node->kind) {
-    case SymKind::Const: return node->value;
+    case SymKind::Const:
+      return node->value;
     case SymKind::Var: {
       auto found = values.find(node->name);
-      if (found == values.end()) throw Error("[Sym::eval] no value for variable '" + node->name + "'");
+      if (found == values.end())
+        throw Error("[Sym::eval] no value for variable '" + node->name + "'");
       return found->second;
     }
     case SymKind::Sum: {
@@ -187,27 +214,38 @@ int64_t Sym::eval(const std::map<std::string, int64_t>& values) const {
       for (const auto& [atom, coefficient] : node->terms) total += atom.eval(values) * coefficient;
       return total;
     }
-    default: break;
+    default:
+      break;
   }
   const int64_t a = node->operands[0].eval(values);
   const int64_t b = node->operands[1].eval(values);
   switch (node->kind) {
-    case SymKind::Mul: return a * b;
-    case SymKind::Div: return floor_div(a, b);
-    case SymKind::Mod: return floor_mod(a, b);
-    case SymKind::Min: return std::min(a, b);
-    case SymKind::Max: return std::max(a, b);
-    case SymKind::Lt: return a < b ? 1 : 0;
-    case SymKind::Eq: return a == b ? 1 : 0;
-    case SymKind::And: return (a != 0 && b != 0) ? 1 : 0;
-    default: return 0;
+    case SymKind::Mul:
+      return a * b;
+    case SymKind::Div:
+      return floor_div(a, b);
+    case SymKind::Mod:
+      return floor_mod(a, b);
+    case SymKind::Min:
+      return std::min(a, b);
+    case SymKind::Max:
+      return std::max(a, b);
+    case SymKind::Lt:
+      return a < b ? 1 : 0;
+    case SymKind::Eq:
+      return a == b ? 1 : 0;
+    case SymKind::And:
+      return (a != 0 && b != 0) ? 1 : 0;
+    default:
+      return 0;
   }
 }
 
 Sym Sym::substitute(const std::map<std::string, Sym>& values) const {
   const SymNode* node = node_.get();
   switch (node->kind) {
-    case SymKind::Const: return *this;
+    case SymKind::Const:
+      return *this;
     case SymKind::Var: {
       auto found = values.find(node->name);
       return found == values.end() ? *this : found->second;
@@ -219,19 +257,28 @@ Sym Sym::substitute(const std::map<std::string, Sym>& values) const {
       }
       return total;
     }
-    default: break;
+    default:
+      break;
   }
   const Sym a = node->operands[0].substitute(values);
   const Sym b = node->operands[1].substitute(values);
   switch (node->kind) {
-    case SymKind::Mul: return a * b;
-    case SymKind::Div: return floordiv(a, b);
-    case SymKind::Mod: return mod(a, b);
-    case SymKind::Min: return sym_min(a, b);
-    case SymKind::Max: return sym_max(a, b);
-    case SymKind::Lt: return lt(a, b);
-    case SymKind::Eq: return eq(a, b);
-    default: return logical_and(a, b);
+    case SymKind::Mul:
+      return a * b;
+    case SymKind::Div:
+      return floordiv(a, b);
+    case SymKind::Mod:
+      return mod(a, b);
+    case SymKind::Min:
+      return sym_min(a, b);
+    case SymKind::Max:
+      return sym_max(a, b);
+    case SymKind::Lt:
+      return lt(a, b);
+    case SymKind::Eq:
+      return eq(a, b);
+    default:
+      return logical_and(a, b);
   }
 }
 
@@ -259,8 +306,12 @@ Sym operator+(const Sym& a, const Sym& b) {
   return SymBuilder::from_linear(terms, constant);
 }
 
-Sym operator-(const Sym& a) { return a * Sym(-1); }
-Sym operator-(const Sym& a, const Sym& b) { return a + (-b); }
+Sym operator-(const Sym& a) {
+  return a * Sym(-1);
+}
+Sym operator-(const Sym& a, const Sym& b) {
+  return a + (-b);
+}
 
 Sym operator*(const Sym& a, const Sym& b) {
   if (a.is_const() && b.is_const()) return Sym(a.const_value() * b.const_value());
@@ -276,8 +327,9 @@ Sym operator*(const Sym& a, const Sym& b) {
   }
   const Sym& first = a.key() <= b.key() ? a : b;
   const Sym& second = a.key() <= b.key() ? b : a;
-  const Wide corners[] = {static_cast<Wide>(a.vmin()) * b.vmin(), static_cast<Wide>(a.vmin()) * b.vmax(),
-                          static_cast<Wide>(a.vmax()) * b.vmin(), static_cast<Wide>(a.vmax()) * b.vmax()};
+  const Wide corners[] = {
+      static_cast<Wide>(a.vmin()) * b.vmin(), static_cast<Wide>(a.vmin()) * b.vmax(),
+      static_cast<Wide>(a.vmax()) * b.vmin(), static_cast<Wide>(a.vmax()) * b.vmax()};
   return SymBuilder::binary(SymKind::Mul, first, second,
                             clamp_wide(*std::min_element(corners, corners + 4)),
                             clamp_wide(*std::max_element(corners, corners + 4)), "*");
@@ -411,8 +463,12 @@ Sym lt(const Sym& a, const Sym& b) {
   return SymBuilder::binary(SymKind::Lt, a, b, 0, 1, "<");
 }
 
-Sym le(const Sym& a, const Sym& b) { return lt(a, b + Sym(1)); }
-Sym ge(const Sym& a, const Sym& b) { return lt(b, a + Sym(1)); }
+Sym le(const Sym& a, const Sym& b) {
+  return lt(a, b + Sym(1));
+}
+Sym ge(const Sym& a, const Sym& b) {
+  return lt(b, a + Sym(1));
+}
 
 Sym eq(const Sym& a, const Sym& b) {
   const Sym difference = a - b;
@@ -422,7 +478,9 @@ Sym eq(const Sym& a, const Sym& b) {
 }
 
 Sym logical_and(const Sym& a, const Sym& b) {
-  if (a.is_const()) return a.const_value() == 0 ? Sym(0) : (b.vmin() >= 0 && b.vmax() <= 1 ? b : logical_and(b, Sym(1)));
+  if (a.is_const())
+    return a.const_value() == 0 ? Sym(0)
+                                : (b.vmin() >= 0 && b.vmax() <= 1 ? b : logical_and(b, Sym(1)));
   if (b.is_const()) {
     if (b.const_value() == 0) return Sym(0);
     if (a.vmin() >= 0 && a.vmax() <= 1) return a;

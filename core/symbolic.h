@@ -34,7 +34,7 @@ class Sym {
 
   SymKind kind() const;
   bool is_const() const { return kind() == SymKind::Const; }
-  int64_t const_value() const;  // only for constants
+  int64_t const_value() const;          // only for constants
   const std::string& var_name() const;  // only for variables
   int64_t vmin() const;
   int64_t vmax() const;

@@ -49,8 +49,8 @@ InternTable& intern_table() {
   return *table;
 }
 
-bool same_node(const UOp& node, Op op, DType dtype, const std::vector<UOpRef>& srcs,
-               const Arg& arg, const Shape& shape) {
+bool same_node(const UOp& node, Op op, DType dtype, const std::vector<UOpRef>& srcs, const Arg& arg,
+               const Shape& shape) {
   if (node.op() != op || node.dtype() != dtype || node.shape() != shape) return false;
   if (node.srcs().size() != srcs.size()) return false;
   for (size_t index = 0; index < srcs.size(); ++index) {
@@ -109,11 +109,11 @@ int64_t UOp::numel() const {
 
 const char* op_name(Op op) {
   static const char* const kNames[] = {
-      "BUFFER", "CONST", "IOTA", "VIEW", "NEG", "NOT", "ABS", "RECIP", "SQRT", "EXP", "EXP2",
-      "LOG", "LOG2", "SIN", "COS", "TAN", "TANH", "ERF", "FLOOR", "CEIL", "ROUND", "TRUNC",
-      "ADD", "SUB", "MUL", "DIV", "MOD", "MAX", "MIN", "POW", "CMPLT", "CMPLE", "CMPGT", "CMPGE",
-      "CMPEQ", "CMPNE", "AND", "OR", "XOR", "SHL", "SHR", "WHERE", "CAST", "REDUCE",
-      "CONTIGUOUS", "COPY"};
+      "BUFFER", "CONST", "IOTA",  "VIEW",   "NEG",        "NOT",   "ABS",  "RECIP", "SQRT",  "EXP",
+      "EXP2",   "LOG",   "LOG2",  "SIN",    "COS",        "TAN",   "TANH", "ERF",   "FLOOR", "CEIL",
+      "ROUND",  "TRUNC", "ADD",   "SUB",    "MUL",        "DIV",   "MOD",  "MAX",   "MIN",   "POW",
+      "CMPLT",  "CMPLE", "CMPGT", "CMPGE",  "CMPEQ",      "CMPNE", "AND",  "OR",    "XOR",   "SHL",
+      "SHR",    "WHERE", "CAST",  "REDUCE", "CONTIGUOUS", "COPY"};
   return kNames[static_cast<int>(op)];
 }
 
@@ -122,10 +122,18 @@ const char* reduce_op_name(ReduceOp op) {
   return kNames[static_cast<int>(op)];
 }
 
-bool is_unary(Op op) { return op >= Op::Neg && op <= Op::Trunc; }
-bool is_binary(Op op) { return op >= Op::Add && op <= Op::Shr; }
-bool is_comparison(Op op) { return op >= Op::CmpLt && op <= Op::CmpNe; }
-bool is_elementwise(Op op) { return is_unary(op) || is_binary(op) || op == Op::Where || op == Op::Cast; }
+bool is_unary(Op op) {
+  return op >= Op::Neg && op <= Op::Trunc;
+}
+bool is_binary(Op op) {
+  return op >= Op::Add && op <= Op::Shr;
+}
+bool is_comparison(Op op) {
+  return op >= Op::CmpLt && op <= Op::CmpNe;
+}
+bool is_elementwise(Op op) {
+  return is_unary(op) || is_binary(op) || op == Op::Where || op == Op::Cast;
+}
 
 std::string UOp::to_string() const {
   std::ostringstream text;

@@ -29,11 +29,44 @@ enum class Op : uint8_t {
   // Movement: arg is the ShapeTracker mapping this node's shape onto its source's elements.
   View,
   // Unary.
-  Neg, Not, Abs, Recip, Sqrt, Exp, Exp2, Log, Log2, Sin, Cos, Tan, Tanh, Erf, Floor, Ceil, Round,
+  Neg,
+  Not,
+  Abs,
+  Recip,
+  Sqrt,
+  Exp,
+  Exp2,
+  Log,
+  Log2,
+  Sin,
+  Cos,
+  Tan,
+  Tanh,
+  Erf,
+  Floor,
+  Ceil,
+  Round,
   Trunc,
   // Binary.
-  Add, Sub, Mul, Div, Mod, Max, Min, Pow, CmpLt, CmpLe, CmpGt, CmpGe, CmpEq, CmpNe, And, Or, Xor,
-  Shl, Shr,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  Max,
+  Min,
+  Pow,
+  CmpLt,
+  CmpLe,
+  CmpGt,
+  CmpGe,
+  CmpEq,
+  CmpNe,
+  And,
+  Or,
+  Xor,
+  Shl,
+  Shr,
   // Ternary.
   Where,
   // Changes the dtype (values convert; float to int truncates toward zero).
@@ -91,14 +124,20 @@ class UOp {
   const ConstArg& const_arg() const { return std::get<ConstArg>(arg_); }
   const ShapeTracker& tracker() const { return std::get<ShapeTracker>(arg_); }
   const ReduceArg& reduce_arg() const { return std::get<ReduceArg>(arg_); }
-  const std::shared_ptr<Storage>& storage() const { return std::get<std::shared_ptr<Storage>>(arg_); }
+  const std::shared_ptr<Storage>& storage() const {
+    return std::get<std::shared_ptr<Storage>>(arg_);
+  }
   const std::string& device_arg() const { return std::get<std::string>(arg_); }
 
   // One line: op, dtype, shape and argument.
   std::string to_string() const;
 
   UOp(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape, size_t hash)
-      : op_(op), dtype_(dtype), srcs_(std::move(srcs)), arg_(std::move(arg)), shape_(std::move(shape)),
+      : op_(op),
+        dtype_(dtype),
+        srcs_(std::move(srcs)),
+        arg_(std::move(arg)),
+        shape_(std::move(shape)),
         hash_(hash) {}
 
  private:

@@ -6,10 +6,13 @@ namespace kiln {
 namespace {
 
 bool all_const(const SymShape& values) {
-  return std::all_of(values.begin(), values.end(), [](const Sym& value) { return value.is_const(); });
+  return std::all_of(values.begin(), values.end(),
+                     [](const Sym& value) { return value.is_const(); });
 }
 
-bool is_one(const Sym& value) { return value.is_const() && value.const_value() == 1; }
+bool is_one(const Sym& value) {
+  return value.is_const() && value.const_value() == 1;
+}
 
 std::string join(const SymShape& values) {
   std::string text = "(";
@@ -98,7 +101,8 @@ std::optional<View> reshape_masked(const View& view, const SymShape& new_shape) 
   }
   // A size-1 dimension that is masked out empties the whole view; keep that as a new View.
   for (size_t dim = 0; dim < view.shape.size(); ++dim) {
-    if (is_one(view.shape[dim]) && !((*view.mask)[dim].first == Sym(0) && (*view.mask)[dim].second == Sym(1))) {
+    if (is_one(view.shape[dim]) &&
+        !((*view.mask)[dim].first == Sym(0) && (*view.mask)[dim].second == Sym(1))) {
       return std::nullopt;
     }
   }
@@ -117,7 +121,9 @@ std::optional<View> reshape_masked(const View& view, const SymShape& new_shape) 
 
 }  // namespace
 
-SymShape to_sym_shape(const std::vector<int64_t>& shape) { return SymShape(shape.begin(), shape.end()); }
+SymShape to_sym_shape(const std::vector<int64_t>& shape) {
+  return SymShape(shape.begin(), shape.end());
+}
 
 SymShape View::contiguous_strides(const SymShape& shape) {
   SymShape strides(shape.size(), Sym(0));
@@ -161,8 +167,8 @@ std::pair<Sym, Sym> View::to_index(const std::vector<Sym>& index) const {
 }
 
 std::string View::to_string() const {
-  std::string text = "View(shape=" + join(shape) + ", strides=" + join(strides) +
-                     ", offset=" + offset.key();
+  std::string text =
+      "View(shape=" + join(shape) + ", strides=" + join(strides) + ", offset=" + offset.key();
   if (mask) {
     text += ", mask=(";
     for (size_t dim = 0; dim < mask->size(); ++dim) {
@@ -231,7 +237,8 @@ ShapeTracker ShapeTracker::expand(const SymShape& new_shape) const {
     view.strides[dim] = Sym(0);
     if (view.mask) {
       const bool empty = (*view.mask)[dim].first == (*view.mask)[dim].second;
-      (*view.mask)[dim] = empty ? std::make_pair(Sym(0), Sym(0)) : std::make_pair(Sym(0), new_shape[dim]);
+      (*view.mask)[dim] =
+          empty ? std::make_pair(Sym(0), Sym(0)) : std::make_pair(Sym(0), new_shape[dim]);
     }
   }
   if (view.mask) view.mask = normalize_mask(view.shape, *view.mask);

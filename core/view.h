@@ -42,7 +42,9 @@ class ShapeTracker {
  public:
   ShapeTracker() = default;
   explicit ShapeTracker(std::vector<View> views) : views_(std::move(views)) {}
-  static ShapeTracker contiguous(const SymShape& shape) { return ShapeTracker({View::contiguous(shape)}); }
+  static ShapeTracker contiguous(const SymShape& shape) {
+    return ShapeTracker({View::contiguous(shape)});
+  }
 
   const SymShape& shape() const { return views_.back().shape; }
   const std::vector<View>& views() const { return views_; }

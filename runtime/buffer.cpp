@@ -6,12 +6,16 @@ namespace kiln {
 namespace {
 
 // Zero-sized tensors still get a real (tiny) allocation so every kernel argument is valid.
-size_t allocation_size(size_t nbytes) { return nbytes == 0 ? 1 : nbytes; }
+size_t allocation_size(size_t nbytes) {
+  return nbytes == 0 ? 1 : nbytes;
+}
 
 }  // namespace
 
 Buffer::Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel)
-    : device_(std::move(device)), dtype_(dtype), numel_(numel),
+    : device_(std::move(device)),
+      dtype_(dtype),
+      numel_(numel),
       nbytes_(static_cast<size_t>(numel) * dtype.itemsize()) {}
 
 Buffer::~Buffer() {

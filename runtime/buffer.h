@@ -27,8 +27,8 @@ class Buffer : public Storage {
 
   // The device memory, allocated on first use.
   DeviceMemory memory();
-  void copy_in(const void* host);   // nbytes() bytes
-  void copy_out(void* host);        // nbytes() bytes
+  void copy_in(const void* host);  // nbytes() bytes
+  void copy_out(void* host);       // nbytes() bytes
 
  private:
   std::shared_ptr<DeviceContext> device_;

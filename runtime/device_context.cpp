@@ -8,7 +8,8 @@
 namespace kiln {
 
 DeviceContext::DeviceContext(std::unique_ptr<Device> device)
-    : device_(std::move(device)), allocator_(std::make_unique<CachingAllocator>(device_->allocator())) {}
+    : device_(std::move(device)),
+      allocator_(std::make_unique<CachingAllocator>(device_->allocator())) {}
 
 DeviceContext::~DeviceContext() {
   programs_.clear();
@@ -32,7 +33,8 @@ Program& DeviceContext::program(const std::string& source, const std::string& ke
     binary = compiler.compile(source, kernel_name);
     const auto elapsed = std::chrono::steady_clock::now() - start;
     stats_.compiles++;
-    stats_.compile_microseconds += std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
+    stats_.compile_microseconds +=
+        std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
     DiskCache::instance().store(key, *binary);
   }
   std::unique_ptr<Program> loaded = device_->load_program(*binary, kernel_name);

@@ -26,8 +26,10 @@ std::string default_directory() {
   if (const char* explicit_dir = std::getenv("KILN_CACHE_DIR"); explicit_dir && *explicit_dir) {
     return explicit_dir;
   }
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/kiln";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/kiln";
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/kiln";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/kiln";
   return std::filesystem::temp_directory_path().string() + "/kiln-cache";
 }
 
@@ -40,7 +42,9 @@ DiskCache& DiskCache::instance() {
 
 DiskCache::DiskCache(std::string directory) : directory_(std::move(directory)) {}
 
-std::string DiskCache::path_of(const std::string& key) const { return directory_ + "/" + key + ".bin"; }
+std::string DiskCache::path_of(const std::string& key) const {
+  return directory_ + "/" + key + ".bin";
+}
 
 std::optional<std::vector<uint8_t>> DiskCache::load(const std::string& key) const {
   std::ifstream file(path_of(key), std::ios::binary);
@@ -51,7 +55,8 @@ std::optional<std::vector<uint8_t>> DiskCache::load(const std::string& key) cons
   file.read(reinterpret_cast<char*>(&size), 8);
   file.read(reinterpret_cast<char*>(&checksum), 8);
   if (!file || std::memcmp(magic, kMagic, 8) != 0 || size > (1ull << 32)) {
-    if (debug_level() >= 1) logger().warn("cache entry {} is corrupt (bad header); rebuilding", key);
+    if (debug_level() >= 1)
+      logger().warn("cache entry {} is corrupt (bad header); rebuilding", key);
     return std::nullopt;
   }
   std::vector<uint8_t> binary(size);
@@ -90,7 +95,8 @@ void DiskCache::store(const std::string& key, const std::vector<uint8_t>& binary
 std::string kernel_cache_key(const std::string& compiler_identity, const std::string& source) {
   const std::string material = compiler_identity + '\0' + source;
   const uint64_t first = fnv1a(material.data(), material.size(), 1469598103934665603ull);
-  const uint64_t second = fnv1a(material.data(), material.size(), 0x84222325cbf29ce4ull ^ material.size());
+  const uint64_t second =
+      fnv1a(material.data(), material.size(), 0x84222325cbf29ce4ull ^ material.size());
   char text[33];
   std::snprintf(text, sizeof(text), "%016llx%016llx", static_cast<unsigned long long>(first),
                 static_cast<unsigned long long>(second));

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <map>
 #include <mutex>
-#include <unordered_map>
 #include <set>
+#include <unordered_map>
 
 #include "codegen/lower.h"
 #include "codegen/render.h"
@@ -52,8 +52,8 @@ void check_dtypes(const LinearProgram& program, Device& device) {
     const DType dtype(type);
     if (!device.supports(dtype)) {
       throw DTypeError("[realize] device " + device.name() + " does not support " + dtype.name() +
-                       " (needed by kernel " + program.name + "); cast to a supported dtype or use " +
-                       "another device");
+                       " (needed by kernel " + program.name +
+                       "); cast to a supported dtype or use " + "another device");
     }
   }
 }
@@ -77,7 +77,7 @@ class PreparedKernelCache {
   void insert(DeviceContext* context, UOpRef key, std::shared_ptr<const PreparedKernel> prepared) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (entries_.size() >= kMaxEntries) entries_.clear();  // compiled programs stay cached below
-    const UOp* address = key.get();  // read before the move below
+    const UOp* address = key.get();                        // read before the move below
     entries_[{context, address}] = Entry{std::move(key), std::move(prepared)};
   }
 
@@ -103,7 +103,9 @@ std::shared_ptr<const PreparedKernel> prepare_kernel(const ScheduleItem& item) {
   generic.inputs.clear();
   for (size_t index = 0; index < item.inputs.size(); ++index) {
     const UOpRef& input = item.inputs[index];
-    UOpRef placeholder = UOp::make(Op::Buffer, input->dtype(), {}, std::string("param") + std::to_string(index + 1), input->shape());
+    UOpRef placeholder =
+        UOp::make(Op::Buffer, input->dtype(), {}, std::string("param") + std::to_string(index + 1),
+                  input->shape());
     placeholder_of[input.get()] = placeholder;
     generic.inputs.push_back(placeholder);
   }
@@ -122,7 +124,8 @@ std::shared_ptr<const PreparedKernel> prepare_kernel(const ScheduleItem& item) {
   }
   check_dtypes(prepared->program, context->device());
   prepared->source = render_kernel(prepared->program, context->device().dialect());
-  if (debug_level() >= 4) logger().info("source of {}:\n{}", prepared->program.name, prepared->source);
+  if (debug_level() >= 4)
+    logger().info("source of {}:\n{}", prepared->program.name, prepared->source);
   prepared_kernels().insert(context, generic.ast, prepared);
   return prepared;
 }
@@ -140,13 +143,15 @@ void run_kernel(const ScheduleItem& item, const PreparedKernel& prepared) {
   const bool timed = debug_level() >= 2;
   const Clock::time_point launched = Clock::now();
   const double seconds = compiled.launch(request);
-  trace_event(program.name, "kernel", launched, seconds, "global " + std::to_string(program.global_size));
+  trace_event(program.name, "kernel", launched, seconds,
+              "global " + std::to_string(program.global_size));
   if (timed) {
     double bytes = 0;
-    for (const KernelParam& param : program.params) bytes += static_cast<double>(param.numel) * param.dtype.itemsize();
-    logger().info("{:<28} global {:>10}  {:>9.1f} us  {:>8.2f} GFLOP/s  {:>8.2f} GB/s", program.name,
-                  program.global_size, seconds * 1e6, estimate_flops(program) / seconds / 1e9,
-                  bytes / seconds / 1e9);
+    for (const KernelParam& param : program.params)
+      bytes += static_cast<double>(param.numel) * param.dtype.itemsize();
+    logger().info("{:<28} global {:>10}  {:>9.1f} us  {:>8.2f} GFLOP/s  {:>8.2f} GB/s",
+                  program.name, program.global_size, seconds * 1e6,
+                  estimate_flops(program) / seconds / 1e9, bytes / seconds / 1e9);
   }
 }
 
@@ -174,7 +179,8 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
   // Lower and check every kernel before running any, so a dtype error changes nothing.
   std::vector<std::shared_ptr<const PreparedKernel>> prepared(schedule.items.size());
   for (size_t index = 0; index < schedule.items.size(); ++index) {
-    if (schedule.items[index].kind == ScheduleItem::Kind::Kernel) prepared[index] = prepare_kernel(schedule.items[index]);
+    if (schedule.items[index].kind == ScheduleItem::Kind::Kernel)
+      prepared[index] = prepare_kernel(schedule.items[index]);
   }
   for (size_t index = 0; index < schedule.items.size(); ++index) {
     ScheduleItem& item = schedule.items[index];
@@ -191,8 +197,9 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
               std::to_string(schedule.items.size()) + " item(s) on " + device);
   if (debug_level() >= 1 && !schedule.items.empty()) {
     context->device().synchronize();
-    logger().info("realize on {}: {} kernel(s), {} compiled, {:.1f} us", device, schedule.items.size(),
-                  context->stats().compiles - compiles_before, seconds_since(start) * 1e6);
+    logger().info("realize on {}: {} kernel(s), {} compiled, {:.1f} us", device,
+                  schedule.items.size(), context->stats().compiles - compiles_before,
+                  seconds_since(start) * 1e6);
   }
   return schedule.results;
 }

@@ -123,7 +123,8 @@ void load_plugin(Registry& registry, const std::string& path) {
   }
   for (int index = 0; index < loaded.probe.device_count; ++index) {
     DeviceRecord record;
-    record.name = index == 0 ? std::string(entry->name) : std::string(entry->name) + ":" + std::to_string(index);
+    record.name = index == 0 ? std::string(entry->name)
+                             : std::string(entry->name) + ":" + std::to_string(index);
     record.available = true;
     record.is_gpu = loaded.probe.is_gpu;
     record.reason = loaded.probe.reason;
@@ -199,8 +200,9 @@ std::shared_ptr<DeviceContext> open_device(const std::string& requested) {
                         describe_devices(state));
     }
     if (index >= plugin.probe.device_count) {
-      throw DeviceError("[device] " + requested + " does not exist: the " + prefix + " plugin found " +
-                        std::to_string(plugin.probe.device_count) + " device(s); " + describe_devices(state));
+      throw DeviceError("[device] " + requested + " does not exist: the " + prefix +
+                        " plugin found " + std::to_string(plugin.probe.device_count) +
+                        " device(s); " + describe_devices(state));
     }
     std::unique_ptr<Device> device = plugin.entry->create(index);
     auto context = std::make_shared<DeviceContext>(std::move(device));
@@ -209,8 +211,8 @@ std::shared_ptr<DeviceContext> open_device(const std::string& requested) {
   }
   for (const DeviceRecord& record : state.records) {
     if (record.name == prefix && !record.available) {
-      throw DeviceError("[device] " + requested + " is unavailable: " + record.reason + " (" + record.plugin_path +
-                        "); " + describe_devices(state));
+      throw DeviceError("[device] " + requested + " is unavailable: " + record.reason + " (" +
+                        record.plugin_path + "); " + describe_devices(state));
     }
   }
   throw DeviceError("[device] unknown device '" + requested + "'; " + describe_devices(state));

@@ -14,10 +14,10 @@
 namespace kiln {
 
 struct DeviceRecord {
-  std::string name;         // "CPU", "CL", "CL:1"; the plugin's file name when it failed to load
+  std::string name;  // "CPU", "CL", "CL:1"; the plugin's file name when it failed to load
   bool available = false;
   bool is_gpu = false;
-  std::string reason;       // why unavailable, or what the probe found
+  std::string reason;  // why unavailable, or what the probe found
   std::string plugin_path;
 };
 

@@ -22,7 +22,9 @@ std::string resolve_device(const std::string& device) {
 
 void check_shape(const Shape& shape, const char* op) {
   for (int64_t size : shape) {
-    if (size < 0) throw ShapeError(std::string("[") + op + "] shape " + shape_string(shape) + " has a negative size");
+    if (size < 0)
+      throw ShapeError(std::string("[") + op + "] shape " + shape_string(shape) +
+                       " has a negative size");
   }
 }
 
@@ -40,7 +42,9 @@ bool is_buffer_view(const UOp& node) {
 // integer ops on every device, so every device draws the same numbers.
 UOpRef hash_uint32(UOpRef value, uint64_t seed, const Shape& shape) {
   const DType u32 = dtypes::uint32;
-  auto constant = [&](uint64_t number) { return const_node(static_cast<double>(number), u32, shape); };
+  auto constant = [&](uint64_t number) {
+    return const_node(static_cast<double>(number), u32, shape);
+  };
   auto mix = [&](UOpRef x) {
     x = alu_node(Op::Xor, u32, {x, alu_node(Op::Shr, u32, {x, constant(16)})});
     x = alu_node(Op::Mul, u32, {x, constant(0x7feb352du)});
@@ -58,19 +62,33 @@ Tensor make_tensor(UOpRef node, const std::string& device) {
   return Tensor(std::make_shared<TensorState>(TensorState{std::move(node), device}));
 }
 
-std::shared_ptr<const UOp> Tensor::node() const { return state_->node; }
-const Shape& Tensor::shape() const { return state_->node->shape(); }
-DType Tensor::dtype() const { return state_->node->dtype(); }
-const std::string& Tensor::device() const { return state_->device; }
-int64_t Tensor::numel() const { return state_->node->numel(); }
-int64_t Tensor::ndim() const { return static_cast<int64_t>(state_->node->shape().size()); }
+std::shared_ptr<const UOp> Tensor::node() const {
+  return state_->node;
+}
+const Shape& Tensor::shape() const {
+  return state_->node->shape();
+}
+DType Tensor::dtype() const {
+  return state_->node->dtype();
+}
+const std::string& Tensor::device() const {
+  return state_->device;
+}
+int64_t Tensor::numel() const {
+  return state_->node->numel();
+}
+int64_t Tensor::ndim() const {
+  return static_cast<int64_t>(state_->node->shape().size());
+}
 
-Tensor Tensor::from_bytes(const void* data, size_t nbytes, DType dtype, Shape shape, const std::string& device) {
+Tensor Tensor::from_bytes(const void* data, size_t nbytes, DType dtype, Shape shape,
+                          const std::string& device) {
   check_shape(shape, "from_vector");
   const int64_t numel = numel_of(shape);
   if (static_cast<size_t>(numel) * dtype.itemsize() != nbytes) {
-    throw ShapeError("[from_vector] " + std::to_string(nbytes / dtype.itemsize()) + " values cannot fill shape " +
-                     shape_string(shape) + " (" + std::to_string(numel) + " elements)");
+    throw ShapeError("[from_vector] " + std::to_string(nbytes / dtype.itemsize()) +
+                     " values cannot fill shape " + shape_string(shape) + " (" +
+                     std::to_string(numel) + " elements)");
   }
   const std::string name = resolve_device(device);
   auto buffer = std::make_shared<Buffer>(open_device(name), dtype, numel);
@@ -85,7 +103,8 @@ Tensor Tensor::from_vector(const std::vector<T>& data, Shape shape, const std::s
     std::vector<uint8_t> bytes(data.begin(), data.end());
     return from_bytes(bytes.data(), bytes.size(), dtypes::bool_, std::move(shape), device);
   } else {
-    return from_bytes(data.data(), data.size() * sizeof(T), dtype_of<T>(), std::move(shape), device);
+    return from_bytes(data.data(), data.size() * sizeof(T), dtype_of<T>(), std::move(shape),
+                      device);
   }
 }
 
@@ -94,18 +113,30 @@ Tensor Tensor::full(Shape shape, double value, DType dtype, const std::string& d
   return make_tensor(const_node(value, dtype, shape), resolve_device(device));
 }
 
-Tensor Tensor::zeros(Shape shape, DType dtype, const std::string& device) { return full(std::move(shape), 0, dtype, device); }
-Tensor Tensor::ones(Shape shape, DType dtype, const std::string& device) { return full(std::move(shape), 1, dtype, device); }
+Tensor Tensor::zeros(Shape shape, DType dtype, const std::string& device) {
+  return full(std::move(shape), 0, dtype, device);
+}
+Tensor Tensor::ones(Shape shape, DType dtype, const std::string& device) {
+  return full(std::move(shape), 1, dtype, device);
+}
 
-Tensor Tensor::arange(int64_t stop, const std::string& device) { return arange(0, stop, 1, device); }
+Tensor Tensor::arange(int64_t stop, const std::string& device) {
+  return arange(0, stop, 1, device);
+}
 
 Tensor Tensor::arange(int64_t start, int64_t stop, int64_t step, const std::string& device) {
-  if (step == 0) throw ShapeError("[arange] step must not be 0 (start " + std::to_string(start) + ", stop " + std::to_string(stop) + ")");
+  if (step == 0)
+    throw ShapeError("[arange] step must not be 0 (start " + std::to_string(start) + ", stop " +
+                     std::to_string(stop) + ")");
   const int64_t count = std::max<int64_t>(0, (stop - start + step + (step > 0 ? -1 : 1)) / step);
   const std::string name = resolve_device(device);
   UOpRef index = UOp::make(Op::Iota, dtypes::int32, {}, {}, {count});
-  UOpRef scaled = alu_node(Op::Mul, dtypes::int32, {index, const_node(static_cast<double>(step), dtypes::int32, {count})});
-  return make_tensor(alu_node(Op::Add, dtypes::int32, {scaled, const_node(static_cast<double>(start), dtypes::int32, {count})}), name);
+  UOpRef scaled = alu_node(Op::Mul, dtypes::int32,
+                           {index, const_node(static_cast<double>(step), dtypes::int32, {count})});
+  return make_tensor(
+      alu_node(Op::Add, dtypes::int32,
+               {scaled, const_node(static_cast<double>(start), dtypes::int32, {count})}),
+      name);
 }
 
 Tensor Tensor::rand(Shape shape, uint64_t seed, const std::string& device) {
@@ -116,8 +147,9 @@ Tensor Tensor::rand(Shape shape, uint64_t seed, const std::string& device) {
   UOpRef bits = hash_uint32(index, seed, {numel});
   // The top 24 bits, scaled to [0, 1): exactly representable in float32.
   UOpRef top = alu_node(Op::Shr, dtypes::uint32, {bits, const_node(8, dtypes::uint32, {numel})});
-  UOpRef uniform = alu_node(Op::Mul, dtypes::float32,
-                            {cast_node(top, dtypes::float32), const_node(1.0 / 16777216.0, dtypes::float32, {numel})});
+  UOpRef uniform = alu_node(
+      Op::Mul, dtypes::float32,
+      {cast_node(top, dtypes::float32), const_node(1.0 / 16777216.0, dtypes::float32, {numel})});
   return make_tensor(reshape_node(uniform, shape), name);
 }
 
@@ -165,7 +197,8 @@ std::vector<T> Tensor::to_vector() const {
 template <typename T>
 T Tensor::item() const {
   if (numel() != 1) {
-    throw ShapeError("[item] needs a one-element tensor, got " + describe(*this) + "; reshape or index it first");
+    throw ShapeError("[item] needs a one-element tensor, got " + describe(*this) +
+                     "; reshape or index it first");
   }
   return to_vector<T>()[0];
 }
@@ -177,13 +210,18 @@ Tensor Tensor::to(const std::string& device) const {
 }
 
 Tensor Tensor::contiguous() const {
-  return make_tensor(UOp::make(Op::Contiguous, dtype(), {state_->node}, {}, shape()), state_->device);
+  return make_tensor(UOp::make(Op::Contiguous, dtype(), {state_->node}, {}, shape()),
+                     state_->device);
 }
 
-std::string Tensor::graph() const { return graph_to_string({state_->node}); }
-std::string Tensor::graph_dot() const { return graph_to_dot({state_->node}); }
+std::string Tensor::graph() const {
+  return graph_to_string({state_->node});
+}
+std::string Tensor::graph_dot() const {
+  return graph_to_dot({state_->node});
+}
 
-#define KILN_INSTANTIATE(T)                                                                    \
+#define KILN_INSTANTIATE(T)                                                                 \
   template Tensor Tensor::from_vector<T>(const std::vector<T>&, Shape, const std::string&); \
   template std::vector<T> Tensor::to_vector<T>() const;                                     \
   template T Tensor::item<T>() const;

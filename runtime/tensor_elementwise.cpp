@@ -7,7 +7,9 @@
 namespace kiln {
 namespace {
 
-bool is_arithmetic(Op op) { return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div || op == Op::Mod; }
+bool is_arithmetic(Op op) {
+  return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div || op == Op::Mod;
+}
 
 void check_operand_dtype(Op op, DType dtype, const char* name, const std::string& operands) {
   if (op == Op::Sub && dtype.is_bool()) {
@@ -15,7 +17,8 @@ void check_operand_dtype(Op op, DType dtype, const char* name, const std::string
                      "); use ^ for logical xor or cast to an integer dtype");
   }
   if ((op == Op::And || op == Op::Or || op == Op::Xor) && dtype.is_float()) {
-    throw DTypeError(std::string("[") + name + "] bitwise ops need integer or bool operands, got " + operands);
+    throw DTypeError(std::string("[") + name + "] bitwise ops need integer or bool operands, got " +
+                     operands);
   }
 }
 
@@ -25,7 +28,9 @@ Tensor unary(Op op, const Tensor& tensor, DType dtype) {
 }
 
 // A float-only math function: integer and bool inputs compute in float32.
-Tensor float_unary(Op op, const Tensor& tensor) { return unary(op, tensor, float_dtype_for(tensor.dtype())); }
+Tensor float_unary(Op op, const Tensor& tensor) {
+  return unary(op, tensor, float_dtype_for(tensor.dtype()));
+}
 
 Tensor full_like(const Tensor& tensor, double value, DType dtype) {
   return make_tensor(const_node(value, dtype, tensor.shape()), tensor.device());
@@ -58,43 +63,108 @@ Tensor scalar_op(Op op, const Tensor& a, double scalar, bool scalar_first, const
   UOpRef tensor = cast_node(node_of(a), dtype);
   UOpRef constant = const_node(scalar, dtype, a.shape());
   const DType result = is_comparison(op) ? dtypes::bool_ : dtype;
-  std::vector<UOpRef> srcs = scalar_first ? std::vector<UOpRef>{constant, tensor} : std::vector<UOpRef>{tensor, constant};
+  std::vector<UOpRef> srcs =
+      scalar_first ? std::vector<UOpRef>{constant, tensor} : std::vector<UOpRef>{tensor, constant};
   return make_tensor(alu_node(op, result, std::move(srcs)), a.device());
 }
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return binary_op(Op::Add, a, b, "add"); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return binary_op(Op::Sub, a, b, "sub"); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return binary_op(Op::Mul, a, b, "mul"); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return binary_op(Op::Div, a, b, "div"); }
-Tensor operator%(const Tensor& a, const Tensor& b) { return binary_op(Op::Mod, a, b, "mod"); }
-Tensor operator+(const Tensor& a, double b) { return scalar_op(Op::Add, a, b, false, "add"); }
-Tensor operator-(const Tensor& a, double b) { return scalar_op(Op::Sub, a, b, false, "sub"); }
-Tensor operator*(const Tensor& a, double b) { return scalar_op(Op::Mul, a, b, false, "mul"); }
-Tensor operator/(const Tensor& a, double b) { return scalar_op(Op::Div, a, b, false, "div"); }
-Tensor operator%(const Tensor& a, double b) { return scalar_op(Op::Mod, a, b, false, "mod"); }
-Tensor operator+(double a, const Tensor& b) { return scalar_op(Op::Add, b, a, true, "add"); }
-Tensor operator-(double a, const Tensor& b) { return scalar_op(Op::Sub, b, a, true, "sub"); }
-Tensor operator*(double a, const Tensor& b) { return scalar_op(Op::Mul, b, a, true, "mul"); }
-Tensor operator/(double a, const Tensor& b) { return scalar_op(Op::Div, b, a, true, "div"); }
-Tensor operator<(const Tensor& a, const Tensor& b) { return binary_op(Op::CmpLt, a, b, "lt"); }
-Tensor operator<=(const Tensor& a, const Tensor& b) { return binary_op(Op::CmpLe, a, b, "le"); }
-Tensor operator>(const Tensor& a, const Tensor& b) { return binary_op(Op::CmpGt, a, b, "gt"); }
-Tensor operator>=(const Tensor& a, const Tensor& b) { return binary_op(Op::CmpGe, a, b, "ge"); }
-Tensor operator==(const Tensor& a, const Tensor& b) { return binary_op(Op::CmpEq, a, b, "eq"); }
-Tensor operator!=(const Tensor& a, const Tensor& b) { return binary_op(Op::CmpNe, a, b, "ne"); }
-Tensor operator<(const Tensor& a, double b) { return scalar_op(Op::CmpLt, a, b, false, "lt"); }
-Tensor operator<=(const Tensor& a, double b) { return scalar_op(Op::CmpLe, a, b, false, "le"); }
-Tensor operator>(const Tensor& a, double b) { return scalar_op(Op::CmpGt, a, b, false, "gt"); }
-Tensor operator>=(const Tensor& a, double b) { return scalar_op(Op::CmpGe, a, b, false, "ge"); }
-Tensor operator==(const Tensor& a, double b) { return scalar_op(Op::CmpEq, a, b, false, "eq"); }
-Tensor operator!=(const Tensor& a, double b) { return scalar_op(Op::CmpNe, a, b, false, "ne"); }
-Tensor operator&(const Tensor& a, const Tensor& b) { return binary_op(Op::And, a, b, "bitwise_and"); }
-Tensor operator|(const Tensor& a, const Tensor& b) { return binary_op(Op::Or, a, b, "bitwise_or"); }
-Tensor operator^(const Tensor& a, const Tensor& b) { return binary_op(Op::Xor, a, b, "bitwise_xor"); }
+Tensor operator+(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::Add, a, b, "add");
+}
+Tensor operator-(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::Sub, a, b, "sub");
+}
+Tensor operator*(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::Mul, a, b, "mul");
+}
+Tensor operator/(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::Div, a, b, "div");
+}
+Tensor operator%(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::Mod, a, b, "mod");
+}
+Tensor operator+(const Tensor& a, double b) {
+  return scalar_op(Op::Add, a, b, false, "add");
+}
+Tensor operator-(const Tensor& a, double b) {
+  return scalar_op(Op::Sub, a, b, false, "sub");
+}
+Tensor operator*(const Tensor& a, double b) {
+  return scalar_op(Op::Mul, a, b, false, "mul");
+}
+Tensor operator/(const Tensor& a, double b) {
+  return scalar_op(Op::Div, a, b, false, "div");
+}
+Tensor operator%(const Tensor& a, double b) {
+  return scalar_op(Op::Mod, a, b, false, "mod");
+}
+Tensor operator+(double a, const Tensor& b) {
+  return scalar_op(Op::Add, b, a, true, "add");
+}
+Tensor operator-(double a, const Tensor& b) {
+  return scalar_op(Op::Sub, b, a, true, "sub");
+}
+Tensor operator*(double a, const Tensor& b) {
+  return scalar_op(Op::Mul, b, a, true, "mul");
+}
+Tensor operator/(double a, const Tensor& b) {
+  return scalar_op(Op::Div, b, a, true, "div");
+}
+Tensor operator<(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::CmpLt, a, b, "lt");
+}
+Tensor operator<=(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::CmpLe, a, b, "le");
+}
+Tensor operator>(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::CmpGt, a, b, "gt");
+}
+Tensor operator>=(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::CmpGe, a, b, "ge");
+}
+Tensor operator==(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::CmpEq, a, b, "eq");
+}
+Tensor operator!=(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::CmpNe, a, b, "ne");
+}
+Tensor operator<(const Tensor& a, double b) {
+  return scalar_op(Op::CmpLt, a, b, false, "lt");
+}
+Tensor operator<=(const Tensor& a, double b) {
+  return scalar_op(Op::CmpLe, a, b, false, "le");
+}
+Tensor operator>(const Tensor& a, double b) {
+  return scalar_op(Op::CmpGt, a, b, false, "gt");
+}
+Tensor operator>=(const Tensor& a, double b) {
+  return scalar_op(Op::CmpGe, a, b, false, "ge");
+}
+Tensor operator==(const Tensor& a, double b) {
+  return scalar_op(Op::CmpEq, a, b, false, "eq");
+}
+Tensor operator!=(const Tensor& a, double b) {
+  return scalar_op(Op::CmpNe, a, b, false, "ne");
+}
+Tensor operator&(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::And, a, b, "bitwise_and");
+}
+Tensor operator|(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::Or, a, b, "bitwise_or");
+}
+Tensor operator^(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::Xor, a, b, "bitwise_xor");
+}
 
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary_op(Op::Max, a, b, "maximum"); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary_op(Op::Min, a, b, "minimum"); }
-Tensor pow(const Tensor& base, const Tensor& exponent) { return binary_op(Op::Pow, base, exponent, "pow"); }
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::Max, a, b, "maximum");
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return binary_op(Op::Min, a, b, "minimum");
+}
+Tensor pow(const Tensor& base, const Tensor& exponent) {
+  return binary_op(Op::Pow, base, exponent, "pow");
+}
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   if (!condition.dtype().is_bool()) {
@@ -103,12 +173,14 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   }
   check_same_device(condition, a, "where");
   check_same_device(condition, b, "where");
-  const Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "where"), b.shape(), "where");
+  const Shape shape =
+      broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "where"), b.shape(), "where");
   const DType dtype = promote_types(a.dtype(), b.dtype());
   UOpRef cond = broadcast_node(node_of(condition), shape);
   UOpRef left = broadcast_node(cast_node(node_of(a), dtype), shape);
   UOpRef right = broadcast_node(cast_node(node_of(b), dtype), shape);
-  return make_tensor(UOp::make(Op::Where, dtype, {cond, left, right}, {}, shape), condition.device());
+  return make_tensor(UOp::make(Op::Where, dtype, {cond, left, right}, {}, shape),
+                     condition.device());
 }
 
 Tensor where(const Tensor& condition, double a, const Tensor& b) {
@@ -122,22 +194,48 @@ Tensor where(const Tensor& condition, const Tensor& a, double b) {
 }
 
 Tensor Tensor::operator-() const {
-  if (dtype().is_bool()) throw DTypeError("[neg] cannot negate a bool tensor (" + describe(*this) + "); use logical_not");
+  if (dtype().is_bool())
+    throw DTypeError("[neg] cannot negate a bool tensor (" + describe(*this) +
+                     "); use logical_not");
   return unary(Op::Neg, *this, dtype());
 }
 
-Tensor Tensor::exp() const { return float_unary(Op::Exp, *this); }
-Tensor Tensor::log() const { return float_unary(Op::Log, *this); }
-Tensor Tensor::exp2() const { return float_unary(Op::Exp2, *this); }
-Tensor Tensor::log2() const { return float_unary(Op::Log2, *this); }
-Tensor Tensor::sqrt() const { return float_unary(Op::Sqrt, *this); }
-Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
-Tensor Tensor::sin() const { return float_unary(Op::Sin, *this); }
-Tensor Tensor::cos() const { return float_unary(Op::Cos, *this); }
-Tensor Tensor::tan() const { return float_unary(Op::Tan, *this); }
-Tensor Tensor::tanh() const { return float_unary(Op::Tanh, *this); }
-Tensor Tensor::erf() const { return float_unary(Op::Erf, *this); }
-Tensor Tensor::reciprocal() const { return float_unary(Op::Recip, *this); }
+Tensor Tensor::exp() const {
+  return float_unary(Op::Exp, *this);
+}
+Tensor Tensor::log() const {
+  return float_unary(Op::Log, *this);
+}
+Tensor Tensor::exp2() const {
+  return float_unary(Op::Exp2, *this);
+}
+Tensor Tensor::log2() const {
+  return float_unary(Op::Log2, *this);
+}
+Tensor Tensor::sqrt() const {
+  return float_unary(Op::Sqrt, *this);
+}
+Tensor Tensor::rsqrt() const {
+  return sqrt().reciprocal();
+}
+Tensor Tensor::sin() const {
+  return float_unary(Op::Sin, *this);
+}
+Tensor Tensor::cos() const {
+  return float_unary(Op::Cos, *this);
+}
+Tensor Tensor::tan() const {
+  return float_unary(Op::Tan, *this);
+}
+Tensor Tensor::tanh() const {
+  return float_unary(Op::Tanh, *this);
+}
+Tensor Tensor::erf() const {
+  return float_unary(Op::Erf, *this);
+}
+Tensor Tensor::reciprocal() const {
+  return float_unary(Op::Recip, *this);
+}
 
 Tensor Tensor::abs() const {
   if (dtype().is_bool() || dtype().is_unsigned()) return *this;
@@ -172,18 +270,30 @@ Tensor Tensor::silu() const {
   return x * x.sigmoid();
 }
 
-Tensor Tensor::floor() const { return dtype().is_float() ? unary(Op::Floor, *this, dtype()) : *this; }
-Tensor Tensor::ceil() const { return dtype().is_float() ? unary(Op::Ceil, *this, dtype()) : *this; }
-Tensor Tensor::round() const { return dtype().is_float() ? unary(Op::Round, *this, dtype()) : *this; }
-Tensor Tensor::trunc() const { return dtype().is_float() ? unary(Op::Trunc, *this, dtype()) : *this; }
+Tensor Tensor::floor() const {
+  return dtype().is_float() ? unary(Op::Floor, *this, dtype()) : *this;
+}
+Tensor Tensor::ceil() const {
+  return dtype().is_float() ? unary(Op::Ceil, *this, dtype()) : *this;
+}
+Tensor Tensor::round() const {
+  return dtype().is_float() ? unary(Op::Round, *this, dtype()) : *this;
+}
+Tensor Tensor::trunc() const {
+  return dtype().is_float() ? unary(Op::Trunc, *this, dtype()) : *this;
+}
 
 Tensor Tensor::logical_not() const {
   if (dtype().is_bool()) return unary(Op::Not, *this, dtypes::bool_);
   return *this == 0.0;
 }
 
-Tensor Tensor::pow(const Tensor& exponent) const { return kiln::pow(*this, exponent); }
-Tensor Tensor::pow(double exponent) const { return scalar_op(Op::Pow, *this, exponent, false, "pow"); }
+Tensor Tensor::pow(const Tensor& exponent) const {
+  return kiln::pow(*this, exponent);
+}
+Tensor Tensor::pow(double exponent) const {
+  return scalar_op(Op::Pow, *this, exponent, false, "pow");
+}
 
 Tensor Tensor::cast(DType dtype) const {
   if (dtype == this->dtype()) return *this;

@@ -18,7 +18,9 @@ struct TensorState {
 };
 
 Tensor make_tensor(UOpRef node, const std::string& device);
-inline UOpRef node_of(const Tensor& tensor) { return tensor.node(); }
+inline UOpRef node_of(const Tensor& tensor) {
+  return tensor.node();
+}
 
 // "(2, 3)", "float32[2, 3]" for messages.
 std::string shape_string(const Shape& shape);

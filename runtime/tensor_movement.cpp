@@ -12,12 +12,15 @@ namespace {
 std::string pairs_string(const std::vector<std::pair<int64_t, int64_t>>& pairs) {
   std::string text = "(";
   for (size_t index = 0; index < pairs.size(); ++index) {
-    text += (index ? ", (" : "(") + std::to_string(pairs[index].first) + ", " + std::to_string(pairs[index].second) + ")";
+    text += (index ? ", (" : "(") + std::to_string(pairs[index].first) + ", " +
+            std::to_string(pairs[index].second) + ")";
   }
   return text + ")";
 }
 
-Tensor with_node(const Tensor& tensor, UOpRef node) { return make_tensor(std::move(node), tensor.device()); }
+Tensor with_node(const Tensor& tensor, UOpRef node) {
+  return make_tensor(std::move(node), tensor.device());
+}
 
 }  // namespace
 
@@ -26,45 +29,52 @@ Tensor Tensor::reshape(Shape new_shape) const {
   int inferred = -1;
   for (size_t dim = 0; dim < new_shape.size(); ++dim) {
     if (new_shape[dim] == -1) {
-      if (inferred >= 0) throw ShapeError("[reshape] only one size may be -1, got " + shape_string(new_shape));
+      if (inferred >= 0)
+        throw ShapeError("[reshape] only one size may be -1, got " + shape_string(new_shape));
       inferred = static_cast<int>(dim);
     } else if (new_shape[dim] < 0) {
-      throw ShapeError("[reshape] sizes must be non-negative or -1, got " + shape_string(new_shape));
+      throw ShapeError("[reshape] sizes must be non-negative or -1, got " +
+                       shape_string(new_shape));
     } else {
       known *= new_shape[dim];
     }
   }
   if (inferred >= 0) {
     if (known == 0 || numel() % known != 0) {
-      throw ShapeError("[reshape] cannot infer the -1 in " + shape_string(new_shape) + " for " + describe(*this));
+      throw ShapeError("[reshape] cannot infer the -1 in " + shape_string(new_shape) + " for " +
+                       describe(*this));
     }
     new_shape[inferred] = numel() / known;
     known *= new_shape[inferred];
   }
   if (known != numel()) {
-    throw ShapeError("[reshape] cannot reshape " + describe(*this) + " (" + std::to_string(numel()) +
-                     " elements) to " + shape_string(new_shape) + " (" + std::to_string(known) + " elements)");
+    throw ShapeError("[reshape] cannot reshape " + describe(*this) + " (" +
+                     std::to_string(numel()) + " elements) to " + shape_string(new_shape) + " (" +
+                     std::to_string(known) + " elements)");
   }
   return with_node(*this, reshape_node(node_of(*this), new_shape));
 }
 
 Tensor Tensor::permute(std::vector<int64_t> axes) const {
   if (static_cast<int64_t>(axes.size()) != ndim()) {
-    throw ShapeError("[permute] needs " + std::to_string(ndim()) + " axes for " + describe(*this) + ", got " +
-                     std::to_string(axes.size()));
+    throw ShapeError("[permute] needs " + std::to_string(ndim()) + " axes for " + describe(*this) +
+                     ", got " + std::to_string(axes.size()));
   }
   std::vector<int> order;
   std::vector<bool> seen(axes.size(), false);
   Shape new_shape;
   for (int64_t axis : axes) {
     const int normalized = normalize_axis(axis, ndim(), "permute");
-    if (seen[normalized]) throw ShapeError("[permute] axis " + std::to_string(axis) + " is repeated; axes must be a permutation");
+    if (seen[normalized])
+      throw ShapeError("[permute] axis " + std::to_string(axis) +
+                       " is repeated; axes must be a permutation");
     seen[normalized] = true;
     order.push_back(normalized);
     new_shape.push_back(shape()[normalized]);
   }
-  return with_node(*this, movement_node(node_of(*this), new_shape,
-                                        [&](const ShapeTracker& tracker) { return tracker.permute(order); }));
+  return with_node(
+      *this, movement_node(node_of(*this), new_shape,
+                           [&](const ShapeTracker& tracker) { return tracker.permute(order); }));
 }
 
 Tensor Tensor::transpose(int64_t axis0, int64_t axis1) const {
@@ -78,19 +88,22 @@ Tensor Tensor::transpose(int64_t axis0, int64_t axis1) const {
 
 Tensor Tensor::expand(Shape new_shape) const {
   if (static_cast<int64_t>(new_shape.size()) < ndim()) {
-    throw ShapeError("[expand] cannot expand " + describe(*this) + " to fewer dimensions " + shape_string(new_shape));
+    throw ShapeError("[expand] cannot expand " + describe(*this) + " to fewer dimensions " +
+                     shape_string(new_shape));
   }
   const size_t lead = new_shape.size() - shape().size();
   for (size_t dim = 0; dim < new_shape.size(); ++dim) {
     const int64_t current = dim >= lead ? shape()[dim - lead] : 1;
     if (new_shape[dim] == -1) {
-      if (dim < lead) throw ShapeError("[expand] -1 is not allowed for a new leading dimension in " + shape_string(new_shape));
+      if (dim < lead)
+        throw ShapeError("[expand] -1 is not allowed for a new leading dimension in " +
+                         shape_string(new_shape));
       new_shape[dim] = current;
     }
     if (current != new_shape[dim] && current != 1) {
-      throw ShapeError("[expand] cannot expand " + describe(*this) + " to " + shape_string(new_shape) +
-                       ": dimension " + std::to_string(dim) + " has size " + std::to_string(current) +
-                       " (only size-1 dimensions expand)");
+      throw ShapeError("[expand] cannot expand " + describe(*this) + " to " +
+                       shape_string(new_shape) + ": dimension " + std::to_string(dim) +
+                       " has size " + std::to_string(current) + " (only size-1 dimensions expand)");
     }
   }
   return with_node(*this, broadcast_node(node_of(*this), new_shape));
@@ -98,15 +111,16 @@ Tensor Tensor::expand(Shape new_shape) const {
 
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, double value) const {
   if (static_cast<int64_t>(before_after.size()) != ndim()) {
-    throw ShapeError("[pad] needs one (before, after) pair per dimension of " + describe(*this) + ", got " +
-                     pairs_string(before_after));
+    throw ShapeError("[pad] needs one (before, after) pair per dimension of " + describe(*this) +
+                     ", got " + pairs_string(before_after));
   }
   Shape new_shape;
   std::vector<std::pair<Sym, Sym>> amounts;
   for (size_t dim = 0; dim < before_after.size(); ++dim) {
     const auto [before, after] = before_after[dim];
     if (before < 0 || after < 0) {
-      throw ShapeError("[pad] padding must be non-negative, got " + pairs_string(before_after) + "; use shrink to cut");
+      throw ShapeError("[pad] padding must be non-negative, got " + pairs_string(before_after) +
+                       "; use shrink to cut");
     }
     new_shape.push_back(shape()[dim] + before + after);
     amounts.emplace_back(Sym(before), Sym(after));
@@ -121,30 +135,33 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, double
 
 Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> start_end) const {
   if (static_cast<int64_t>(start_end.size()) != ndim()) {
-    throw ShapeError("[shrink] needs one (start, end) pair per dimension of " + describe(*this) + ", got " +
-                     pairs_string(start_end));
+    throw ShapeError("[shrink] needs one (start, end) pair per dimension of " + describe(*this) +
+                     ", got " + pairs_string(start_end));
   }
   Shape new_shape;
   std::vector<std::pair<Sym, Sym>> bounds;
   for (size_t dim = 0; dim < start_end.size(); ++dim) {
     const auto [start, end] = start_end[dim];
     if (start < 0 || end < start || end > shape()[dim]) {
-      throw ShapeError("[shrink] range (" + std::to_string(start) + ", " + std::to_string(end) + ") is invalid for dimension " +
-                       std::to_string(dim) + " of " + describe(*this) + "; need 0 <= start <= end <= " +
-                       std::to_string(shape()[dim]));
+      throw ShapeError("[shrink] range (" + std::to_string(start) + ", " + std::to_string(end) +
+                       ") is invalid for dimension " + std::to_string(dim) + " of " +
+                       describe(*this) +
+                       "; need 0 <= start <= end <= " + std::to_string(shape()[dim]));
     }
     new_shape.push_back(end - start);
     bounds.emplace_back(Sym(start), Sym(end));
   }
-  return with_node(*this, movement_node(node_of(*this), new_shape,
-                                        [&](const ShapeTracker& tracker) { return tracker.shrink(bounds); }));
+  return with_node(
+      *this, movement_node(node_of(*this), new_shape,
+                           [&](const ShapeTracker& tracker) { return tracker.shrink(bounds); }));
 }
 
 Tensor Tensor::flip(std::vector<int64_t> axes) const {
   std::vector<bool> flipped(ndim(), false);
   for (int axis : normalize_axes(axes, ndim(), "flip")) flipped[axis] = true;
-  return with_node(*this, movement_node(node_of(*this), shape(),
-                                        [&](const ShapeTracker& tracker) { return tracker.flip(flipped); }));
+  return with_node(*this, movement_node(node_of(*this), shape(), [&](const ShapeTracker& tracker) {
+    return tracker.flip(flipped);
+  }));
 }
 
 Tensor Tensor::squeeze() const {
@@ -174,7 +191,9 @@ Tensor Tensor::flatten(int64_t start_axis, int64_t end_axis) const {
   if (ndim() == 0) return reshape({1});
   const int start = normalize_axis(start_axis, ndim(), "flatten");
   const int end = normalize_axis(end_axis, ndim(), "flatten");
-  if (start > end) throw ShapeError("[flatten] start axis " + std::to_string(start_axis) + " comes after end axis " + std::to_string(end_axis));
+  if (start > end)
+    throw ShapeError("[flatten] start axis " + std::to_string(start_axis) +
+                     " comes after end axis " + std::to_string(end_axis));
   Shape new_shape(shape().begin(), shape().begin() + start);
   int64_t merged = 1;
   for (int dim = start; dim <= end; ++dim) merged *= shape()[dim];
@@ -186,7 +205,8 @@ Tensor Tensor::flatten(int64_t start_axis, int64_t end_axis) const {
 Tensor cat(const std::vector<Tensor>& tensors, int64_t axis) {
   if (tensors.empty()) throw ShapeError("[cat] needs at least one tensor");
   const Tensor& first = tensors[0];
-  if (first.ndim() == 0) throw ShapeError("[cat] cannot concatenate 0-dimensional tensors; use stack");
+  if (first.ndim() == 0)
+    throw ShapeError("[cat] cannot concatenate 0-dimensional tensors; use stack");
   const int dim = normalize_axis(axis, first.ndim(), "cat");
   DType dtype = first.dtype();
   int64_t total = 0;
@@ -197,8 +217,9 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t axis) {
       compatible = other == dim || tensor.shape()[other] == first.shape()[other];
     }
     if (!compatible) {
-      throw ShapeError("[cat] shapes " + shape_string(first.shape()) + " and " + shape_string(tensor.shape()) +
-                       " differ outside axis " + std::to_string(dim));
+      throw ShapeError("[cat] shapes " + shape_string(first.shape()) + " and " +
+                       shape_string(tensor.shape()) + " differ outside axis " +
+                       std::to_string(dim));
     }
     dtype = promote_types(dtype, tensor.dtype());
     total += tensor.shape()[dim];
@@ -228,8 +249,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t axis) {
   std::vector<Tensor> expanded;
   for (const Tensor& tensor : tensors) {
     if (tensor.shape() != tensors[0].shape()) {
-      throw ShapeError("[stack] all tensors must have one shape; got " + shape_string(tensors[0].shape()) + " and " +
-                       shape_string(tensor.shape()));
+      throw ShapeError("[stack] all tensors must have one shape; got " +
+                       shape_string(tensors[0].shape()) + " and " + shape_string(tensor.shape()));
     }
     expanded.push_back(tensor.unsqueeze(dim));
   }

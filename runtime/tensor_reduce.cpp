@@ -8,7 +8,8 @@
 namespace kiln {
 namespace {
 
-std::vector<int> reduce_axes(const Tensor& tensor, const std::vector<int64_t>& axes, const char* op) {
+std::vector<int> reduce_axes(const Tensor& tensor, const std::vector<int64_t>& axes,
+                             const char* op) {
   if (axes.empty()) {
     std::vector<int> all(tensor.ndim());
     std::iota(all.begin(), all.end(), 0);
@@ -31,7 +32,8 @@ Shape reduced_shape(const Shape& shape, const std::vector<int>& axes, bool keepd
 }
 
 // Reduces in `dtype`, then drops the reduced axes unless keepdim.
-Tensor reduce(const Tensor& tensor, ReduceOp op, const std::vector<int>& axes, bool keepdim, DType dtype) {
+Tensor reduce(const Tensor& tensor, ReduceOp op, const std::vector<int>& axes, bool keepdim,
+              DType dtype) {
   UOpRef node = reduce_node(cast_node(node_of(tensor), dtype), op, axes);
   node = reshape_node(node, reduced_shape(tensor.shape(), axes, keepdim));
   return make_tensor(node, tensor.device());
@@ -53,8 +55,9 @@ int64_t count_of(const Tensor& tensor, const std::vector<int>& axes) {
 Tensor check_not_empty(const Tensor& tensor, const std::vector<int>& axes, const char* op) {
   for (int axis : axes) {
     if (tensor.shape()[axis] == 0) {
-      throw ShapeError(std::string("[") + op + "] cannot reduce over empty axis " + std::to_string(axis) + " of " +
-                       describe(tensor) + ": the result has no identity");
+      throw ShapeError(std::string("[") + op + "] cannot reduce over empty axis " +
+                       std::to_string(axis) + " of " + describe(tensor) +
+                       ": the result has no identity");
     }
   }
   return tensor;
@@ -66,7 +69,8 @@ Tensor first_index(const Tensor& matches, int axis, bool keepdim) {
   Shape index_shape(matches.ndim(), 1);
   index_shape[axis] = size;
   // size - i is largest for the first match; 0 where nothing matches.
-  const Tensor countdown = (Tensor::arange(size, matches.device()) * -1 + static_cast<double>(size)).reshape(index_shape);
+  const Tensor countdown = (Tensor::arange(size, matches.device()) * -1 + static_cast<double>(size))
+                               .reshape(index_shape);
   const Tensor candidates = where(matches, countdown, 0.0);
   return (candidates.max({axis}, keepdim) * -1 + static_cast<double>(size)).cast(dtypes::int32);
 }
@@ -178,14 +182,16 @@ Tensor Tensor::cumsum(int64_t axis) const {
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_same_device(a, b, "matmul");
   if (a.ndim() == 0 || b.ndim() == 0) {
-    throw ShapeError("[matmul] operands must have at least one dimension, got " + describe(a) + " and " + describe(b));
+    throw ShapeError("[matmul] operands must have at least one dimension, got " + describe(a) +
+                     " and " + describe(b));
   }
   const Tensor left = a.ndim() == 1 ? a.unsqueeze(0) : a;
   const Tensor right = b.ndim() == 1 ? b.unsqueeze(1) : b;
   const int64_t inner = left.shape().back();
   if (right.shape()[right.ndim() - 2] != inner) {
-    throw ShapeError("[matmul] inner dimensions differ: " + describe(a) + " @ " + describe(b) + " (" +
-                     std::to_string(inner) + " vs " + std::to_string(right.shape()[right.ndim() - 2]) + ")");
+    throw ShapeError("[matmul] inner dimensions differ: " + describe(a) + " @ " + describe(b) +
+                     " (" + std::to_string(inner) + " vs " +
+                     std::to_string(right.shape()[right.ndim() - 2]) + ")");
   }
   const Shape left_batch(left.shape().begin(), left.shape().end() - 2);
   const Shape right_batch(right.shape().begin(), right.shape().end() - 2);
@@ -194,15 +200,16 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   // (..., m, k, 1) * (..., 1, k, n) summed over k.
   const Tensor products = left.cast(dtype).unsqueeze(-1) * right.cast(dtype).unsqueeze(-3);
   const int last = static_cast<int>(products.ndim()) - 2;
-  Tensor result = make_tensor(
-      reshape_node(reduce_node(node_of(products), ReduceOp::Sum, {last}),
-                   reduced_shape(products.shape(), {last}, false)),
-      a.device());
+  Tensor result = make_tensor(reshape_node(reduce_node(node_of(products), ReduceOp::Sum, {last}),
+                                           reduced_shape(products.shape(), {last}, false)),
+                              a.device());
   if (a.ndim() == 1) result = result.squeeze(-2);
   if (b.ndim() == 1) result = result.squeeze(-1);
   return result;
 }
 
-Tensor Tensor::matmul(const Tensor& other) const { return kiln::matmul(*this, other); }
+Tensor Tensor::matmul(const Tensor& other) const {
+  return kiln::matmul(*this, other);
+}
 
 }  // namespace kiln

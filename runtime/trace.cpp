@@ -33,7 +33,8 @@ std::string escape(const std::string& text) {
 
 class TraceWriter {
  public:
-  explicit TraceWriter(std::string path) : path_(std::move(path)), origin_(std::chrono::steady_clock::now()) {}
+  explicit TraceWriter(std::string path)
+      : path_(std::move(path)), origin_(std::chrono::steady_clock::now()) {}
   ~TraceWriter() { write(); }
 
   void add(Event event) {
@@ -48,9 +49,10 @@ class TraceWriter {
     file << "{\"traceEvents\":[\n";
     for (size_t index = 0; index < events_.size(); ++index) {
       const Event& event = events_[index];
-      file << (index ? ",\n" : "") << "{\"name\":\"" << escape(event.name) << "\",\"cat\":\"" << event.category
-           << "\",\"ph\":\"X\",\"ts\":" << event.start_us << ",\"dur\":" << event.duration_us
-           << ",\"pid\":1,\"tid\":" << event.thread << ",\"args\":{\"detail\":\"" << escape(event.detail) << "\"}}";
+      file << (index ? ",\n" : "") << "{\"name\":\"" << escape(event.name) << "\",\"cat\":\""
+           << event.category << "\",\"ph\":\"X\",\"ts\":" << event.start_us
+           << ",\"dur\":" << event.duration_us << ",\"pid\":1,\"tid\":" << event.thread
+           << ",\"args\":{\"detail\":\"" << escape(event.detail) << "\"}}";
     }
     file << "\n]}\n";
   }
@@ -72,13 +74,17 @@ TraceWriter* writer() {
 
 }  // namespace
 
-bool tracing_enabled() { return writer() != nullptr; }
+bool tracing_enabled() {
+  return writer() != nullptr;
+}
 
-void trace_event(const std::string& name, const char* category, std::chrono::steady_clock::time_point start,
-                 double seconds, const std::string& detail) {
+void trace_event(const std::string& name, const char* category,
+                 std::chrono::steady_clock::time_point start, double seconds,
+                 const std::string& detail) {
   TraceWriter* trace = writer();
   if (!trace) return;
-  const double start_us = std::chrono::duration<double, std::micro>(start - trace->origin()).count();
+  const double start_us =
+      std::chrono::duration<double, std::micro>(start - trace->origin()).count();
   trace->add({name, category, start_us, seconds * 1e6, detail,
               std::hash<std::thread::id>()(std::this_thread::get_id()) % 1000});
 }

@@ -76,7 +76,8 @@ double reference_decode(uint16_t bits, const Format& format) {
     return fraction ? std::numeric_limits<double>::quiet_NaN() : sign * HUGE_VAL;
   }
   if (exponent == 0) return sign * std::ldexp(fraction, format.min_exponent - format.fraction_bits);
-  return sign * std::ldexp(fraction + (1 << format.fraction_bits), exponent - bias - format.fraction_bits);
+  return sign *
+         std::ldexp(fraction + (1 << format.fraction_bits), exponent - bias - format.fraction_bits);
 }
 
 // Rounds a finite float to `format`, to nearest with ties to even, in double arithmetic (exact:
@@ -92,7 +93,8 @@ double reference_round(float value, const Format& format) {
   const double rest = magnitude / step - units;
   if (rest > 0.5 || (rest == 0.5 && std::fmod(units, 2.0) == 1.0)) units += 1;
   double rounded = units * step;
-  const double largest = std::ldexp(2.0 - std::ldexp(1.0, -format.fraction_bits), format.max_exponent);
+  const double largest =
+      std::ldexp(2.0 - std::ldexp(1.0, -format.fraction_bits), format.max_exponent);
   if (rounded > largest) rounded = HUGE_VAL;
   return std::signbit(value) ? -rounded : rounded;
 }
@@ -122,13 +124,16 @@ std::vector<float> rounding_inputs(const Format& format, float (*decode)(uint16_
       inputs.push_back(-value);
     }
   }
-  const double largest = std::ldexp(2.0 - std::ldexp(1.0, -format.fraction_bits), format.max_exponent);
-  const float overflow_edge = static_cast<float>(largest + std::ldexp(1.0, format.max_exponent - format.fraction_bits - 1));
-  for (float value : {0.0f, -0.0f, HUGE_VALF, -HUGE_VALF, std::numeric_limits<float>::max(),
-                      std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
-                      static_cast<float>(largest), overflow_edge, std::nextafter(overflow_edge, 0.0f),
-                      std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
-                      std::numeric_limits<float>::signaling_NaN()}) {
+  const double largest =
+      std::ldexp(2.0 - std::ldexp(1.0, -format.fraction_bits), format.max_exponent);
+  const float overflow_edge =
+      static_cast<float>(largest + std::ldexp(1.0, format.max_exponent - format.fraction_bits - 1));
+  for (float value :
+       {0.0f, -0.0f, HUGE_VALF, -HUGE_VALF, std::numeric_limits<float>::max(),
+        std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
+        static_cast<float>(largest), overflow_edge, std::nextafter(overflow_edge, 0.0f),
+        std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+        std::numeric_limits<float>::signaling_NaN()}) {
     inputs.push_back(value);
   }
   std::mt19937 rng(seed);
@@ -181,12 +186,18 @@ TEST_CASE("dtype: itemsize, name, kind and range of every dtype", "[dtype]") {
     bool is_float, is_int, is_unsigned;
   };
   const Fact facts[] = {
-      {dtypes::bool_, "bool", 1, false, false, false},     {dtypes::int8, "int8", 1, false, true, false},
-      {dtypes::int16, "int16", 2, false, true, false},     {dtypes::int32, "int32", 4, false, true, false},
-      {dtypes::int64, "int64", 8, false, true, false},     {dtypes::uint8, "uint8", 1, false, true, true},
-      {dtypes::uint16, "uint16", 2, false, true, true},    {dtypes::uint32, "uint32", 4, false, true, true},
-      {dtypes::uint64, "uint64", 8, false, true, true},    {dtypes::float16, "float16", 2, true, false, false},
-      {dtypes::bfloat16, "bfloat16", 2, true, false, false}, {dtypes::float32, "float32", 4, true, false, false},
+      {dtypes::bool_, "bool", 1, false, false, false},
+      {dtypes::int8, "int8", 1, false, true, false},
+      {dtypes::int16, "int16", 2, false, true, false},
+      {dtypes::int32, "int32", 4, false, true, false},
+      {dtypes::int64, "int64", 8, false, true, false},
+      {dtypes::uint8, "uint8", 1, false, true, true},
+      {dtypes::uint16, "uint16", 2, false, true, true},
+      {dtypes::uint32, "uint32", 4, false, true, true},
+      {dtypes::uint64, "uint64", 8, false, true, true},
+      {dtypes::float16, "float16", 2, true, false, false},
+      {dtypes::bfloat16, "bfloat16", 2, true, false, false},
+      {dtypes::float32, "float32", 4, true, false, false},
       {dtypes::float64, "float64", 8, true, false, false},
   };
   REQUIRE(std::size(facts) == std::size(dtypes::all));
@@ -231,12 +242,14 @@ TEST_CASE("dtype: dtype_from_name parses every canonical name and nothing else",
   for (DType dtype : dtypes::all) {
     CHECK(dtype_from_name(dtype.name()) == dtype);
   }
-  for (const char* bad : {"", "float", "Float32", "float32 ", "half", "int", "double", "uint", "bool_", "f32"}) {
+  for (const char* bad :
+       {"", "float", "Float32", "float32 ", "half", "int", "double", "uint", "bool_", "f32"}) {
     INFO("name '" << bad << "'");
     CHECK_THROWS_AS(dtype_from_name(bad), DTypeError);
   }
   // The message names the bad input and the valid choices.
-  CHECK_THROWS_WITH(dtype_from_name("float8"), Catch::Contains("float8") && Catch::Contains("bfloat16"));
+  CHECK_THROWS_WITH(dtype_from_name("float8"),
+                    Catch::Contains("float8") && Catch::Contains("bfloat16"));
 }
 
 TEST_CASE("dtype: every half bit pattern survives a round trip through float", "[dtype]") {
@@ -286,8 +299,8 @@ TEST_CASE("dtype: float to half rounds to nearest even", "[dtype]") {
   int failures = 0;
   for (float value : inputs) {
     if (!converts_like_reference(value, float_to_half_bits, kHalf) && ++failures <= 5) {
-      FAIL_CHECK("float " << value << " (bits 0x" << std::hex << float_bits(value) << ") gave half 0x"
-                          << float_to_half_bits(value) << ", reference value "
+      FAIL_CHECK("float " << value << " (bits 0x" << std::hex << float_bits(value)
+                          << ") gave half 0x" << float_to_half_bits(value) << ", reference value "
                           << reference_round(value, kHalf));
     }
   }
@@ -311,9 +324,9 @@ TEST_CASE("dtype: float to bfloat16 rounds to nearest even", "[dtype]") {
   int failures = 0;
   for (float value : inputs) {
     if (!converts_like_reference(value, float_to_bfloat16_bits, kBFloat16) && ++failures <= 5) {
-      FAIL_CHECK("float " << value << " (bits 0x" << std::hex << float_bits(value) << ") gave bfloat16 0x"
-                          << float_to_bfloat16_bits(value) << ", reference value "
-                          << reference_round(value, kBFloat16));
+      FAIL_CHECK("float " << value << " (bits 0x" << std::hex << float_bits(value)
+                          << ") gave bfloat16 0x" << float_to_bfloat16_bits(value)
+                          << ", reference value " << reference_round(value, kBFloat16));
     }
   }
   CHECK(failures == 0);

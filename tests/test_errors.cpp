@@ -23,12 +23,14 @@ Tensor matrix(int64_t rows, int64_t columns) {
 TEST_CASE("shape errors name the op and the shapes", "[errors]") {
   const Tensor a = matrix(2, 3);
   const Tensor b = matrix(4, 5);
-  CHECK_THROWS_MATCHES(a + b, ShapeError, Catch::Matchers::Predicate<ShapeError>([](const ShapeError& error) {
-                         const std::string text = error.what();
-                         return text.find("[add]") != std::string::npos && text.find("(2, 3)") != std::string::npos &&
-                                text.find("(4, 5)") != std::string::npos;
-                       }));
-  CHECK_THROWS_WITH(a.reshape({4, 2}), Contains("[reshape]") && Contains("6 elements") && Contains("(4, 2)"));
+  CHECK_THROWS_MATCHES(
+      a + b, ShapeError, Catch::Matchers::Predicate<ShapeError>([](const ShapeError& error) {
+        const std::string text = error.what();
+        return text.find("[add]") != std::string::npos &&
+               text.find("(2, 3)") != std::string::npos && text.find("(4, 5)") != std::string::npos;
+      }));
+  CHECK_THROWS_WITH(a.reshape({4, 2}),
+                    Contains("[reshape]") && Contains("6 elements") && Contains("(4, 2)"));
   CHECK_THROWS_AS(a.reshape({-1, -1}), ShapeError);
   CHECK_THROWS_WITH(a.reshape({-1, 4}), Contains("[reshape]") && Contains("-1"));
   CHECK_THROWS_WITH(a.permute({0, 0}), Contains("[permute]") && Contains("repeated"));
@@ -38,12 +40,15 @@ TEST_CASE("shape errors name the op and the shapes", "[errors]") {
   CHECK_THROWS_WITH(a.expand({4, 3}), Contains("[expand]") && Contains("only size-1"));
   CHECK_THROWS_WITH(a.pad({{1, 1}}), Contains("[pad]") && Contains("per dimension"));
   CHECK_THROWS_WITH(a.pad({{-1, 0}, {0, 0}}), Contains("non-negative"));
-  CHECK_THROWS_WITH(a.shrink({{0, 3}, {0, 3}}), Contains("[shrink]") && Contains("0 <= start <= end <= 2"));
-  CHECK_THROWS_WITH(matmul(a, a), Contains("[matmul]") && Contains("inner dimensions") && Contains("(2, 3)"));
+  CHECK_THROWS_WITH(a.shrink({{0, 3}, {0, 3}}),
+                    Contains("[shrink]") && Contains("0 <= start <= end <= 2"));
+  CHECK_THROWS_WITH(matmul(a, a),
+                    Contains("[matmul]") && Contains("inner dimensions") && Contains("(2, 3)"));
   CHECK_THROWS_WITH(a.item<float>(), Contains("[item]") && Contains("float32(2, 3)"));
   CHECK_THROWS_WITH(cat({a, b}, 0), Contains("[cat]"));
   CHECK_THROWS_WITH(stack({a, b}), Contains("[stack]"));
-  CHECK_THROWS_WITH(Tensor::from_vector<float>({1, 2, 3}, {2, 2}), Contains("[from_vector]") && Contains("(2, 2)"));
+  CHECK_THROWS_WITH(Tensor::from_vector<float>({1, 2, 3}, {2, 2}),
+                    Contains("[from_vector]") && Contains("(2, 2)"));
   CHECK_THROWS_WITH(Tensor::zeros({2, -1}), Contains("[full]") && Contains("negative"));
   CHECK_THROWS_WITH(Tensor::arange(0, 5, 0), Contains("[arange]") && Contains("step"));
   CHECK_THROWS_WITH(Tensor::zeros({0, 3}).max({0}), Contains("[max]") && Contains("empty"));
@@ -62,7 +67,8 @@ TEST_CASE("dtype errors name the op and the dtypes", "[errors]") {
 
 TEST_CASE("device errors say what is available", "[errors]") {
   CHECK_THROWS_AS(Tensor::zeros({2}, dtypes::float32, "TPU"), DeviceError);
-  CHECK_THROWS_WITH(Tensor::zeros({2}, dtypes::float32, "TPU"), Contains("unknown device 'TPU'") && Contains("CPU"));
+  CHECK_THROWS_WITH(Tensor::zeros({2}, dtypes::float32, "TPU"),
+                    Contains("unknown device 'TPU'") && Contains("CPU"));
   CHECK_THROWS_WITH(Tensor::zeros({2}, dtypes::float32, "CPU:7"), Contains("does not exist"));
   CHECK_THROWS_WITH(Tensor::zeros({2}, dtypes::float32, "CPU:x"), Contains("not a device name"));
 }

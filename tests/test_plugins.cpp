@@ -96,11 +96,10 @@ TEST_CASE("KILN_DEVICE naming an unusable plugin's device fails with the reason"
     const ChildResult result = run_child(folder.environment("BROKEN"), KILN_TEST_OPEN_DEVICE);
     INFO(result.output);
     CHECK(result.exit_code == 3);
-    CHECK_THAT(result.output,
-               Catch::Contains("BROKEN is unavailable: failed to load") &&
-                   Catch::Contains("libkiln_device_broken.so") &&
-                   Catch::Contains("NOENTRY: not a kiln plugin") &&
-                   Catch::Contains("WRONGABI: plugin ABI version"));
+    CHECK_THAT(result.output, Catch::Contains("BROKEN is unavailable: failed to load") &&
+                                  Catch::Contains("libkiln_device_broken.so") &&
+                                  Catch::Contains("NOENTRY: not a kiln plugin") &&
+                                  Catch::Contains("WRONGABI: plugin ABI version"));
   }
   SECTION("a device the plugins do not know") {
     const ChildResult result = run_child(folder.environment("NOSUCHDEVICE"), KILN_TEST_OPEN_DEVICE);
@@ -120,12 +119,12 @@ TEST_CASE("kiln devices lists each broken plugin with its reason", "[plugins]") 
   CHECK(result.exit_code == 0);
   CHECK_THAT(result.output, Catch::Contains("CPU"));
   CHECK_THAT(result.output, Catch::Contains("BROKEN") && Catch::Contains("failed to load"));
-  CHECK_THAT(result.output, Catch::Contains("NOENTRY") && Catch::Contains("no kiln_plugin_entry symbol"));
+  CHECK_THAT(result.output,
+             Catch::Contains("NOENTRY") && Catch::Contains("no kiln_plugin_entry symbol"));
   const std::string abi_reason =
       "plugin ABI version " + std::to_string(kiln::kPluginAbiVersion + 1000) +
       " does not match kiln's " + std::to_string(kiln::kPluginAbiVersion);
-  CHECK_THAT(result.output,
-             Catch::Contains("WRONGABI") && Catch::Contains(abi_reason));
+  CHECK_THAT(result.output, Catch::Contains("WRONGABI") && Catch::Contains(abi_reason));
   CHECK_THAT(result.output,
              Catch::Contains("NODEVICE") && Catch::Contains("no NODEVICE hardware here"));
 }

@@ -86,7 +86,8 @@ TEST_CASE("the disk cache detects a corrupt entry", "[runtime][cache]") {
     CHECK_FALSE(cache.load(key).has_value());
   }
   SECTION("garbage is rejected") {
-    std::ofstream(cache.path_of(key), std::ios::binary | std::ios::trunc) << "not a cache entry at all";
+    std::ofstream(cache.path_of(key), std::ios::binary | std::ios::trunc)
+        << "not a cache entry at all";
     CHECK_FALSE(cache.load(key).has_value());
   }
   std::filesystem::remove_all(cache.directory());
@@ -96,7 +97,8 @@ TEST_CASE("the disk cache is safe for concurrent writers", "[runtime][cache]") {
   const std::string folder = temporary_folder("cache-race");
   const std::string key = kernel_cache_key("compiler", "shared kernel");
   std::vector<uint8_t> binary(1 << 16);
-  for (size_t index = 0; index < binary.size(); ++index) binary[index] = static_cast<uint8_t>(index * 7);
+  for (size_t index = 0; index < binary.size(); ++index)
+    binary[index] = static_cast<uint8_t>(index * 7);
   std::vector<std::thread> writers;
   for (int writer = 0; writer < 4; ++writer) {
     writers.emplace_back([&] {
@@ -112,7 +114,8 @@ TEST_CASE("the disk cache is safe for concurrent writers", "[runtime][cache]") {
   CHECK(DiskCache(folder).load(key) == binary);
   // No temporary files are left behind.
   int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(folder)) files += entry.is_regular_file();
+  for (const auto& entry : std::filesystem::directory_iterator(folder))
+    files += entry.is_regular_file();
   CHECK(files == 1);
   std::filesystem::remove_all(folder);
 }
@@ -123,7 +126,8 @@ TEST_CASE("cache keys depend on the compiler and the source", "[runtime][cache]"
   CHECK(kernel_cache_key("gcc 12", "a") == kernel_cache_key("gcc 12", "a"));
 }
 
-TEST_CASE("the caching allocator reuses freed blocks and retries after out-of-memory", "[runtime]") {
+TEST_CASE("the caching allocator reuses freed blocks and retries after out-of-memory",
+          "[runtime]") {
   CountingAllocator driver;
   {
     CachingAllocator allocator(driver);
@@ -135,7 +139,8 @@ TEST_CASE("the caching allocator reuses freed blocks and retries after out-of-me
     DeviceMemory other = allocator.alloc(512);
     allocator.free(other, 512);
     CHECK(allocator.cached_bytes() == 512);
-    driver.fail_next = true;  // the next driver allocation fails once: the cache is emptied and it retries
+    driver.fail_next =
+        true;  // the next driver allocation fails once: the cache is emptied and it retries
     DeviceMemory third = allocator.alloc(1024);
     CHECK(third != nullptr);
     CHECK(allocator.cached_bytes() == 0);

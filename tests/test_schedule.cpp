@@ -32,9 +32,13 @@ Schedule schedule_of(const Tensor& tensor) {
   return create_schedule({tensor.node()}, "CPU", factory);
 }
 
-size_t kernel_count(const Tensor& tensor) { return schedule_of(tensor).items.size(); }
+size_t kernel_count(const Tensor& tensor) {
+  return schedule_of(tensor).items.size();
+}
 
-Tensor input(Shape shape, uint64_t seed) { return Tensor::rand(std::move(shape), seed, "CPU").realize(); }
+Tensor input(Shape shape, uint64_t seed) {
+  return Tensor::rand(std::move(shape), seed, "CPU").realize();
+}
 
 }  // namespace
 

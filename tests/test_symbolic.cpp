@@ -28,7 +28,9 @@ using Env = std::map<std::string, int64_t>;
 int64_t ref_div(int64_t a, int64_t b) {
   return static_cast<int64_t>(std::floor(static_cast<double>(a) / static_cast<double>(b)));
 }
-int64_t ref_mod(int64_t a, int64_t b) { return a - b * ref_div(a, b); }
+int64_t ref_mod(int64_t a, int64_t b) {
+  return a - b * ref_div(a, b);
+}
 
 struct Expr {
   Sym sym;
@@ -48,21 +50,25 @@ Expr variable(const std::string& name, int64_t low, int64_t high) {
 template <typename SymOp, typename RefOp>
 Expr binary(const Expr& a, const Expr& b, SymOp sym_op, RefOp ref_op, const std::string& spelling) {
   auto ra = a.ref, rb = b.ref;
-  return {sym_op(a.sym, b.sym), [ra, rb, ref_op](const Env& env) { return ref_op(ra(env), rb(env)); },
+  return {sym_op(a.sym, b.sym),
+          [ra, rb, ref_op](const Env& env) { return ref_op(ra(env), rb(env)); },
           spelling + "(" + a.text + ", " + b.text + ")"};
 }
 
 Expr operator+(const Expr& a, const Expr& b) {
-  return binary(a, b, [](const Sym& x, const Sym& y) { return x + y; },
-                [](int64_t x, int64_t y) { return x + y; }, "add");
+  return binary(
+      a, b, [](const Sym& x, const Sym& y) { return x + y; },
+      [](int64_t x, int64_t y) { return x + y; }, "add");
 }
 Expr operator-(const Expr& a, const Expr& b) {
-  return binary(a, b, [](const Sym& x, const Sym& y) { return x - y; },
-                [](int64_t x, int64_t y) { return x - y; }, "sub");
+  return binary(
+      a, b, [](const Sym& x, const Sym& y) { return x - y; },
+      [](int64_t x, int64_t y) { return x - y; }, "sub");
 }
 Expr operator*(const Expr& a, const Expr& b) {
-  return binary(a, b, [](const Sym& x, const Sym& y) { return x * y; },
-                [](int64_t x, int64_t y) { return x * y; }, "mul");
+  return binary(
+      a, b, [](const Sym& x, const Sym& y) { return x * y; },
+      [](int64_t x, int64_t y) { return x * y; }, "mul");
 }
 Expr operator-(const Expr& a) {
   auto ra = a.ref;
@@ -71,34 +77,42 @@ Expr operator-(const Expr& a) {
 // The reference refuses a non-positive divisor: that would mean the Sym side accepted a divisor
 // whose range it got wrong, and we must not divide by zero here.
 Expr div(const Expr& a, const Expr& b) {
-  return binary(a, b, [](const Sym& x, const Sym& y) { return floordiv(x, y); },
-                [](int64_t x, int64_t y) { return y > 0 ? ref_div(x, y) : INT64_MIN; }, "div");
+  return binary(
+      a, b, [](const Sym& x, const Sym& y) { return floordiv(x, y); },
+      [](int64_t x, int64_t y) { return y > 0 ? ref_div(x, y) : INT64_MIN; }, "div");
 }
 Expr mod(const Expr& a, const Expr& b) {
-  return binary(a, b, [](const Sym& x, const Sym& y) { return kiln::mod(x, y); },
-                [](int64_t x, int64_t y) { return y > 0 ? ref_mod(x, y) : INT64_MIN; }, "mod");
+  return binary(
+      a, b, [](const Sym& x, const Sym& y) { return kiln::mod(x, y); },
+      [](int64_t x, int64_t y) { return y > 0 ? ref_mod(x, y) : INT64_MIN; }, "mod");
 }
 Expr min(const Expr& a, const Expr& b) {
-  return binary(a, b, sym_min, [](int64_t x, int64_t y) { return std::min(x, y); }, "min");
+  return binary(
+      a, b, sym_min, [](int64_t x, int64_t y) { return std::min(x, y); }, "min");
 }
 Expr max(const Expr& a, const Expr& b) {
-  return binary(a, b, sym_max, [](int64_t x, int64_t y) { return std::max(x, y); }, "max");
+  return binary(
+      a, b, sym_max, [](int64_t x, int64_t y) { return std::max(x, y); }, "max");
 }
 Expr less(const Expr& a, const Expr& b) {
-  return binary(a, b, lt, [](int64_t x, int64_t y) -> int64_t { return x < y; }, "lt");
+  return binary(
+      a, b, lt, [](int64_t x, int64_t y) -> int64_t { return x < y; }, "lt");
 }
 Expr less_equal(const Expr& a, const Expr& b) {
-  return binary(a, b, le, [](int64_t x, int64_t y) -> int64_t { return x <= y; }, "le");
+  return binary(
+      a, b, le, [](int64_t x, int64_t y) -> int64_t { return x <= y; }, "le");
 }
 Expr greater_equal(const Expr& a, const Expr& b) {
-  return binary(a, b, ge, [](int64_t x, int64_t y) -> int64_t { return x >= y; }, "ge");
+  return binary(
+      a, b, ge, [](int64_t x, int64_t y) -> int64_t { return x >= y; }, "ge");
 }
 Expr equal(const Expr& a, const Expr& b) {
-  return binary(a, b, eq, [](int64_t x, int64_t y) -> int64_t { return x == y; }, "eq");
+  return binary(
+      a, b, eq, [](int64_t x, int64_t y) -> int64_t { return x == y; }, "eq");
 }
 Expr both(const Expr& a, const Expr& b) {
-  return binary(a, b, logical_and, [](int64_t x, int64_t y) -> int64_t { return x != 0 && y != 0; },
-                "and");
+  return binary(
+      a, b, logical_and, [](int64_t x, int64_t y) -> int64_t { return x != 0 && y != 0; }, "and");
 }
 
 struct VarRange {
@@ -107,7 +121,8 @@ struct VarRange {
 };
 
 // Calls visit(env) for every assignment of the variables inside their ranges.
-void for_each_assignment(const std::vector<VarRange>& vars, const std::function<void(const Env&)>& visit) {
+void for_each_assignment(const std::vector<VarRange>& vars,
+                         const std::function<void(const Env&)>& visit) {
   Env env;
   std::function<void(size_t)> recurse = [&](size_t index) {
     if (index == vars.size()) return visit(env);
@@ -151,35 +166,86 @@ TEST_CASE("symbolic: hand-written expressions match brute force everywhere", "[s
   const Expr a = variable("a", -3, 5), b = variable("b", 0, 7), c = variable("c", 1, 4);
   const Expr k = constant(1);
   const std::vector<Expr> cases = {
-      a + b, a - b, a * b, -a, a + a, a - a, a * constant(3) - a, (a + b) * constant(2) - b,
-      a * b * c, (a + constant(1)) * (b - constant(2)),
+      a + b,
+      a - b,
+      a * b,
+      -a,
+      a + a,
+      a - a,
+      a * constant(3) - a,
+      (a + b) * constant(2) - b,
+      a * b * c,
+      (a + constant(1)) * (b - constant(2)),
       // Constant divisors, numerators of both signs, gcd reductions, nested div and mod.
-      div(a, constant(2)), mod(a, constant(2)), div(a, constant(3)), mod(a, constant(3)),
-      div(a * constant(4) + constant(3), constant(4)), mod(a * constant(4) + constant(3), constant(4)),
-      div(a * constant(6) + b * constant(4), constant(8)), mod(a * constant(6) + b * constant(4), constant(8)),
-      div(b * constant(2) + constant(1), constant(4)), mod(b * constant(2) + constant(1), constant(4)),
-      div(div(a * b, constant(2)), constant(3)), mod(mod(a * b, constant(6)), constant(3)),
-      mod(mod(a * b, constant(4)), constant(3)), div(mod(a + b, constant(6)), constant(2)),
+      div(a, constant(2)),
+      mod(a, constant(2)),
+      div(a, constant(3)),
+      mod(a, constant(3)),
+      div(a * constant(4) + constant(3), constant(4)),
+      mod(a * constant(4) + constant(3), constant(4)),
+      div(a * constant(6) + b * constant(4), constant(8)),
+      mod(a * constant(6) + b * constant(4), constant(8)),
+      div(b * constant(2) + constant(1), constant(4)),
+      mod(b * constant(2) + constant(1), constant(4)),
+      div(div(a * b, constant(2)), constant(3)),
+      mod(mod(a * b, constant(6)), constant(3)),
+      mod(mod(a * b, constant(4)), constant(3)),
+      div(mod(a + b, constant(6)), constant(2)),
       div(a, constant(4)) * constant(4) + mod(a, constant(4)),
       div(a + b, constant(3)) * constant(6) + mod(a + b, constant(3)) * constant(2),
       div(a + b, constant(3)) * constant(3) - mod(a + b, constant(3)),
-      div(a - constant(2), constant(5)), mod(constant(7) - b, constant(3)),
+      div(a - constant(2), constant(5)),
+      mod(constant(7) - b, constant(3)),
       // c + 3 lies in [4, 7]: one block of 4, but not the first one.
-      mod(c + constant(3), constant(4)), div(c + constant(3), constant(4)),
-      mod(c * constant(3) + constant(9), constant(12)), div(c * constant(3) + constant(9), constant(12)),
+      mod(c + constant(3), constant(4)),
+      div(c + constant(3), constant(4)),
+      mod(c * constant(3) + constant(9), constant(12)),
+      div(c * constant(3) + constant(9), constant(12)),
       // Positive symbolic divisors.
-      div(a, c), mod(a, c), div(b, c), mod(b, c), div(a * b, c + k), mod(a * b, c + k),
-      div(a + b, c * constant(2)), mod(a - b, c * c), div(c, c), mod(c, c), div(b, b + k),
-      mod(b, b + k), div(a, max(a, k)), mod(a + constant(3), c + constant(7)),
-      div(div(a, c), c), mod(div(b, c), constant(2)),
+      div(a, c),
+      mod(a, c),
+      div(b, c),
+      mod(b, c),
+      div(a * b, c + k),
+      mod(a * b, c + k),
+      div(a + b, c * constant(2)),
+      mod(a - b, c * c),
+      div(c, c),
+      mod(c, c),
+      div(b, b + k),
+      mod(b, b + k),
+      div(a, max(a, k)),
+      mod(a + constant(3), c + constant(7)),
+      div(div(a, c), c),
+      mod(div(b, c), constant(2)),
       // min, max and the comparisons.
-      min(a, b), max(a, b), min(a, constant(10)), max(a, constant(-10)), min(a, a), max(a + b, a - b),
-      min(max(a, constant(0)), constant(3)), less(a, b), less(a, constant(6)), less(a, constant(-3)),
-      less_equal(a, b), less_equal(a, constant(5)), greater_equal(a, b), greater_equal(b, constant(0)),
-      equal(a, b), equal(a, a), equal(a + constant(9), b), equal(a * constant(2), b),
+      min(a, b),
+      max(a, b),
+      min(a, constant(10)),
+      max(a, constant(-10)),
+      min(a, a),
+      max(a + b, a - b),
+      min(max(a, constant(0)), constant(3)),
+      less(a, b),
+      less(a, constant(6)),
+      less(a, constant(-3)),
+      less_equal(a, b),
+      less_equal(a, constant(5)),
+      greater_equal(a, b),
+      greater_equal(b, constant(0)),
+      equal(a, b),
+      equal(a, a),
+      equal(a + constant(9), b),
+      equal(a * constant(2), b),
       // logical_and must give 0 or 1, whatever its operands' values.
-      both(less(a, b), less(b, c)), both(a, b), both(a, a), both(b, b), both(constant(1), a),
-      both(a, constant(2)), both(constant(0), a), both(less(a, c), constant(1)),
+      both(less(a, b), less(b, c)),
+      both(a, b),
+      both(a, a),
+      both(b, b),
+      both(constant(1), a),
+      both(a, constant(2)),
+      both(constant(0), a),
+      both(less(a, c), constant(1)),
       both(equal(a, b), equal(a, b)),
       // Mixtures of the above.
       mod(a * constant(3) + div(b, constant(2)), constant(4)) + less(a, c) * b,
@@ -200,36 +266,55 @@ Expr random_expr(std::mt19937& rng, const std::vector<Expr>& vars, int depth) {
   if (depth == 0 || pick(0, 5) == 0) {
     const Expr& var = vars[pick(0, static_cast<int>(vars.size()) - 1)];
     switch (pick(0, 3)) {
-      case 0: return constant(pick(-4, 8));
+      case 0:
+        return constant(pick(-4, 8));
       // Affine leaves: what index arithmetic is made of, and what the div/mod rules split.
-      case 1: return var * constant(pick(1, 4)) + constant(pick(-8, 8));
-      default: return var;
+      case 1:
+        return var * constant(pick(1, 4)) + constant(pick(-8, 8));
+      default:
+        return var;
     }
   }
   auto sub = [&] { return random_expr(rng, vars, depth - 1); };
   auto positive = [&]() -> Expr {
     switch (pick(0, 2)) {
-      case 0: return constant(pick(1, 9));
-      case 1: return constant(std::vector<int>{2, 4, 8, 16, 64}[pick(0, 4)]);
-      default: return max(sub(), constant(pick(1, 3)));
+      case 0:
+        return constant(pick(1, 9));
+      case 1:
+        return constant(std::vector<int>{2, 4, 8, 16, 64}[pick(0, 4)]);
+      default:
+        return max(sub(), constant(pick(1, 3)));
     }
   };
   switch (pick(0, 15)) {
-    case 0: return sub() + sub();
-    case 1: return sub() - sub();
-    case 2: return sub() * sub();
-    case 3: return sub() * constant(pick(-3, 4));
-    case 4: return -sub();
+    case 0:
+      return sub() + sub();
+    case 1:
+      return sub() - sub();
+    case 2:
+      return sub() * sub();
+    case 3:
+      return sub() * constant(pick(-3, 4));
+    case 4:
+      return -sub();
     case 5:
-    case 6: return div(sub(), positive());
+    case 6:
+      return div(sub(), positive());
     case 7:
-    case 8: return mod(sub(), positive());
-    case 9: return min(sub(), sub());
-    case 10: return max(sub(), sub());
-    case 11: return less(sub(), sub());
-    case 12: return pick(0, 1) ? less_equal(sub(), sub()) : greater_equal(sub(), sub());
-    case 13: return equal(sub(), sub());
-    case 14: return both(sub(), sub());
+    case 8:
+      return mod(sub(), positive());
+    case 9:
+      return min(sub(), sub());
+    case 10:
+      return max(sub(), sub());
+    case 11:
+      return less(sub(), sub());
+    case 12:
+      return pick(0, 1) ? less_equal(sub(), sub()) : greater_equal(sub(), sub());
+    case 13:
+      return equal(sub(), sub());
+    case 14:
+      return both(sub(), sub());
     default: {
       // The unravel-then-ravel shape that index arithmetic produces.
       const Expr x = sub();
@@ -250,7 +335,8 @@ TEST_CASE("symbolic: random expression trees match brute force (fuzz)", "[symbol
     std::mt19937 rng(seed);
     const auto& ranges = seed % 2 ? two : three;
     std::vector<Expr> vars;
-    for (const VarRange& range : ranges) vars.push_back(variable(range.name, range.low, range.high));
+    for (const VarRange& range : ranges)
+      vars.push_back(variable(range.name, range.low, range.high));
     INFO("seed " << seed);
     try {
       const Expr expr = random_expr(rng, vars, 4);

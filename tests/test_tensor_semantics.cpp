@@ -23,7 +23,9 @@ std::vector<float> iota(size_t count, float start = 0) {
 }
 
 // On the default device, so that KILN_DEVICE=CL runs these tests there too.
-Tensor floats(std::vector<float> values, Shape shape) { return Tensor::from_vector(values, std::move(shape)); }
+Tensor floats(std::vector<float> values, Shape shape) {
+  return Tensor::from_vector(values, std::move(shape));
+}
 
 }  // namespace
 
@@ -65,18 +67,22 @@ TEST_CASE("broadcasting and scalar dtype rules", "[tensor]") {
   CHECK((ints * 2).dtype() == dtypes::int32);
   CHECK((ints * 2.5).dtype() == dtypes::float32);
   CHECK((ints + Tensor::ones({4}, dtypes::int64)).dtype() == dtypes::int64);
-  CHECK((Tensor::ones({1}, dtypes::uint8) + Tensor::ones({1}, dtypes::int8)).dtype() == dtypes::int16);
-  CHECK((Tensor::ones({1}, dtypes::float16) + Tensor::ones({1}, dtypes::bfloat16)).dtype() == dtypes::float32);
+  CHECK((Tensor::ones({1}, dtypes::uint8) + Tensor::ones({1}, dtypes::int8)).dtype() ==
+        dtypes::int16);
+  CHECK((Tensor::ones({1}, dtypes::float16) + Tensor::ones({1}, dtypes::bfloat16)).dtype() ==
+        dtypes::float32);
   CHECK((10.0 - ints).to_vector<int32_t>() == std::vector<int32_t>{10, 9, 8, 7});
   CHECK((ints < 2).dtype() == dtypes::bool_);
 }
 
 TEST_CASE("integer arithmetic wraps and divides as C", "[tensor]") {
   const Tensor big = Tensor::from_vector<int32_t>({2147483647, -2147483647 - 1, 7, -7}, {4});
-  CHECK((big + 1).to_vector<int32_t>() == std::vector<int32_t>{-2147483647 - 1, -2147483647, 8, -6});
+  CHECK((big + 1).to_vector<int32_t>() ==
+        std::vector<int32_t>{-2147483647 - 1, -2147483647, 8, -6});
   CHECK((big * 2).to_vector<int32_t>() == std::vector<int32_t>{-2, 0, 14, -14});
   const Tensor divisor = Tensor::from_vector<int32_t>({2, -1, -2, 0}, {4});
-  CHECK((big / divisor).to_vector<int32_t>() == std::vector<int32_t>{1073741823, -2147483647 - 1, -3, 0});
+  CHECK((big / divisor).to_vector<int32_t>() ==
+        std::vector<int32_t>{1073741823, -2147483647 - 1, -3, 0});
   CHECK((big % divisor).to_vector<int32_t>() == std::vector<int32_t>{1, 0, 1, 0});
   const Tensor bytes = Tensor::from_vector<uint8_t>({250, 3}, {2});
   CHECK((bytes + 10).to_vector<uint8_t>() == std::vector<uint8_t>{4, 13});
@@ -86,10 +92,13 @@ TEST_CASE("float to integer casts truncate and saturate; NaN gives 0", "[tensor]
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   const Tensor values = floats({1.9f, -1.9f, 300.0f, -300.0f, nan, inf, -inf, -0.0f}, {8});
-  CHECK(values.cast(dtypes::int8).to_vector<int8_t>() == std::vector<int8_t>{1, -1, 127, -128, 0, 127, -128, 0});
-  CHECK(values.cast(dtypes::uint8).to_vector<uint8_t>() == std::vector<uint8_t>{1, 0, 255, 0, 0, 255, 0, 0});
+  CHECK(values.cast(dtypes::int8).to_vector<int8_t>() ==
+        std::vector<int8_t>{1, -1, 127, -128, 0, 127, -128, 0});
+  CHECK(values.cast(dtypes::uint8).to_vector<uint8_t>() ==
+        std::vector<uint8_t>{1, 0, 255, 0, 0, 255, 0, 0});
   CHECK(values.cast(dtypes::int32).to_vector<int32_t>()[5] == 2147483647);
-  CHECK(values.cast(dtypes::bool_).to_vector<bool>() == std::vector<bool>{true, true, true, true, true, true, true, false});
+  CHECK(values.cast(dtypes::bool_).to_vector<bool>() ==
+        std::vector<bool>{true, true, true, true, true, true, true, false});
 }
 
 TEST_CASE("half types round to nearest even on store", "[tensor]") {
@@ -98,9 +107,11 @@ TEST_CASE("half types round to nearest even on store", "[tensor]") {
     CHECK_THROWS_AS(floats({1.0f}, {1}).cast(dtypes::float16).realize(), DTypeError);
     return;
   }
-  const Tensor values = floats({1.0f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 65520.0f, 1e-8f}, {5});
+  const Tensor values =
+      floats({1.0f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 65520.0f, 1e-8f}, {5});
   const std::vector<float> halves = values.cast(dtypes::float16).to_vector<float>();
-  CHECK(halves == std::vector<float>{1.0f, 1.0f, 1.0f + 4.0f / 2048, std::numeric_limits<float>::infinity(), 0.0f});
+  CHECK(halves == std::vector<float>{1.0f, 1.0f, 1.0f + 4.0f / 2048,
+                                     std::numeric_limits<float>::infinity(), 0.0f});
   const std::vector<half> stored = values.cast(dtypes::float16).to_vector<half>();
   CHECK(static_cast<float>(stored[0]) == 1.0f);
   const Tensor brain = floats({1.0f + 1.0f / 256, 3.0f}, {2}).cast(dtypes::bfloat16);
@@ -179,9 +190,11 @@ TEST_CASE("movement ops are views with the right values", "[tensor]") {
   CHECK(a.transpose().to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});
   CHECK(a.flip({1}).to_vector<float>() == std::vector<float>{2, 1, 0, 5, 4, 3});
   CHECK(a.shrink({{1, 2}, {1, 3}}).to_vector<float>() == std::vector<float>{4, 5});
-  CHECK(a.pad({{0, 1}, {1, 0}}, 9).to_vector<float>() == std::vector<float>{9, 0, 1, 2, 9, 3, 4, 5, 9, 9, 9, 9});
+  CHECK(a.pad({{0, 1}, {1, 0}}, 9).to_vector<float>() ==
+        std::vector<float>{9, 0, 1, 2, 9, 3, 4, 5, 9, 9, 9, 9});
   CHECK(a.reshape({3, -1}).shape() == Shape{3, 2});
-  CHECK(a.unsqueeze(0).expand({2, 2, 3}).sum({0}).to_vector<float>() == std::vector<float>{0, 2, 4, 6, 8, 10});
+  CHECK(a.unsqueeze(0).expand({2, 2, 3}).sum({0}).to_vector<float>() ==
+        std::vector<float>{0, 2, 4, 6, 8, 10});
   CHECK(a.flatten().shape() == Shape{6});
   CHECK(a.reshape({1, 2, 1, 3}).squeeze().shape() == Shape{2, 3});
   CHECK(a.reshape({1, 6}).squeeze(0).shape() == Shape{6});
@@ -189,7 +202,8 @@ TEST_CASE("movement ops are views with the right values", "[tensor]") {
   // a column right, then keep rows 0..2 and columns 1..2.
   const Tensor chained = a.transpose().flip({0}).pad({{1, 0}, {0, 1}}).shrink({{0, 3}, {1, 3}});
   CHECK(chained.to_vector<float>() == std::vector<float>{0, 0, 5, 0, 4, 0});
-  CHECK(cat({a, a + 10}, 0).to_vector<float>() == std::vector<float>{0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15});
+  CHECK(cat({a, a + 10}, 0).to_vector<float>() ==
+        std::vector<float>{0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15});
   CHECK(stack({a, a}, 2).shape() == Shape{2, 3, 2});
 }
 
@@ -220,7 +234,8 @@ TEST_CASE("unary math matches the C library", "[tensor]") {
       CHECK(got[index] == Approx(test.reference(inputs[index])).epsilon(1e-6));
     }
   }
-  CHECK(floats({0.5f, 1.5f, 2.5f, -0.5f}, {4}).round().to_vector<float>() == std::vector<float>{0, 2, 2, -0.0f});
+  CHECK(floats({0.5f, 1.5f, 2.5f, -0.5f}, {4}).round().to_vector<float>() ==
+        std::vector<float>{0, 2, 2, -0.0f});
   CHECK(Tensor::arange(3).exp().dtype() == dtypes::float32);
 }
 

@@ -46,7 +46,8 @@ int64_t ravel(const Index& index, const Shape& shape) {
 
 std::string text(const Shape& shape) {
   std::string out = "(";
-  for (size_t dim = 0; dim < shape.size(); ++dim) out += (dim ? "," : "") + std::to_string(shape[dim]);
+  for (size_t dim = 0; dim < shape.size(); ++dim)
+    out += (dim ? "," : "") + std::to_string(shape[dim]);
   return out + ")";
 }
 
@@ -82,7 +83,8 @@ Pair start(const Shape& shape) {
 
 Pair reshape(const Pair& in, const Shape& shape) {
   // Row-major order is unchanged by a reshape.
-  return {in.tracker.reshape(to_sym_shape(shape)), {shape, in.ref.source},
+  return {in.tracker.reshape(to_sym_shape(shape)),
+          {shape, in.ref.source},
           in.history + " reshape" + text(shape)};
 }
 
@@ -116,7 +118,8 @@ Pair pad(const Pair& in, const std::vector<std::pair<int64_t, int64_t>>& before_
   for (size_t dim = 0; dim < shape.size(); ++dim) {
     shape[dim] += before_after[dim].first + before_after[dim].second;
     sym_args.emplace_back(before_after[dim].first, before_after[dim].second);
-    args += "(" + std::to_string(before_after[dim].first) + "," + std::to_string(before_after[dim].second) + ")";
+    args += "(" + std::to_string(before_after[dim].first) + "," +
+            std::to_string(before_after[dim].second) + ")";
   }
   Reference ref = remap(in.ref, shape, [&](const Index& index) -> std::optional<Index> {
     Index old = index;
@@ -176,8 +179,8 @@ bool check(const Pair& pair) {
     const Index index = unravel(flat, shape);
     const auto [buffer, valid] = pair.tracker.to_index(to_sym_shape(index));
     const int64_t expected = pair.ref.source[flat];
-    INFO("constant index at " << text(index) << ": expected " << expected << ", got (" << buffer.key()
-                              << ", valid " << valid.key() << ")");
+    INFO("constant index at " << text(index) << ": expected " << expected << ", got ("
+                              << buffer.key() << ", valid " << valid.key() << ")");
     const bool ok = valid.is_const() && buffer.is_const() &&
                     (expected < 0 ? valid.const_value() == 0
                                   : valid.const_value() == 1 && buffer.const_value() == expected);
@@ -230,7 +233,9 @@ bool check(const Pair& pair) {
 constexpr int64_t kMaxElements = 1500;  // keeps the per-point checks fast
 
 Shape random_shape(std::mt19937& rng, int64_t count) {
-  auto pick = [&](int64_t low, int64_t high) { return std::uniform_int_distribution<int64_t>(low, high)(rng); };
+  auto pick = [&](int64_t low, int64_t high) {
+    return std::uniform_int_distribution<int64_t>(low, high)(rng);
+  };
   Shape shape;
   if (count == 0) {
     shape.resize(pick(1, 4));
@@ -254,14 +259,17 @@ Shape random_shape(std::mt19937& rng, int64_t count) {
 
 // One random movement op that is valid for the current shape.
 Pair random_op(std::mt19937& rng, const Pair& in) {
-  auto pick = [&](int64_t low, int64_t high) { return std::uniform_int_distribution<int64_t>(low, high)(rng); };
+  auto pick = [&](int64_t low, int64_t high) {
+    return std::uniform_int_distribution<int64_t>(low, high)(rng);
+  };
   const Shape& shape = in.ref.shape;
   const size_t ndim = shape.size();
   // Reshape is drawn twice as often: it is the op that pushes Views, and Views on Views are
   // where index arithmetic gets interesting.
   switch (pick(0, 6)) {
     case 0:
-    case 6: return reshape(in, random_shape(rng, numel(shape)));
+    case 6:
+      return reshape(in, random_shape(rng, numel(shape)));
     case 1: {
       std::vector<int> axes(ndim);
       std::iota(axes.begin(), axes.end(), 0);
@@ -294,7 +302,8 @@ Pair random_op(std::mt19937& rng, const Pair& in) {
       }
       return shrink(in, begin_end);
     }
-    default: break;
+    default:
+      break;
   }
   std::vector<bool> axes;
   for (size_t dim = 0; dim < ndim; ++dim) axes.push_back(pick(0, 1) == 1);
@@ -308,7 +317,9 @@ TEST_CASE("view: random movement chains index like the reference", "[view]") {
   // Seeds past 400 make every second op a reshape, so that Views stack up (3 and more).
   for (uint32_t seed = 1; seed <= 700 && failures < 3; ++seed) {
     std::mt19937 rng(seed);
-    auto pick = [&](int64_t low, int64_t high) { return std::uniform_int_distribution<int64_t>(low, high)(rng); };
+    auto pick = [&](int64_t low, int64_t high) {
+      return std::uniform_int_distribution<int64_t>(low, high)(rng);
+    };
     Shape shape(pick(0, 4));
     for (auto& size : shape) size = pick(1, 5);
     if (!shape.empty() && pick(0, 9) == 0) shape[pick(0, shape.size() - 1)] = 0;
@@ -317,7 +328,8 @@ TEST_CASE("view: random movement chains index like the reference", "[view]") {
     INFO("seed " << seed);
     for (int64_t op = 0; op < ops && failures == 0; ++op) {
       const bool reshape_turn = seed > 400 && op % 2 == 1;
-      pair = reshape_turn ? reshape(pair, random_shape(rng, numel(pair.ref.shape))) : random_op(rng, pair);
+      pair = reshape_turn ? reshape(pair, random_shape(rng, numel(pair.ref.shape)))
+                          : random_op(rng, pair);
       if (!check(pair)) ++failures;  // every prefix of the chain is checked
     }
   }
@@ -340,7 +352,8 @@ TEST_CASE("view: is_contiguous for simple cases", "[view]") {
   CHECK_FALSE(base.pad({{0, 0}, {1, 0}}).is_contiguous());
   CHECK(base.reshape(to_sym_shape({3, 2})).is_contiguous());
   CHECK(base.reshape(to_sym_shape({6})).reshape(to_sym_shape({1, 6, 1})).is_contiguous());
-  CHECK_FALSE(ShapeTracker::contiguous(to_sym_shape({1, 3})).expand(to_sym_shape({2, 3})).is_contiguous());
+  CHECK_FALSE(
+      ShapeTracker::contiguous(to_sym_shape({1, 3})).expand(to_sym_shape({2, 3})).is_contiguous());
 }
 
 TEST_CASE("view: reshape stays one View exactly where NumPy would not copy", "[view]") {

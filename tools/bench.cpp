@@ -31,18 +31,19 @@ struct Options {
 };
 
 void print_usage(FILE* out) {
-  std::fprintf(out,
-               "usage: kiln bench [--device NAME] [--repeat N] [--quick]\n\n"
-               "Runs standard float32 workloads on a device. Each is first checked against a host\n"
-               "reference, then timed: one warm-up (which compiles), then the median of N runs of\n"
-               "build graph + realize. Figures stand beside the machine's own limits: memcpy\n"
-               "bandwidth, and the best BLAS found at run time for matmul. When tinygrad is\n"
-               "installed, its CPU backend runs add, sum and matmul too, for comparison.\n\n"
-               "  --device NAME  device to run on (default: KILN_DEVICE, else the first GPU, else CPU)\n"
-               "  --repeat N     timed runs per workload (default 10; a slow one stops after ~10 s)\n"
-               "  --quick        small sizes (1M elements, 1024x1024, matmul 512) for a smoke run;\n"
-               "                 no tinygrad\n"
-               "\nExit status: 0 when every workload ran and was right, 1 otherwise, 2 on bad options.\n");
+  std::fprintf(
+      out,
+      "usage: kiln bench [--device NAME] [--repeat N] [--quick]\n\n"
+      "Runs standard float32 workloads on a device. Each is first checked against a host\n"
+      "reference, then timed: one warm-up (which compiles), then the median of N runs of\n"
+      "build graph + realize. Figures stand beside the machine's own limits: memcpy\n"
+      "bandwidth, and the best BLAS found at run time for matmul. When tinygrad is\n"
+      "installed, its CPU backend runs add, sum and matmul too, for comparison.\n\n"
+      "  --device NAME  device to run on (default: KILN_DEVICE, else the first GPU, else CPU)\n"
+      "  --repeat N     timed runs per workload (default 10; a slow one stops after ~10 s)\n"
+      "  --quick        small sizes (1M elements, 1024x1024, matmul 512) for a smoke run;\n"
+      "                 no tinygrad\n"
+      "\nExit status: 0 when every workload ran and was right, 1 otherwise, 2 on bad options.\n");
 }
 
 // Parses the options; returns the exit code to leave with, or nothing to go on.
@@ -100,20 +101,26 @@ std::string format_seconds(double seconds) {
 
 std::string format_in_unit(double value, Result::Unit unit) {
   switch (unit) {
-    case Result::Unit::BytesPerSecond: return format("%.2f GB/s", value / 1e9);
-    case Result::Unit::FlopsPerSecond: return format("%.1f GFLOP/s", value / 1e9);
-    case Result::Unit::Seconds: return format_seconds(value);
+    case Result::Unit::BytesPerSecond:
+      return format("%.2f GB/s", value / 1e9);
+    case Result::Unit::FlopsPerSecond:
+      return format("%.1f GFLOP/s", value / 1e9);
+    case Result::Unit::Seconds:
+      return format_seconds(value);
   }
   return "";
 }
 
 // The first line of an error, so that a compile error's source does not flood the table.
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
 
 constexpr const char* kRowFormat = "%-9s %-14s %10s %5s %14s  %-22s %8s %7s  %s\n";
 
 void print_header() {
-  std::printf(kRowFormat, "workload", "size", "time", "runs", "figure", "limit", "fraction", "kernels", "check");
+  std::printf(kRowFormat, "workload", "size", "time", "runs", "figure", "limit", "fraction",
+              "kernels", "check");
 }
 
 void print_result(const Result& result) {
@@ -123,12 +130,14 @@ void print_result(const Result& result) {
   const std::string figure = timed ? format_in_unit(result.figure, result.unit) : "-";
   std::string limit = result.limit_name;
   if (result.limit > 0) limit += " " + format_in_unit(result.limit, result.unit);
-  const std::string fraction = timed && result.limit > 0 ? format("%.0f%%", 100 * result.figure / result.limit) : "-";
+  const std::string fraction =
+      timed && result.limit > 0 ? format("%.0f%%", 100 * result.figure / result.limit) : "-";
   const std::string kernels = result.kernels ? std::to_string(*result.kernels) : "-";
-  std::string check = result.problem.empty() ? "ok" : (result.raised ? "ERROR: " : "FAIL: ") + result.problem;
+  std::string check =
+      result.problem.empty() ? "ok" : (result.raised ? "ERROR: " : "FAIL: ") + result.problem;
   if (!result.note.empty()) check += " (" + result.note + ")";
-  std::printf(kRowFormat, result.workload.c_str(), result.size.c_str(), time.c_str(), runs.c_str(), figure.c_str(),
-              limit.c_str(), fraction.c_str(), kernels.c_str(), check.c_str());
+  std::printf(kRowFormat, result.workload.c_str(), result.size.c_str(), time.c_str(), runs.c_str(),
+              figure.c_str(), limit.c_str(), fraction.c_str(), kernels.c_str(), check.c_str());
   std::fflush(stdout);  // rows come seconds apart: show each as it finishes
 }
 
@@ -146,7 +155,8 @@ Result run_workload(const char* name, Workload workload) {
   }
 }
 
-void print_peer(const bench::PeerResult& peer, const std::vector<Result>& results, const bench::Sizes& sizes) {
+void print_peer(const bench::PeerResult& peer, const std::vector<Result>& results,
+                const bench::Sizes& sizes) {
   if (!peer.problem.empty()) {
     std::printf("\npeer: %s\n", peer.problem.c_str());
     return;
@@ -165,7 +175,8 @@ void print_peer(const bench::PeerResult& peer, const std::vector<Result>& result
     if (work == 0) continue;
     std::string kiln_figure = "-";
     for (const Result& result : results) {
-      if (result.workload == workload && result.timing.runs > 0) kiln_figure = format_in_unit(result.figure, unit);
+      if (result.workload == workload && result.timing.runs > 0)
+        kiln_figure = format_in_unit(result.figure, unit);
     }
     std::printf("  %-9s %10s %14s   (kiln %s)\n", workload.c_str(), format_seconds(seconds).c_str(),
                 format_in_unit(work / seconds, unit).c_str(), kiln_figure.c_str());
@@ -178,17 +189,23 @@ int bench_main(const std::vector<std::string>& args) {
   Options options;
   if (std::optional<int> exit_code = parse_options(args, options)) return *exit_code;
 
-  const std::string device = options.device.empty() ? default_device() : canonical_device_name(options.device);
-  bench::Harness harness(device, options.quick ? bench::quick_sizes() : bench::default_sizes(), options.repeat);
+  const std::string device =
+      options.device.empty() ? default_device() : canonical_device_name(options.device);
+  bench::Harness harness(device, options.quick ? bench::quick_sizes() : bench::default_sizes(),
+                         options.repeat);
   const DeviceProperties& properties = harness.context().device().properties();
   std::printf("kiln bench on %s: %s (%s)%s\n", device.c_str(), properties.description.c_str(),
               properties.driver.c_str(), options.quick ? ", quick sizes" : "");
-  std::printf("each workload: checked against a host reference, one warm-up, then the median of up to %d runs "
-              "of build + realize\n", options.repeat);
+  std::printf(
+      "each workload: checked against a host reference, one warm-up, then the median of up to %d "
+      "runs "
+      "of build + realize\n",
+      options.repeat);
 
   const double copy_bandwidth = bench::host_copy_bandwidth(kCopyBandwidthBytes);
-  std::printf("host memcpy: %.2f GB/s (64 MiB, bytes read + written, best of one thread and all cores)\n",
-              copy_bandwidth / 1e9);
+  std::printf(
+      "host memcpy: %.2f GB/s (64 MiB, bytes read + written, best of one thread and all cores)\n",
+      copy_bandwidth / 1e9);
   const std::unique_ptr<bench::Blas> blas = bench::Blas::load();
   std::printf("BLAS: %s\n\n", blas ? blas->library().c_str() : "no BLAS found");
 
@@ -206,15 +223,19 @@ int bench_main(const std::vector<std::string>& args) {
   run("matmul", [&] { return bench::bench_matmul(harness, blas.get()); });
   run("overhead", [&] { return bench::bench_overhead(harness, kOverheadTargetSeconds); });
 
-  std::printf("\nfraction: figure / limit; for overhead, the share of the target used (lower is better)\n");
-  if (options.quick) std::printf("quick sizes fit in cache: fractions of memcpy bandwidth can pass 100%%\n");
+  std::printf(
+      "\nfraction: figure / limit; for overhead, the share of the target used (lower is better)\n");
+  if (options.quick)
+    std::printf("quick sizes fit in cache: fractions of memcpy bandwidth can pass 100%%\n");
 
   if (!options.quick) {
     const bench::Sizes& sizes = harness.sizes();
-    print_peer(bench::run_tinygrad_peer({sizes.elementwise, sizes.matmul, options.repeat}), results, sizes);
+    print_peer(bench::run_tinygrad_peer({sizes.elementwise, sizes.matmul, options.repeat}), results,
+               sizes);
   }
 
-  const bool failed = std::any_of(results.begin(), results.end(), [](const Result& r) { return !r.problem.empty(); });
+  const bool failed = std::any_of(results.begin(), results.end(),
+                                  [](const Result& r) { return !r.problem.empty(); });
   if (failed) std::printf("\nkiln bench: some workloads failed (see the check column)\n");
   return failed ? 1 : 0;
 }

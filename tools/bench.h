@@ -30,7 +30,8 @@ struct Timing {
 // The median of up to `repeat` timed calls of `run` (warm-ups are the caller's), stopping early
 // once `budget_seconds` have passed and `minimum` calls were timed, so that one slow workload
 // cannot hold the whole benchmark hostage.
-Timing time_median(const std::function<void()>& run, int repeat, double budget_seconds = 10, int minimum = 3);
+Timing time_median(const std::function<void()>& run, int repeat, double budget_seconds = 10,
+                   int minimum = 3);
 
 // ---- the machine's limits (bench_host.cpp) ------------------------------------------------
 
@@ -46,8 +47,9 @@ class Blas {
   // nullptr when there is none. The library stays loaded for the life of the process.
   static std::unique_ptr<Blas> load();
 
-  using SgemmFunction = void (*)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+  using SgemmFunction = void (*)(int order, int trans_a, int trans_b, int m, int n, int k,
+                                 float alpha, const float* a, int lda, const float* b, int ldb,
+                                 float beta, float* c, int ldc);
   Blas(SgemmFunction sgemm, std::string library) : sgemm_(sgemm), library_(std::move(library)) {}
 
   const std::string& library() const { return library_; }
@@ -62,7 +64,7 @@ class Blas {
 struct PeerResult {
   std::string name;                                     // "tinygrad 0.10.0 on CPU"
   std::vector<std::pair<std::string, double>> seconds;  // workload -> median seconds
-  std::string problem;                                  // why there are no figures, when there are none
+  std::string problem;  // why there are no figures, when there are none
 };
 
 struct PeerSizes {
@@ -78,9 +80,9 @@ PeerResult run_tinygrad_peer(const PeerSizes& sizes);
 
 struct Sizes {
   int64_t elementwise = int64_t{1} << 24;  // copy, add, sum
-  int64_t square = 4096;                    // fused and softmax: square x square
-  int64_t matmul = 1024;                    // matmul x matmul times matmul x matmul
-  double budget_seconds = 10;               // timed seconds per workload before it stops early
+  int64_t square = 4096;                   // fused and softmax: square x square
+  int64_t matmul = 1024;                   // matmul x matmul times matmul x matmul
+  double budget_seconds = 10;              // timed seconds per workload before it stops early
 };
 Sizes default_sizes();
 Sizes quick_sizes();
@@ -96,12 +98,12 @@ struct Result {
   Timing timing;
   std::optional<int64_t> kernels;  // per realize
   Unit unit = Unit::BytesPerSecond;
-  double figure = 0;               // in `unit`; 0 when not timed
-  double limit = 0;                // the machine's limit in `unit`; 0 when there is none
-  std::string limit_name;          // "memcpy", "BLAS", "target", or why there is no limit
-  std::string problem;             // "" when the workload ran and its result was right
-  bool raised = false;             // the problem is a kiln::Error that stopped the workload
-  std::string note;                // said beside "ok"
+  double figure = 0;       // in `unit`; 0 when not timed
+  double limit = 0;        // the machine's limit in `unit`; 0 when there is none
+  std::string limit_name;  // "memcpy", "BLAS", "target", or why there is no limit
+  std::string problem;     // "" when the workload ran and its result was right
+  bool raised = false;     // the problem is a kiln::Error that stopped the workload
+  std::string note;        // said beside "ok"
 };
 
 // A device and the sizes to run at; measures workloads on it.
@@ -124,8 +126,9 @@ class Harness {
   };
   // Realizes `build()` once (compiling its kernels) and checks it with `check` ("" when right);
   // then, when right, times `repeat` runs of build + realize + synchronize.
-  Measured measure(const std::function<Tensor()>& build, const std::function<std::string(const Tensor&)>& check,
-                   int repeat, std::optional<int64_t> expected_kernels);
+  Measured measure(const std::function<Tensor()>& build,
+                   const std::function<std::string(const Tensor&)>& check, int repeat,
+                   std::optional<int64_t> expected_kernels);
 
  private:
   void synchronize();

@@ -88,7 +88,8 @@ bench("matmul", lambda: x @ y)
 
 }  // namespace
 
-Timing time_median(const std::function<void()>& run, int repeat, double budget_seconds, int minimum) {
+Timing time_median(const std::function<void()>& run, int repeat, double budget_seconds,
+                   int minimum) {
   std::vector<double> samples;
   const Clock::time_point begin = Clock::now();
   for (int index = 0; index < std::max(repeat, 1); ++index) {
@@ -101,7 +102,8 @@ Timing time_median(const std::function<void()>& run, int repeat, double budget_s
   const size_t middle = samples.size() / 2;
   Timing timing;
   timing.runs = static_cast<int>(samples.size());
-  timing.median_seconds = samples.size() % 2 ? samples[middle] : (samples[middle - 1] + samples[middle]) / 2;
+  timing.median_seconds =
+      samples.size() % 2 ? samples[middle] : (samples[middle - 1] + samples[middle]) / 2;
   return timing;
 }
 
@@ -122,8 +124,9 @@ double host_copy_bandwidth(size_t bytes) {
 
 std::unique_ptr<Blas> Blas::load() {
   // Multi-threaded and tuned first; the reference BLAS last (it answers, slowly).
-  static const char* const kCandidates[] = {"libopenblas.so.0", "libopenblas.so", "libmkl_rt.so", "libmkl_rt.so.2",
-                                            "libblis.so.4",     "libcblas.so.3",  "libblas.so.3"};
+  static const char* const kCandidates[] = {"libopenblas.so.0", "libopenblas.so", "libmkl_rt.so",
+                                            "libmkl_rt.so.2",   "libblis.so.4",   "libcblas.so.3",
+                                            "libblas.so.3"};
   for (const char* candidate : kCandidates) {
     // Never dlclose'd: OpenBLAS keeps worker threads that must not lose their code under them.
     void* handle = dlopen(candidate, RTLD_NOW | RTLD_LOCAL);
@@ -151,14 +154,16 @@ PeerResult run_tinygrad_peer(const PeerSizes& sizes) {
     result.problem = "tinygrad not installed";
     return result;
   }
-  std::string path = (std::filesystem::temp_directory_path() / "kiln-bench-peer-XXXXXX.py").string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / "kiln-bench-peer-XXXXXX.py").string();
   const int descriptor = mkstemps(path.data(), 3);
   if (descriptor < 0) {
     result.problem = std::string("cannot write the peer script: ") + std::strerror(errno);
     return result;
   }
   const std::string script = kTinygradScript;
-  const bool written = ::write(descriptor, script.data(), script.size()) == static_cast<ssize_t>(script.size());
+  const bool written =
+      ::write(descriptor, script.data(), script.size()) == static_cast<ssize_t>(script.size());
   ::close(descriptor);
   if (!written) {
     std::filesystem::remove(path);
@@ -167,8 +172,8 @@ PeerResult run_tinygrad_peer(const PeerSizes& sizes) {
   }
 
   std::ostringstream command;
-  command << "timeout 600 python3 '" << path << "' " << sizes.elementwise << ' ' << sizes.matmul << ' '
-          << sizes.repeat << " 2>&1";
+  command << "timeout 600 python3 '" << path << "' " << sizes.elementwise << ' ' << sizes.matmul
+          << ' ' << sizes.repeat << " 2>&1";
   std::string output, last_line;
   if (FILE* pipe = popen(command.str().c_str(), "r")) {
     char line[4096];
@@ -182,7 +187,8 @@ PeerResult run_tinygrad_peer(const PeerSizes& sizes) {
         std::string version, device;
         words >> version >> device;
         result.name = "tinygrad " + version + " on " + device;
-      } else if (double seconds = 0; (first == "add" || first == "sum" || first == "matmul") && (words >> seconds)) {
+      } else if (double seconds = 0;
+                 (first == "add" || first == "sum" || first == "matmul") && (words >> seconds)) {
         result.seconds.emplace_back(first, seconds);
       }
       if (!output.empty()) last_line = output;

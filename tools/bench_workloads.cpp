@@ -34,19 +34,23 @@ std::string compare(const std::vector<float>& got, Expected expected, double rto
   }
   if (wrong == 0) return "";
   char text[256];
-  std::snprintf(text, sizeof text, "%lld of %zu elements off; worst [%lld] = %.9g, expected %.9g (rtol %g)",
+  std::snprintf(text, sizeof text,
+                "%lld of %zu elements off; worst [%lld] = %.9g, expected %.9g (rtol %g)",
                 static_cast<long long>(wrong), got.size(), static_cast<long long>(worst_index),
                 static_cast<double>(got[worst_index]), worst_expected, rtol);
   return text;
 }
 
 std::string count_text(int64_t count) {
-  if (count >= (int64_t{1} << 20) && count % (int64_t{1} << 20) == 0) return std::to_string(count >> 20) + "M";
+  if (count >= (int64_t{1} << 20) && count % (int64_t{1} << 20) == 0)
+    return std::to_string(count >> 20) + "M";
   if (count >= 1024 && count % 1024 == 0) return std::to_string(count >> 10) + "K";
   return std::to_string(count);
 }
 
-std::string square_text(int64_t side) { return std::to_string(side) + "x" + std::to_string(side); }
+std::string square_text(int64_t side) {
+  return std::to_string(side) + "x" + std::to_string(side);
+}
 
 // Copies what every workload's result shares from a measurement.
 void record(Result& result, const Harness::Measured& measured) {
@@ -56,7 +60,8 @@ void record(Result& result, const Harness::Measured& measured) {
 }
 
 // A bandwidth figure: `bytes` moved per run, against the host's copy bandwidth.
-void record_bandwidth(Result& result, const Harness::Measured& measured, double bytes, double copy_bandwidth) {
+void record_bandwidth(Result& result, const Harness::Measured& measured, double bytes,
+                      double copy_bandwidth) {
   record(result, measured);
   result.unit = Result::Unit::BytesPerSecond;
   result.limit = copy_bandwidth;
@@ -65,7 +70,8 @@ void record_bandwidth(Result& result, const Harness::Measured& measured, double 
 }
 
 // C = A B in double on the host, row by row so that the inner loop streams.
-std::vector<double> host_matmul(const std::vector<float>& a, const std::vector<float>& b, int64_t n) {
+std::vector<double> host_matmul(const std::vector<float>& a, const std::vector<float>& b,
+                                int64_t n) {
   std::vector<double> c(static_cast<size_t>(n * n), 0.0);
   for (int64_t i = 0; i < n; ++i) {
     double* row = c.data() + i * n;
@@ -80,7 +86,9 @@ std::vector<double> host_matmul(const std::vector<float>& a, const std::vector<f
 
 }  // namespace
 
-Sizes default_sizes() { return Sizes{}; }
+Sizes default_sizes() {
+  return Sizes{};
+}
 
 Sizes quick_sizes() {
   Sizes sizes;
@@ -103,7 +111,9 @@ Tensor Harness::realized_rand(Shape shape, uint64_t seed) {
 }
 
 // The CPU device runs synchronously; another device may still be working when realize returns.
-void Harness::synchronize() { context_->device().synchronize(); }
+void Harness::synchronize() {
+  context_->device().synchronize();
+}
 
 // Every kernel launch fetches its program through DeviceContext::program, which counts it as a
 // memory hit, a disk hit or a compile: the sum goes up by one per kernel.
@@ -113,8 +123,8 @@ int64_t Harness::kernels_fetched() {
 }
 
 Harness::Measured Harness::measure(const std::function<Tensor()>& build,
-                                   const std::function<std::string(const Tensor&)>& check, int repeat,
-                                   std::optional<int64_t> expected_kernels) {
+                                   const std::function<std::string(const Tensor&)>& check,
+                                   int repeat, std::optional<int64_t> expected_kernels) {
   Measured measured;
   const int64_t before_first = kernels_fetched();
   {
@@ -142,7 +152,8 @@ Harness::Measured Harness::measure(const std::function<Tensor()>& build,
   // A realize that launched nothing would have timed a cache lookup, not the workload.
   const int64_t launched = kernels_fetched() - before_timed;
   if (measured.problem.empty() && launched != measured.kernels * measured.timing.runs) {
-    measured.problem = "the timed runs launched " + std::to_string(launched) + " kernels, expected " +
+    measured.problem = "the timed runs launched " + std::to_string(launched) +
+                       " kernels, expected " +
                        std::to_string(measured.kernels * measured.timing.runs);
   }
   return measured;
@@ -156,10 +167,13 @@ Result bench_copy(Harness& harness, double copy_bandwidth) {
   Result result("copy", count_text(n) + " f32");
   Tensor x = harness.realized_rand({n}, 1);
   const std::vector<float> host = x.to_vector<float>();
-  auto measured = harness.measure(
-      [&] { return x.contiguous(); },
-      [&](const Tensor& out) { return compare(out.to_vector<float>(), [&](size_t i) { return host[i]; }, 0, 0); },
-      harness.repeat(), 1);
+  auto measured =
+      harness.measure([&] { return x.contiguous(); },
+                      [&](const Tensor& out) {
+                        return compare(
+                            out.to_vector<float>(), [&](size_t i) { return host[i]; }, 0, 0);
+                      },
+                      harness.repeat(), 1);
   record_bandwidth(result, measured, 2.0 * 4 * n, copy_bandwidth);
   return result;
 }
@@ -169,13 +183,16 @@ Result bench_add(Harness& harness, double copy_bandwidth) {
   Result result("add", count_text(n) + " f32");
   Tensor a = harness.realized_rand({n}, 2), b = harness.realized_rand({n}, 3);
   const std::vector<float> host_a = a.to_vector<float>(), host_b = b.to_vector<float>();
-  auto measured = harness.measure(
-      [&] { return a + b; },
-      [&](const Tensor& out) {
-        // float addition is correctly rounded: the double sum rounds to the same float.
-        return compare(out.to_vector<float>(), [&](size_t i) { return double(host_a[i]) + host_b[i]; }, 1e-7, 0);
-      },
-      harness.repeat(), 1);
+  auto measured =
+      harness.measure([&] { return a + b; },
+                      [&](const Tensor& out) {
+                        // float addition is correctly rounded: the double sum rounds to the same
+                        // float.
+                        return compare(
+                            out.to_vector<float>(),
+                            [&](size_t i) { return double(host_a[i]) + host_b[i]; }, 1e-7, 0);
+                      },
+                      harness.repeat(), 1);
   record_bandwidth(result, measured, 3.0 * 4 * n, copy_bandwidth);
   return result;
 }
@@ -186,12 +203,15 @@ Result bench_sum(Harness& harness, double copy_bandwidth) {
   Tensor a = harness.realized_rand({n}, 4);
   double reference = 0;
   for (float value : a.to_vector<float>()) reference += value;
-  auto measured = harness.measure(
-      [&] { return a.sum(); },
-      // A float sum of millions of values stays within 1e-3 only when it is accumulated in
-      // pieces; one running float total drifts far more.
-      [&](const Tensor& out) { return compare(out.to_vector<float>(), [&](size_t) { return reference; }, 1e-3, 0); },
-      harness.repeat(), std::nullopt);
+  auto measured =
+      harness.measure([&] { return a.sum(); },
+                      // A float sum of millions of values stays within 1e-3 only when it is
+                      // accumulated in pieces; one running float total drifts far more.
+                      [&](const Tensor& out) {
+                        return compare(
+                            out.to_vector<float>(), [&](size_t) { return reference; }, 1e-3, 0);
+                      },
+                      harness.repeat(), std::nullopt);
   record_bandwidth(result, measured, 4.0 * n, copy_bandwidth);
   return result;
 }
@@ -215,12 +235,13 @@ Result bench_fused(Harness& harness, double copy_bandwidth) {
       reference[i] = total;
     }
   }
-  auto measured = harness.measure(
-      [&] { return (a * b + c).relu().exp().sum({1}); },
-      [&](const Tensor& out) {
-        return compare(out.to_vector<float>(), [&](size_t i) { return reference[i]; }, 1e-4, 0);
-      },
-      harness.repeat(), 1);
+  auto measured = harness.measure([&] { return (a * b + c).relu().exp().sum({1}); },
+                                  [&](const Tensor& out) {
+                                    return compare(
+                                        out.to_vector<float>(),
+                                        [&](size_t i) { return reference[i]; }, 1e-4, 0);
+                                  },
+                                  harness.repeat(), 1);
   record_bandwidth(result, measured, 3.0 * 4 * side * side + 4.0 * side, copy_bandwidth);
   return result;
 }
@@ -230,21 +251,23 @@ Result bench_softmax(Harness& harness, double copy_bandwidth) {
   Result result("softmax", square_text(side) + " f32");
   Tensor x = harness.realized_rand({side, side}, 8);
   const std::vector<float> host = x.to_vector<float>();
-  auto measured = harness.measure(
-      [&] { return x.softmax(-1); },
-      [&](const Tensor& out) {
-        std::vector<double> expected(host.size());
-        for (int64_t i = 0; i < side; ++i) {
-          const float* in = host.data() + i * side;
-          double* row = expected.data() + i * side;
-          const double largest = *std::max_element(in, in + side);
-          double total = 0;
-          for (int64_t j = 0; j < side; ++j) total += row[j] = std::exp(in[j] - largest);
-          for (int64_t j = 0; j < side; ++j) row[j] /= total;
-        }
-        return compare(out.to_vector<float>(), [&](size_t i) { return expected[i]; }, 1e-4, 1e-10);
-      },
-      harness.repeat(), std::nullopt);
+  auto measured = harness.measure([&] { return x.softmax(-1); },
+                                  [&](const Tensor& out) {
+                                    std::vector<double> expected(host.size());
+                                    for (int64_t i = 0; i < side; ++i) {
+                                      const float* in = host.data() + i * side;
+                                      double* row = expected.data() + i * side;
+                                      const double largest = *std::max_element(in, in + side);
+                                      double total = 0;
+                                      for (int64_t j = 0; j < side; ++j)
+                                        total += row[j] = std::exp(in[j] - largest);
+                                      for (int64_t j = 0; j < side; ++j) row[j] /= total;
+                                    }
+                                    return compare(
+                                        out.to_vector<float>(),
+                                        [&](size_t i) { return expected[i]; }, 1e-4, 1e-10);
+                                  },
+                                  harness.repeat(), std::nullopt);
   // The least any softmax must move: read x once, write the result once.
   record_bandwidth(result, measured, 2.0 * 4 * side * side, copy_bandwidth);
   return result;
@@ -266,19 +289,23 @@ Result bench_matmul(Harness& harness, const Blas* blas) {
     const int side = static_cast<int>(n);
     auto run_blas = [&] { blas->sgemm(side, side, side, host_a.data(), host_b.data(), c.data()); };
     run_blas();  // warm-up: starts its threads and touches every page
-    blas_problem = compare(c, [&](size_t i) { return reference[i]; }, 1e-4, 0);
-    result.limit = flops / time_median(run_blas, harness.repeat(), harness.sizes().budget_seconds).median_seconds;
+    blas_problem = compare(
+        c, [&](size_t i) { return reference[i]; }, 1e-4, 0);
+    result.limit =
+        flops /
+        time_median(run_blas, harness.repeat(), harness.sizes().budget_seconds).median_seconds;
     result.limit_name = "BLAS";
   } else {
     result.limit_name = "no BLAS found";
   }
 
-  auto measured = harness.measure(
-      [&] { return a.matmul(b); },
-      [&](const Tensor& out) {
-        return compare(out.to_vector<float>(), [&](size_t i) { return reference[i]; }, 1e-4, 0);
-      },
-      harness.repeat(), std::nullopt);
+  auto measured = harness.measure([&] { return a.matmul(b); },
+                                  [&](const Tensor& out) {
+                                    return compare(
+                                        out.to_vector<float>(),
+                                        [&](size_t i) { return reference[i]; }, 1e-4, 0);
+                                  },
+                                  harness.repeat(), std::nullopt);
   record(result, measured);
   if (measured.timing.runs > 0) result.figure = flops / measured.timing.median_seconds;
   if (!blas_problem.empty()) result.note = "the BLAS result is off: " + blas_problem;
@@ -293,13 +320,14 @@ Result bench_overhead(Harness& harness, double target_seconds) {
   std::vector<float> values(n);
   for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i);
   Tensor x = Tensor::from_vector(values, {n}, harness.device());
-  auto measured = harness.measure(
-      [&] { return (x + 1) * 2; },
-      [&](const Tensor& out) {
-        return compare(out.to_vector<float>(), [&](size_t i) { return (values[i] + 1.0) * 2.0; }, 0, 0);
-      },
-      // Microseconds each: many runs cost little and steady the median.
-      std::max(harness.repeat() * 100, 200), 1);
+  auto measured = harness.measure([&] { return (x + 1) * 2; },
+                                  [&](const Tensor& out) {
+                                    return compare(
+                                        out.to_vector<float>(),
+                                        [&](size_t i) { return (values[i] + 1.0) * 2.0; }, 0, 0);
+                                  },
+                                  // Microseconds each: many runs cost little and steady the median.
+                                  std::max(harness.repeat() * 100, 200), 1);
   record(result, measured);
   result.limit = target_seconds;
   result.limit_name = "target <";

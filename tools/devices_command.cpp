@@ -20,30 +20,44 @@ namespace kiln::tools {
 namespace {
 
 void print_usage(FILE* out) {
-  std::fprintf(out,
-               "usage: kiln devices [--verbose]\n\n"
-               "Lists every device kiln's plugins report: its kind, driver and dtypes, or why it is\n"
-               "unavailable. '*' marks the default device (KILN_DEVICE, else the first GPU, else CPU).\n\n"
-               "  --verbose   also show each device's plugin file and what its probe found\n"
-               "\nExit status: 1 when KILN_DEVICE names a device that cannot run here.\n");
+  std::fprintf(
+      out,
+      "usage: kiln devices [--verbose]\n\n"
+      "Lists every device kiln's plugins report: its kind, driver and dtypes, or why it is\n"
+      "unavailable. '*' marks the default device (KILN_DEVICE, else the first GPU, else CPU).\n\n"
+      "  --verbose   also show each device's plugin file and what its probe found\n"
+      "\nExit status: 1 when KILN_DEVICE names a device that cannot run here.\n");
 }
 
 // Short dtype names, in ScalarType order.
 const char* short_name(DType dtype) {
   switch (dtype.type()) {
-    case ScalarType::Bool: return "bool";
-    case ScalarType::Int8: return "i8";
-    case ScalarType::Int16: return "i16";
-    case ScalarType::Int32: return "i32";
-    case ScalarType::Int64: return "i64";
-    case ScalarType::UInt8: return "u8";
-    case ScalarType::UInt16: return "u16";
-    case ScalarType::UInt32: return "u32";
-    case ScalarType::UInt64: return "u64";
-    case ScalarType::Float16: return "f16";
-    case ScalarType::BFloat16: return "bf16";
-    case ScalarType::Float32: return "f32";
-    case ScalarType::Float64: return "f64";
+    case ScalarType::Bool:
+      return "bool";
+    case ScalarType::Int8:
+      return "i8";
+    case ScalarType::Int16:
+      return "i16";
+    case ScalarType::Int32:
+      return "i32";
+    case ScalarType::Int64:
+      return "i64";
+    case ScalarType::UInt8:
+      return "u8";
+    case ScalarType::UInt16:
+      return "u16";
+    case ScalarType::UInt32:
+      return "u32";
+    case ScalarType::UInt64:
+      return "u64";
+    case ScalarType::Float16:
+      return "f16";
+    case ScalarType::BFloat16:
+      return "bf16";
+    case ScalarType::Float32:
+      return "f32";
+    case ScalarType::Float64:
+      return "f64";
   }
   return "?";
 }
@@ -52,7 +66,8 @@ std::string dtype_list(const DeviceProperties& properties) {
   if (properties.dtypes.size() == std::size(dtypes::all)) return "all";
   std::string text;
   for (DType dtype : dtypes::all) {
-    if (properties.dtypes.count(dtype.type())) text += (text.empty() ? "" : " ") + std::string(short_name(dtype));
+    if (properties.dtypes.count(dtype.type()))
+      text += (text.empty() ? "" : " ") + std::string(short_name(dtype));
   }
   return text.empty() ? "none" : text;
 }
@@ -138,7 +153,8 @@ int devices_main(const std::vector<std::string>& args) {
   header.driver = "driver";
   header.description = "description";
   header.dtypes = "dtypes";
-  size_t name_width = header.name.size(), status_width = header.status.size(), kind_width = header.kind.size();
+  size_t name_width = header.name.size(), status_width = header.status.size(),
+         kind_width = header.kind.size();
   size_t driver_width = header.driver.size(), description_width = header.description.size();
   for (const Line& line : lines) {
     name_width = std::max(name_width, line.name.size());
@@ -148,25 +164,29 @@ int devices_main(const std::vector<std::string>& args) {
     description_width = std::max(description_width, line.description.size());
   }
   auto print_line = [&](const Line& line) {
-    std::printf("%s %-*s  %-*s  ", line.marker.c_str(), static_cast<int>(name_width), line.name.c_str(),
-                static_cast<int>(status_width), line.status.c_str());
+    std::printf("%s %-*s  %-*s  ", line.marker.c_str(), static_cast<int>(name_width),
+                line.name.c_str(), static_cast<int>(status_width), line.status.c_str());
     if (line.available || &line == &header) {
       std::printf("%-*s  %-*s  %-*s  %s\n", static_cast<int>(kind_width), line.kind.c_str(),
-                  static_cast<int>(driver_width), line.driver.c_str(), static_cast<int>(description_width),
-                  line.description.c_str(), line.dtypes.c_str());
+                  static_cast<int>(driver_width), line.driver.c_str(),
+                  static_cast<int>(description_width), line.description.c_str(),
+                  line.dtypes.c_str());
     } else {
       std::printf("%s\n", line.note.c_str());  // the reason takes the rest of the line
     }
     if (verbose && &line != &header) {
       const std::string indent(name_width + 4, ' ');
-      if (!line.plugin_path.empty()) std::printf("%splugin: %s\n", indent.c_str(), line.plugin_path.c_str());
-      if (line.available && !line.note.empty()) std::printf("%sprobe: %s\n", indent.c_str(), line.note.c_str());
+      if (!line.plugin_path.empty())
+        std::printf("%splugin: %s\n", indent.c_str(), line.plugin_path.c_str());
+      if (line.available && !line.note.empty())
+        std::printf("%sprobe: %s\n", indent.c_str(), line.note.c_str());
     }
   };
 
   print_line(header);
   for (const Line& line : lines) print_line(line);
-  if (lines.empty()) std::printf("  (no device plugin found; KILN_PLUGIN_PATH adds folders to search)\n");
+  if (lines.empty())
+    std::printf("  (no device plugin found; KILN_PLUGIN_PATH adds folders to search)\n");
 
   if (default_problem) {
     std::fflush(stdout);
@@ -174,8 +194,9 @@ int devices_main(const std::vector<std::string>& args) {
     return 1;
   }
   const char* requested = std::getenv("KILN_DEVICE");
-  std::printf("\n* default: %s (%s)\n", default_name.c_str(),
-              requested && *requested ? "from KILN_DEVICE" : "KILN_DEVICE unset: the first GPU, else CPU");
+  std::printf(
+      "\n* default: %s (%s)\n", default_name.c_str(),
+      requested && *requested ? "from KILN_DEVICE" : "KILN_DEVICE unset: the first GPU, else CPU");
   return 0;
 }
 

@@ -20,14 +20,18 @@ struct Command {
 };
 
 const Command kCommands[] = {
-    {"devices", "list every device, its kind and driver, or why it is unavailable", kiln::tools::devices_main},
-    {"bench", "time standard workloads on a device beside the machine's limits", kiln::tools::bench_main},
-    {"conformance", "check every op and dtype on a device against a reference", kiln::tools::conformance_main},
+    {"devices", "list every device, its kind and driver, or why it is unavailable",
+     kiln::tools::devices_main},
+    {"bench", "time standard workloads on a device beside the machine's limits",
+     kiln::tools::bench_main},
+    {"conformance", "check every op and dtype on a device against a reference",
+     kiln::tools::conformance_main},
 };
 
 void print_usage(FILE* out) {
   std::fprintf(out, "usage: kiln <command> [options]\n\ncommands:\n");
-  for (const Command& command : kCommands) std::fprintf(out, "  %-12s %s\n", command.name, command.summary);
+  for (const Command& command : kCommands)
+    std::fprintf(out, "  %-12s %s\n", command.name, command.summary);
   std::fprintf(out, "\n'kiln <command> --help' describes a command's options.\n");
 }
 

@@ -23,9 +23,19 @@ namespace {
 // multiply-add, so results match other devices. -fopenmp-simd: honours the renderer's
 // reduction pragma without OpenMP's runtime. -fno-trapping-math: lets the compiler turn the
 // NaN-aware selects (max, where) into branch-free code; kiln never reads FP exception flags.
-const std::vector<std::string> kFlags = {"-O2", "-march=native", "-fPIC", "-shared", "-fwrapv",
-                                         "-fno-strict-aliasing", "-ffp-contract=off", "-fopenmp-simd",
-                                         "-fno-math-errno", "-fno-trapping-math", "-std=gnu99", "-x", "c"};
+const std::vector<std::string> kFlags = {"-O2",
+                                         "-march=native",
+                                         "-fPIC",
+                                         "-shared",
+                                         "-fwrapv",
+                                         "-fno-strict-aliasing",
+                                         "-ffp-contract=off",
+                                         "-fopenmp-simd",
+                                         "-fno-math-errno",
+                                         "-fno-trapping-math",
+                                         "-std=gnu99",
+                                         "-x",
+                                         "c"};
 
 // libmvec holds the vector variants the C dialect declares for x86-64.
 #if defined(__x86_64__)
@@ -43,7 +53,8 @@ struct RunResult {
 RunResult run_command(const std::vector<std::string>& words, const std::string& output_path) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   std::vector<char*> argv;
   for (const std::string& word : words) argv.push_back(const_cast<char*>(word.c_str()));
@@ -71,7 +82,8 @@ class TemporaryDirectory {
  public:
   TemporaryDirectory() {
     std::string pattern = (std::filesystem::temp_directory_path() / "kiln-cc-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw DeviceError(std::string("[cpu] mkdtemp failed: ") + std::strerror(errno));
+    if (!mkdtemp(pattern.data()))
+      throw DeviceError(std::string("[cpu] mkdtemp failed: ") + std::strerror(errno));
     path_ = pattern;
   }
   ~TemporaryDirectory() {
@@ -122,11 +134,13 @@ class CCompiler : public Compiler {
     words.insert(words.end(), kLibraries.begin(), kLibraries.end());
     const RunResult result = run_command(words, scratch.path() + "/log.txt");
     if (result.status != 0) {
-      throw CompileError("[cpu] compiling kernel " + kernel_name + " failed (exit " + std::to_string(result.status) + ")",
+      throw CompileError("[cpu] compiling kernel " + kernel_name + " failed (exit " +
+                             std::to_string(result.status) + ")",
                          result.output, source);
     }
     std::ifstream object(object_path, std::ios::binary);
-    return std::vector<uint8_t>(std::istreambuf_iterator<char>(object), std::istreambuf_iterator<char>());
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(object),
+                                std::istreambuf_iterator<char>());
   }
 
  private:
@@ -150,10 +164,12 @@ std::string compiler_problem() {
   words.push_back("--version");
   const RunResult result = run_command(words, scratch.path() + "/probe.txt");
   if (result.status == 0) return "";
-  return "C compiler '" + compiler_command()[0] + "' does not run (" + result.output.substr(0, 200) +
-         "); install gcc or set KILN_CC";
+  return "C compiler '" + compiler_command()[0] + "' does not run (" +
+         result.output.substr(0, 200) + "); install gcc or set KILN_CC";
 }
 
-std::unique_ptr<Compiler> make_c_compiler() { return std::make_unique<CCompiler>(); }
+std::unique_ptr<Compiler> make_c_compiler() {
+  return std::make_unique<CCompiler>();
+}
 
 }  // namespace kiln::cpu

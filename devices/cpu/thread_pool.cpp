@@ -43,7 +43,8 @@ void ThreadPool::work_loop() {
   }
 }
 
-void ThreadPool::parallel_for(int64_t total, int chunks, const std::function<void(int64_t, int64_t)>& body) {
+void ThreadPool::parallel_for(int64_t total, int chunks,
+                              const std::function<void(int64_t, int64_t)>& body) {
   if (chunks <= 1 || workers_.empty()) {
     body(0, total);
     return;

@@ -12,14 +12,17 @@ namespace kiln::null_device {
 namespace {
 
 [[noreturn]] void not_implemented(const char* what) {
-  throw DeviceError(std::string("[null] ") + what + " is not implemented: the null device is a template");
+  throw DeviceError(std::string("[null] ") + what +
+                    " is not implemented: the null device is a template");
 }
 
 class NullAllocator : public Allocator {
  public:
   DeviceMemory alloc(size_t) override { not_implemented("Allocator::alloc"); }
   void free(DeviceMemory, size_t) override {}
-  void copy_in(DeviceMemory, const void*, size_t) override { not_implemented("Allocator::copy_in"); }
+  void copy_in(DeviceMemory, const void*, size_t) override {
+    not_implemented("Allocator::copy_in");
+  }
   void copy_out(void*, DeviceMemory, size_t) override { not_implemented("Allocator::copy_out"); }
 };
 
@@ -66,7 +69,8 @@ ProbeResult probe() {
   ProbeResult result;
   const char* enabled = std::getenv("KILN_NULL_DEVICE");
   if (!enabled || std::strcmp(enabled, "1") != 0) {
-    result.reason = "the null device is a template for new devices; set KILN_NULL_DEVICE=1 to load it";
+    result.reason =
+        "the null device is a template for new devices; set KILN_NULL_DEVICE=1 to load it";
     return result;
   }
   result.device_count = 1;
@@ -74,7 +78,9 @@ ProbeResult probe() {
   return result;
 }
 
-std::unique_ptr<Device> create(int) { return std::make_unique<NullDevice>(); }
+std::unique_ptr<Device> create(int) {
+  return std::make_unique<NullDevice>();
+}
 
 const PluginEntry kEntry = {kPluginAbiVersion, "NULL", &probe, &create};
 

@@ -78,7 +78,7 @@ inline constexpr DType float32{ScalarType::Float32};
 inline constexpr DType float64{ScalarType::Float64};
 
 // Every dtype, in ScalarType order.
-inline constexpr DType all[] = {bool_,  int8,    int16,    int32,   int64,  uint8,  uint16,
+inline constexpr DType all[] = {bool_,  int8,   int16,   int32,    int64,   uint8,  uint16,
                                 uint32, uint64, float16, bfloat16, float32, float64};
 }  // namespace dtypes
 
@@ -93,7 +93,6 @@ uint16_t float_to_half_bits(float value);
 float half_bits_to_float(uint16_t bits);
 uint16_t float_to_bfloat16_bits(float value);
 float bfloat16_bits_to_float(uint16_t bits);
-
 
 // Host-side element types for the 16-bit floats, so that `from_vector` and `to_vector` have a type
 // to name. They only store bits and convert to and from float.
@@ -113,18 +112,57 @@ struct bfloat16 {
 // The dtype that corresponds to a host element type: dtype_of<float>() == dtypes::float32.
 template <typename T>
 constexpr DType dtype_of();
-template <> constexpr DType dtype_of<bool>() { return dtypes::bool_; }
-template <> constexpr DType dtype_of<int8_t>() { return dtypes::int8; }
-template <> constexpr DType dtype_of<int16_t>() { return dtypes::int16; }
-template <> constexpr DType dtype_of<int32_t>() { return dtypes::int32; }
-template <> constexpr DType dtype_of<int64_t>() { return dtypes::int64; }
-template <> constexpr DType dtype_of<uint8_t>() { return dtypes::uint8; }
-template <> constexpr DType dtype_of<uint16_t>() { return dtypes::uint16; }
-template <> constexpr DType dtype_of<uint32_t>() { return dtypes::uint32; }
-template <> constexpr DType dtype_of<uint64_t>() { return dtypes::uint64; }
-template <> constexpr DType dtype_of<half>() { return dtypes::float16; }
-template <> constexpr DType dtype_of<bfloat16>() { return dtypes::bfloat16; }
-template <> constexpr DType dtype_of<float>() { return dtypes::float32; }
-template <> constexpr DType dtype_of<double>() { return dtypes::float64; }
+template <>
+constexpr DType dtype_of<bool>() {
+  return dtypes::bool_;
+}
+template <>
+constexpr DType dtype_of<int8_t>() {
+  return dtypes::int8;
+}
+template <>
+constexpr DType dtype_of<int16_t>() {
+  return dtypes::int16;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return dtypes::int32;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return dtypes::int64;
+}
+template <>
+constexpr DType dtype_of<uint8_t>() {
+  return dtypes::uint8;
+}
+template <>
+constexpr DType dtype_of<uint16_t>() {
+  return dtypes::uint16;
+}
+template <>
+constexpr DType dtype_of<uint32_t>() {
+  return dtypes::uint32;
+}
+template <>
+constexpr DType dtype_of<uint64_t>() {
+  return dtypes::uint64;
+}
+template <>
+constexpr DType dtype_of<half>() {
+  return dtypes::float16;
+}
+template <>
+constexpr DType dtype_of<bfloat16>() {
+  return dtypes::bfloat16;
+}
+template <>
+constexpr DType dtype_of<float>() {
+  return dtypes::float32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return dtypes::float64;
+}
 
 }  // namespace kiln

@@ -36,14 +36,16 @@ class Tensor {
  public:
   // ---- creation ----
   template <typename T>
-  static Tensor from_vector(const std::vector<T>& data, Shape shape, const std::string& device = "");
+  static Tensor from_vector(const std::vector<T>& data, Shape shape,
+                            const std::string& device = "");
   static Tensor full(Shape shape, double value, DType dtype = dtypes::float32,
                      const std::string& device = "");
   static Tensor zeros(Shape shape, DType dtype = dtypes::float32, const std::string& device = "");
   static Tensor ones(Shape shape, DType dtype = dtypes::float32, const std::string& device = "");
   // 0, 1, ..., stop - 1 as int32.
   static Tensor arange(int64_t stop, const std::string& device = "");
-  static Tensor arange(int64_t start, int64_t stop, int64_t step = 1, const std::string& device = "");
+  static Tensor arange(int64_t start, int64_t stop, int64_t step = 1,
+                       const std::string& device = "");
   // Uniform in [0, 1), float32; the same values for the same seed on every device.
   static Tensor rand(Shape shape, uint64_t seed, const std::string& device = "");
   static Tensor eye(int64_t n, DType dtype = dtypes::float32, const std::string& device = "");
@@ -198,13 +200,14 @@ std::vector<std::string> devices();
 std::string default_device();
 
 // Explicit instantiations live in the library for every host type that matches a dtype.
-#define KILN_TENSOR_HOST_TYPES(X) \
-  X(bool) X(int8_t) X(int16_t) X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) \
-  X(uint64_t) X(half) X(bfloat16) X(float) X(double)
+#define KILN_TENSOR_HOST_TYPES(X)                                                           \
+  X(bool)                                                                                   \
+  X(int8_t) X(int16_t) X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) X(uint64_t) \
+      X(half) X(bfloat16) X(float) X(double)
 
-#define KILN_DECLARE_EXTERN(T)                                                             \
+#define KILN_DECLARE_EXTERN(T)                                                                     \
   extern template Tensor Tensor::from_vector<T>(const std::vector<T>&, Shape, const std::string&); \
-  extern template std::vector<T> Tensor::to_vector<T>() const;                             \
+  extern template std::vector<T> Tensor::to_vector<T>() const;                                     \
   extern template T Tensor::item<T>() const;
 KILN_TENSOR_HOST_TYPES(KILN_DECLARE_EXTERN)
 #undef KILN_DECLARE_EXTERN
