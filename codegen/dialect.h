@@ -45,8 +45,11 @@ struct Dialect {
   std::string math_prefix;
   // Spellings that replace prefix + name + suffix for particular functions ("pow" -> "kiln_pow").
   std::map<std::string, std::string> math_overrides;
-  // Pragma placed before a reduction loop over floats (may be empty).
+  // Pragma placed before a reduction loop over floats (may be empty), followed by
+  // `(<operator>:<accumulator>)`: "+" for sums, and these names, declared by the prelude, for the
+  // NaN-propagating max and min (empty: such loops get no pragma).
   std::string reduce_loop_pragma;
+  std::string max_reduction_name, min_reduction_name;
   // Pragma asking to unroll a loop, followed by the factor (e.g. "#pragma GCC unroll"); empty:
   // none.
   std::string unroll_pragma;

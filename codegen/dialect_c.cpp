@@ -54,6 +54,10 @@ static inline unsigned short kiln_float_to_bf16(float value) {
    call it cannot see through. */
 __attribute__((noinline)) static float kiln_powf(float a, float b) { return __builtin_powf(a, b); }
 __attribute__((noinline)) static double kiln_pow(double a, double b) { return __builtin_pow(a, b); }
+/* NaN-propagating float max and min as reductions that `omp simd` may reassociate, so the loop
+   vectorizes. The private copies start from the accumulator's value: max(x, x) is x. */
+#pragma omp declare reduction(kiln_max : float, double : omp_out = (omp_in != omp_in || omp_in > omp_out) ? omp_in : omp_out) initializer(omp_priv = omp_orig)
+#pragma omp declare reduction(kiln_min : float, double : omp_out = (omp_in != omp_in || omp_in < omp_out) ? omp_in : omp_out) initializer(omp_priv = omp_orig)
 static inline long long kiln_floordiv(long long a, long long b) { long long q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline long long kiln_floormod(long long a, long long b) { return a - kiln_floordiv(a, b) * b; }
 )";
@@ -80,8 +84,11 @@ Dialect make_c_dialect() {
   dialect.math_prefix = "__builtin_";
   dialect.math_overrides = {{"pow", "kiln_pow"}};
   dialect.float32_math_suffix = "f";
-  // Lets the compiler reassociate one float sum so the loop vectorizes (needs -fopenmp-simd).
+  // Lets the compiler reassociate one float sum, max or min so the loop vectorizes (needs
+  // -fopenmp-simd).
   dialect.reduce_loop_pragma = "#pragma omp simd reduction";
+  dialect.max_reduction_name = "kiln_max";
+  dialect.min_reduction_name = "kiln_min";
   dialect.unroll_pragma = "#pragma GCC unroll";
   // Work items write distinct outputs and read inputs only (buffers never alias).
   dialect.work_item_loop_pragma = "#pragma omp simd";

@@ -44,7 +44,8 @@ struct LinInstr {
   std::string loop_var;
   int64_t loop_end = 0;
   // LoopBegin: an accumulator that is this loop's only state and whose update may be
-  // reassociated (a float sum), so the renderer may vectorize the loop. -1 when not.
+  // reassociated (a float sum, max or min; the op is in `reduce`), so the renderer may vectorize
+  // the loop. -1 when not.
   int reduction_acc = -1;
   // LoopBegin: how many iterations the renderer should unroll (1: leave it to the compiler).
   int unroll = 1;
@@ -62,6 +63,13 @@ struct LinearProgram {
   std::vector<LinInstr> instrs;
   int64_t global_size = 0;  // number of output elements
   std::string global_var = "gid";
+  // Above 0: work item gid is split into gid_row = gid / row_length and gid_col = gid % row_length,
+  // and indices are written in those two. A loop-style renderer then runs a loop over columns
+  // inside a loop over rows, so whatever depends only on the row (a broadcast operand) is computed
+  // once per row and the column loop reads memory contiguously.
+  int64_t row_length = 0;
+  std::string row_var = "gid_row";
+  std::string column_var = "gid_col";
   // Every element computed is stored by exactly one work item.
   std::string to_string() const;
 };

@@ -53,6 +53,8 @@ std::string index_key(const std::vector<Sym>& index) {
 
 // Innermost reduction loops that cannot be vectorized are unrolled by this factor.
 constexpr int kUnrollFactor = 4;
+// Rows shorter than this leave the inner loop of a row-split kernel too short to vectorize well.
+constexpr int64_t kMinRowLength = 16;
 
 using Index = std::vector<Sym>;
 using Lanes = std::vector<Index>;
@@ -90,7 +92,10 @@ std::vector<Upcast> upcast_candidates(const UOpRef& ast) {
 
 class Lowerer {
  public:
-  Lowerer(const ScheduleItem& item, Upcast upcast) : item_(item), upcast_(upcast) {}
+  Lowerer(const ScheduleItem& item, Upcast upcast, int64_t row_length = 0)
+      : item_(item), upcast_(upcast) {
+    program_.row_length = row_length;
+  }
 
   LinearProgram run() {
     program_.params.push_back({item_.output->dtype(), item_.output->numel(), true});
@@ -109,8 +114,16 @@ class Lowerer {
     SymShape tiles = to_sym_shape(shape);
     if (ndim >= 1) tiles[ndim - 1] = Sym(shape[ndim - 1] / upcast_.columns);
     if (ndim >= 2) tiles[ndim - 2] = Sym(shape[ndim - 2] / upcast_.rows);
-    const Sym gid = Sym::var(program_.global_var, 0, program_.global_size - 1);
-    const Index tile = unravel_index(gid, tiles);
+    Index tile;
+    if (program_.row_length > 0) {
+      const int64_t row_length = program_.row_length;
+      const SymShape rows(tiles.begin(), tiles.end() - 1);
+      tile =
+          unravel_index(Sym::var(program_.row_var, 0, program_.global_size / row_length - 1), rows);
+      tile.push_back(Sym::var(program_.column_var, 0, row_length - 1));
+    } else {
+      tile = unravel_index(Sym::var(program_.global_var, 0, program_.global_size - 1), tiles);
+    }
     Lanes lanes;
     for (int64_t row = 0; row < upcast_.rows; ++row) {
       for (int64_t column = 0; column < upcast_.columns; ++column) {
@@ -361,10 +374,17 @@ class Lowerer {
     }
     if (!loops.empty() && innermost_body(body_start)) {
       LinInstr& innermost = program_.instrs[loops.back()];
-      if (lanes.size() == 1 && reduce.op == ReduceOp::Sum && node->dtype().is_float()) {
+      // Float sums, maxes and mins may be reassociated (the renderer decides how: a pragma, or
+      // partial sums); the rest the compiler may not reorder: unroll them.
+      const bool reassociable =
+          lanes.size() == 1 && node->dtype().is_float() && reduce.op != ReduceOp::Prod;
+      if (reassociable) {
         innermost.reduction_acc = accumulators[0];
-      } else if (innermost.loop_end % kUnrollFactor == 0) {
-        innermost.unroll = kUnrollFactor;  // a loop the compiler may not reassociate: unroll it
+        innermost.reduce = reduce.op;
+      }
+      if (!(reassociable && reduce.op == ReduceOp::Sum) &&
+          innermost.loop_end % kUnrollFactor == 0) {
+        innermost.unroll = kUnrollFactor;
       }
     }
     for (size_t level = 0; level < loops.size(); ++level) {
@@ -391,6 +411,23 @@ class Lowerer {
   bool contiguous_lane_load_ = false;
 };
 
+// How many divisions and modulos the program's load and store indices hold: a rough cost of the
+// index arithmetic done per element.
+int index_divisions(const LinearProgram& program) {
+  int count = 0;
+  auto count_in = [&count](const std::string& text) {
+    for (size_t at = text.find("//"); at != std::string::npos; at = text.find("//", at + 2))
+      ++count;
+    count += static_cast<int>(std::count(text.begin(), text.end(), '%'));
+  };
+  for (const LinInstr& instr : program.instrs) {
+    if (instr.op != LinOp::Load && instr.op != LinOp::Store && instr.op != LinOp::Index) continue;
+    count_in(instr.index.key());
+    count_in(instr.valid.key());
+  }
+  return count;
+}
+
 // A short stable name: what the kernel does and a hash of its program.
 std::string kernel_name(const LinearProgram& program) {
   bool has_loop = false;
@@ -416,6 +453,15 @@ LinearProgram lower_kernel(const ScheduleItem& item) {
     }
   }
   LinearProgram program = chosen ? std::move(*chosen) : Lowerer(item, Upcast{}).run();
+  // An elementwise kernel whose flat indices divide (a broadcast along the last axis, a permute):
+  // try rows and columns, which moves such divisions out of the inner loop.
+  const Shape& shape = item.ast->shape();
+  if (!chosen && shape.size() >= 2 && shape.back() >= kMinRowLength &&
+      item.ast->numel() / shape.back() >= 2 && !holds_reduce(item.ast) &&
+      index_divisions(program) > 0) {
+    LinearProgram split = Lowerer(item, Upcast{}, shape.back()).run();
+    if (index_divisions(split) < index_divisions(program)) program = std::move(split);
+  }
   program.name = kernel_name(program);
   return program;
 }

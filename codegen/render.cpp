@@ -41,7 +41,10 @@ class Renderer {
         render_instr(out, index);
       }
     }
-    if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) out << "  }\n";
+    if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
+      if (program_.row_length > 0) out << "    }\n";
+      out << "  }\n";
+    }
     out << "}\n";
     return out.str();
   }
@@ -86,8 +89,25 @@ class Renderer {
       const bool has_loops =
           std::any_of(program_.instrs.begin(), program_.instrs.end(),
                       [](const LinInstr& instr) { return instr.op == LinOp::LoopBegin; });
-      if (!has_loops && !dialect_.work_item_loop_pragma.empty())
-        out << "  " << dialect_.work_item_loop_pragma << "\n";
+      const std::string pragma = has_loops ? "" : dialect_.work_item_loop_pragma;
+      if (program_.row_length > 0) {
+        // The flat range [begin, end) as whole and partial rows.
+        const std::string& row = program_.row_var;
+        const std::string& column = program_.column_var;
+        const std::string length = std::to_string(program_.row_length) + "LL";
+        const std::string row_start = "(" + row + " * " + length + ")";
+        out << "  for (long long " << row << " = begin / " << length << "; " << row_start
+            << " < end; " << row << "++) {\n";
+        out << "    const long long " << column << "_end = end - " << row_start << " < " << length
+            << " ? end - " << row_start << " : " << length << ";\n";
+        if (!pragma.empty()) out << "    " << pragma << "\n";
+        out << "    for (long long " << column << " = begin > " << row_start << " ? begin - "
+            << row_start << " : 0; " << column << " < " << column << "_end; " << column
+            << "++) {\n";
+        indent_ = 3;
+        return;
+      }
+      if (!pragma.empty()) out << "  " << pragma << "\n";
       out << "  for (long long " << gid << " = begin; " << gid << " < end; " << gid << "++) {\n";
       indent_ = 2;
       return;
@@ -95,9 +115,18 @@ class Renderer {
     out << "  const " << dialect_.index_type << " " << gid << " = "
         << dialect_.global_index_expression << ";\n";
     const int64_t multiple = dialect_.unguarded_multiple;
-    if (multiple > 0 && program_.global_size % multiple == 0) return;  // launched exactly
-    out << "  if (" << gid << " >= " << int_literal(program_.global_size, dialect_)
-        << ") return;\n";
+    const bool launched_exactly = multiple > 0 && program_.global_size % multiple == 0;
+    if (!launched_exactly) {
+      out << "  if (" << gid << " >= " << int_literal(program_.global_size, dialect_)
+          << ") return;\n";
+    }
+    if (program_.row_length > 0) {
+      const std::string length = int_literal(program_.row_length, dialect_);
+      out << "  const " << dialect_.index_type << " " << program_.row_var << " = " << gid << " / "
+          << length << ";\n";
+      out << "  const " << dialect_.index_type << " " << program_.column_var << " = " << gid
+          << " % " << length << ";\n";
+    }
   }
 
   std::string literal(DType dtype, const ConstArg& value) const {
@@ -339,11 +368,27 @@ class Renderer {
     return "";
   }
 
+  // The reduction operator of the pragma before the loop `loop`; "" for none.
+  std::string reduction_clause(const LinInstr& loop) const {
+    if (loop.reduction_acc < 0 || dialect_.reduce_loop_pragma.empty()) return "";
+    switch (loop.reduce) {
+      case ReduceOp::Sum:
+        return "+";
+      case ReduceOp::Max:
+        return dialect_.max_reduction_name;
+      case ReduceOp::Min:
+        return dialect_.min_reduction_name;
+      default:
+        return "";
+    }
+  }
+
   // A loop whose only state is one float sum, in a dialect whose compiler will not reassociate it
   // by itself: long enough to be worth splitting into partial sums.
   bool splits_reduction(const LinInstr& loop) const {
     const int lanes = dialect_.reduction_lanes;
-    return lanes > 1 && loop.reduction_acc >= 0 && loop.loop_end >= 2 * lanes;
+    return lanes > 1 && loop.reduction_acc >= 0 && loop.reduce == ReduceOp::Sum &&
+           loop.loop_end >= 2 * lanes;
   }
 
   // Renders the loop at `begin` as `lanes` interleaved partial sums, added up at the end: the
@@ -453,9 +498,9 @@ class Renderer {
         out << pad() << reduce_update(instr) << ";\n";
         return;
       case LinOp::LoopBegin:
-        if (instr.reduction_acc >= 0 && !dialect_.reduce_loop_pragma.empty()) {
-          out << pad() << dialect_.reduce_loop_pragma << "(+:" << names_[instr.reduction_acc]
-              << ")\n";
+        if (const std::string clause = reduction_clause(instr); !clause.empty()) {
+          out << pad() << dialect_.reduce_loop_pragma << "(" << clause << ":"
+              << names_[instr.reduction_acc] << ")\n";
         } else if (instr.unroll > 1 && !dialect_.unroll_pragma.empty()) {
           out << pad() << dialect_.unroll_pragma << " " << instr.unroll << "\n";
         }

@@ -108,3 +108,38 @@ TEST_CASE("index arithmetic is simplified in rendered kernels", "[schedule]") {
   CHECK(body.find('%') == std::string::npos);
   CHECK(body.find('/') == std::string::npos);
 }
+
+TEST_CASE("an elementwise kernel reading a row broadcast loops over rows and columns",
+          "[schedule]") {
+  const Tensor a = input({64, 32}, 1), row_max = input({64, 1}, 2);
+  Schedule schedule = schedule_of(a - row_max);
+  REQUIRE(schedule.items.size() == 1);
+  const LinearProgram program = lower_kernel(schedule.items[0]);
+  CHECK(program.row_length == 32);
+  const std::string source = render_kernel(program, c_dialect());
+  const std::string body = source.substr(source.find("void e_"));
+  // The broadcast operand is read per row; no division is left in the column loop.
+  CHECK(body.find("data2[gid_row]") != std::string::npos);
+  CHECK(body.find("gid_col + gid_row * 32") != std::string::npos);
+  CHECK(body.find('%') == std::string::npos);
+  // The OpenCL form derives the row and column from the work item.
+  const std::string opencl = render_kernel(program, opencl_dialect(false, false));
+  CHECK(opencl.find("gid_row = gid / 32") != std::string::npos);
+  // A contiguous kernel stays one flat loop.
+  CHECK(lower_kernel(schedule_of(a + a).items[0]).row_length == 0);
+}
+
+TEST_CASE("float sum, max and min reduction loops may be reassociated on the CPU", "[schedule]") {
+  const Tensor a = input({8, 1000}, 1);
+  for (const auto& [reduced, clause] :
+       {std::pair{a.sum({1}), "(+:"}, {a.max({1}), "(kiln_max:"}, {a.min({1}), "(kiln_min:"}}) {
+    Schedule schedule = schedule_of(reduced);
+    REQUIRE(schedule.items.size() == 1);
+    const std::string source = render_kernel(lower_kernel(schedule.items[0]), c_dialect());
+    CHECK(source.find(std::string("#pragma omp simd reduction") + clause) != std::string::npos);
+  }
+  // A product is not reassociated.
+  Schedule schedule = schedule_of(a.prod({1}));
+  const std::string source = render_kernel(lower_kernel(schedule.items[0]), c_dialect());
+  CHECK(source.find("#pragma omp simd reduction") == std::string::npos);
+}

@@ -102,6 +102,9 @@ class Tensor {
   Tensor contiguous() const;
 
   // ---- reductions (no axes = every axis) ----
+  // Float sums may add in any order (the error stays within a few ulp times sqrt(n)). max and
+  // min return NaN if any element is NaN; the sign of a zero result is unspecified when both
+  // -0.0 and +0.0 occur.
   Tensor sum(std::vector<int64_t> axes = {}, bool keepdim = false) const;
   Tensor max(std::vector<int64_t> axes = {}, bool keepdim = false) const;
   Tensor min(std::vector<int64_t> axes = {}, bool keepdim = false) const;
@@ -200,10 +203,11 @@ std::vector<std::string> devices();
 std::string default_device();
 
 // Explicit instantiations live in the library for every host type that matches a dtype.
-#define KILN_TENSOR_HOST_TYPES(X)                                                           \
-  X(bool)                                                                                   \
-  X(int8_t) X(int16_t) X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) X(uint64_t) \
-      X(half) X(bfloat16) X(float) X(double)
+#define KILN_TENSOR_HOST_TYPES(X)                                                         \
+  X(bool)                                                                                 \
+  X(int8_t)                                                                               \
+  X(int16_t) X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) X(uint64_t) X(half) \
+      X(bfloat16) X(float) X(double)
 
 #define KILN_DECLARE_EXTERN(T)                                                                     \
   extern template Tensor Tensor::from_vector<T>(const std::vector<T>&, Shape, const std::string&); \
