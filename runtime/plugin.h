@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/device.h"
 
@@ -24,9 +25,26 @@ struct ProbeResult {
   bool is_gpu = false;   // whether these devices are preferred as the default
 };
 
+// A fingerprint of the layouts a plugin and kiln share: the structs passed across and the
+// standard library's string and vector. It catches a plugin built against another kiln's headers
+// or another standard library even when nobody bumped kPluginAbiVersion.
+inline constexpr uint32_t plugin_layout_fingerprint() {
+  const size_t sizes[] = {sizeof(Dialect),
+                          sizeof(DeviceProperties),
+                          sizeof(LaunchRequest),
+                          sizeof(LaunchDims),
+                          sizeof(ProbeResult),
+                          sizeof(std::string),
+                          sizeof(std::vector<DeviceMemory>)};
+  uint32_t hash = 2166136261u;
+  for (size_t size : sizes) hash = (hash ^ static_cast<uint32_t>(size)) * 16777619u;
+  return hash;
+}
+
 struct PluginEntry {
-  uint32_t abi_version;
-  const char* name;  // the device name prefix: "CPU", "CL"
+  uint32_t abi_version;  // first, so that every version can read it
+  uint32_t layout;       // plugin_layout_fingerprint() as the plugin was built
+  const char* name;      // the device name prefix: "CPU", "CL"
   ProbeResult (*probe)();
   std::unique_ptr<Device> (*create)(int index);
 };

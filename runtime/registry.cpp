@@ -99,6 +99,11 @@ void load_plugin(Registry& registry, const std::string& path) {
     return fail("plugin ABI version " + std::to_string(entry ? entry->abi_version : 0) +
                 " does not match kiln's " + std::to_string(kPluginAbiVersion));
   }
+  if (entry->layout != plugin_layout_fingerprint()) {
+    return fail("plugin built against other kiln headers or another C++ standard library " +
+                std::string("(layout fingerprint ") + std::to_string(entry->layout) + ", kiln's " +
+                std::to_string(plugin_layout_fingerprint()) + "): rebuild it");
+  }
   // A plugin found twice (KILN_PLUGIN_PATH and beside libkiln): the first one wins.
   for (const LoadedPlugin& loaded : registry.plugins) {
     if (std::string(loaded.entry->name) == entry->name) return;

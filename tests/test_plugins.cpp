@@ -4,6 +4,7 @@
 //   libkiln_device_broken.so    not a shared object at all
 //   libkiln_device_noentry.so   a shared object without kiln_plugin_entry
 //   libkiln_device_wrongabi.so  a plugin built for another ABI version
+//   libkiln_device_wronglayout.so  the right version, other struct layouts
 //   libkiln_device_nodevice.so  a plugin whose probe finds no device
 
 #include <catch2/catch.hpp>
@@ -55,6 +56,7 @@ class BrokenPluginFolder {
     std::ofstream(path_ / "libkiln_device_broken.so") << "this is not a shared object\n";
     fs::copy_file(KILN_TEST_PLUGIN_NOENTRY, path_ / "libkiln_device_noentry.so");
     fs::copy_file(KILN_TEST_PLUGIN_WRONG_ABI, path_ / "libkiln_device_wrongabi.so");
+    fs::copy_file(KILN_TEST_PLUGIN_WRONG_LAYOUT, path_ / "libkiln_device_wronglayout.so");
     fs::copy_file(KILN_TEST_PLUGIN_NO_DEVICE, path_ / "libkiln_device_nodevice.so");
     // The `kiln` tool has no suppression hook of its own; a sanitized child reads this file.
     std::ofstream(path_ / "lsan_suppressions.txt") << __lsan_default_suppressions();
@@ -125,6 +127,9 @@ TEST_CASE("kiln devices lists each broken plugin with its reason", "[plugins]") 
       "plugin ABI version " + std::to_string(kiln::kPluginAbiVersion + 1000) +
       " does not match kiln's " + std::to_string(kiln::kPluginAbiVersion);
   CHECK_THAT(result.output, Catch::Contains("WRONGABI") && Catch::Contains(abi_reason));
+  CHECK_THAT(result.output, Catch::Contains("WRONGLAYOUT") &&
+                                Catch::Contains("plugin built against other kiln headers") &&
+                                Catch::Contains("rebuild it"));
   CHECK_THAT(result.output,
              Catch::Contains("NODEVICE") && Catch::Contains("no NODEVICE hardware here"));
 }

@@ -181,7 +181,7 @@ std::unique_ptr<Device> create(int) {
   return std::make_unique<CpuDevice>();
 }
 
-const PluginEntry kEntry = {kPluginAbiVersion, "CPU", &probe, &create};
+const PluginEntry kEntry = {kPluginAbiVersion, plugin_layout_fingerprint(), "CPU", &probe, &create};
 
 }  // namespace
 }  // namespace kiln::cpu

@@ -326,7 +326,7 @@ std::unique_ptr<Device> create(int index) {
   return std::make_unique<ClDevice>(index, devices[index]);
 }
 
-const PluginEntry kEntry = {kPluginAbiVersion, "CL", &probe, &create};
+const PluginEntry kEntry = {kPluginAbiVersion, plugin_layout_fingerprint(), "CL", &probe, &create};
 
 }  // namespace
 }  // namespace kiln::opencl

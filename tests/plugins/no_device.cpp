@@ -15,7 +15,8 @@ std::unique_ptr<kiln::Device> create(int) {
   return nullptr;
 }
 
-const kiln::PluginEntry kEntry = {kiln::kPluginAbiVersion, "NODEVICE", &probe, &create};
+const kiln::PluginEntry kEntry = {kiln::kPluginAbiVersion, kiln::plugin_layout_fingerprint(),
+                                  "NODEVICE", &probe, &create};
 
 }  // namespace
 

@@ -1,5 +1,6 @@
-// A kiln plugin built for another ABI version: the registry must refuse it without calling
-// anything but the entry point, and say which versions differ.
+// A kiln plugin built for another ABI version (or, with KILN_TEST_WRONG_LAYOUT, against headers
+// with other layouts): the registry must refuse it without calling anything but the entry point,
+// and say what differs.
 
 #include "runtime/plugin.h"
 
@@ -14,7 +15,14 @@ std::unique_ptr<kiln::Device> create(int) {
   return nullptr;
 }
 
-const kiln::PluginEntry kEntry = {kWrongAbiVersion, "WRONGABI", &probe, &create};
+#ifdef KILN_TEST_WRONG_LAYOUT
+// The right version, built against headers whose layouts differ.
+const kiln::PluginEntry kEntry = {kiln::kPluginAbiVersion, kiln::plugin_layout_fingerprint() + 1,
+                                  "WRONGLAYOUT", &probe, &create};
+#else
+const kiln::PluginEntry kEntry = {kWrongAbiVersion, kiln::plugin_layout_fingerprint(), "WRONGABI",
+                                  &probe, &create};
+#endif
 
 }  // namespace
 
