@@ -25,19 +25,29 @@ Program& DeviceContext::program(const std::string& source, const std::string& ke
   }
   Compiler& compiler = device_->compiler();
   const std::string key = kernel_cache_key(compiler.identity(), source);
-  std::optional<std::vector<uint8_t>> binary = DiskCache::instance().load(key);
-  if (binary) {
-    stats_.disk_hits++;
-  } else {
+  auto compile_and_store = [&] {
     const auto start = std::chrono::steady_clock::now();
-    binary = compiler.compile(source, kernel_name);
+    std::vector<uint8_t> binary = compiler.compile(source, kernel_name);
     const auto elapsed = std::chrono::steady_clock::now() - start;
     stats_.compiles++;
     stats_.compile_microseconds +=
         std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
-    DiskCache::instance().store(key, *binary);
+    DiskCache::instance().store(key, binary);
+    return binary;
+  };
+  std::unique_ptr<Program> loaded;
+  if (std::optional<std::vector<uint8_t>> cached = DiskCache::instance().load(key)) {
+    stats_.disk_hits++;
+    try {
+      loaded = device_->load_program(*cached, kernel_name);
+    } catch (const Error& error) {
+      // The entry is intact (its checksum matched) but the driver refuses it: written by another
+      // driver version that the compiler identity does not capture. Build it again.
+      logger().warn("cached binary of {} rejected by the driver, recompiling: {}", kernel_name,
+                    error.what());
+    }
   }
-  std::unique_ptr<Program> loaded = device_->load_program(*binary, kernel_name);
+  if (!loaded) loaded = device_->load_program(compile_and_store(), kernel_name);
   Program& result = *loaded;
   programs_.emplace(source, std::move(loaded));
   return result;

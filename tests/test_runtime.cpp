@@ -93,6 +93,26 @@ TEST_CASE("the disk cache detects a corrupt entry", "[runtime][cache]") {
   std::filesystem::remove_all(cache.directory());
 }
 
+TEST_CASE("a cached binary the driver refuses is compiled again", "[runtime][cache]") {
+  std::shared_ptr<DeviceContext> context = open_device("CPU");
+  // A kernel no other test builds, so its cache entry is this test's own.
+  const std::string name = "k_refused_" + std::to_string(::getpid());
+  const std::string source = "void " + name +
+                             "(void** buffers, const long long* variables, long long begin, "
+                             "long long end) { (void)buffers; (void)variables; (void)begin; "
+                             "(void)end; }\n";
+  const std::string key = kernel_cache_key(context->device().compiler().identity(), source);
+  const std::vector<uint8_t> garbage = {'n', 'o', 't', ' ', 'a', 'n', ' ', 'o', 'b', 'j'};
+  DiskCache::instance().store(key, garbage);  // intact, checksummed, and useless
+  const int64_t compiles_before = context->stats().compiles;
+  CHECK_NOTHROW(context->program(source, name));
+  CHECK(context->stats().compiles == compiles_before + 1);
+  const std::optional<std::vector<uint8_t>> rewritten = DiskCache::instance().load(key);
+  REQUIRE(rewritten);
+  CHECK(*rewritten != garbage);
+  std::filesystem::remove(DiskCache::instance().path_of(key));
+}
+
 TEST_CASE("the disk cache is safe for concurrent writers", "[runtime][cache]") {
   const std::string folder = temporary_folder("cache-race");
   const std::string key = kernel_cache_key("compiler", "shared kernel");
