@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite again under AddressSanitizer and UndefinedBehaviorSanitizer, in
+# ./build-sanitize (a Debug build with KILN_SANITIZE=ON). Run scripts/setup.sh first: it installs
+# what the build needs. CI runs this after the README's test command.
+#
+# Leak checking is off: LeakSanitizer's tracer crashes at exit in any process that has loaded
+# PoCL (its worker threads), which every device test does. Kernels compiled at run time are not
+# instrumented; the runtime around them is.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON
+cmake --build build-sanitize -j"$(nproc)"
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# The install test builds an example against the installed package: nothing more to sanitize.
+ctest --test-dir build-sanitize --output-on-failure -j2 -E 'install_and_build'
