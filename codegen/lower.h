@@ -8,11 +8,14 @@
 
 #include <string>
 
+#include "codegen/dialect.h"
 #include "codegen/linear.h"
 #include "codegen/schedule.h"
 
 namespace kiln {
 
-LinearProgram lower_kernel(const ScheduleItem& item);
+// `dialect` is the target's: some choices depend on how it runs work items (a loop on the CPU,
+// one work item per index elsewhere).
+LinearProgram lower_kernel(const ScheduleItem& item, const Dialect& dialect);
 
 }  // namespace kiln

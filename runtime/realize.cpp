@@ -117,7 +117,7 @@ std::shared_ptr<const PreparedKernel> prepare_kernel(const ScheduleItem& item) {
 
   auto prepared = std::make_shared<PreparedKernel>();
   prepared->context = context;
-  prepared->program = lower_kernel(generic);
+  prepared->program = lower_kernel(generic, context->device().dialect());
   if (debug_level() >= 5) {
     logger().info("kernel ast:\n{}", graph_to_string({generic.ast}));
     logger().info("linear program:\n{}", prepared->program.to_string());
