@@ -10,6 +10,7 @@ namespace {
 
 struct DTypeInfo {
   const char* name;
+  const char* short_name;
   int itemsize;
   bool is_float;
   bool is_int;
@@ -20,19 +21,19 @@ struct DTypeInfo {
 
 // Indexed by ScalarType.
 const DTypeInfo kInfo[] = {
-    {"bool", 1, false, false, true, 0, 1},
-    {"int8", 1, false, true, false, -128.0, 127.0},
-    {"int16", 2, false, true, false, -32768.0, 32767.0},
-    {"int32", 4, false, true, false, -2147483648.0, 2147483647.0},
-    {"int64", 8, false, true, false, -9223372036854775808.0, 9223372036854775807.0},
-    {"uint8", 1, false, true, true, 0, 255.0},
-    {"uint16", 2, false, true, true, 0, 65535.0},
-    {"uint32", 4, false, true, true, 0, 4294967295.0},
-    {"uint64", 8, false, true, true, 0, 18446744073709551615.0},
-    {"float16", 2, true, false, false, -65504.0, 65504.0},
-    {"bfloat16", 2, true, false, false, -3.3895313892515355e38, 3.3895313892515355e38},
-    {"float32", 4, true, false, false, -3.4028234663852886e38, 3.4028234663852886e38},
-    {"float64", 8, true, false, false, -1.7976931348623157e308, 1.7976931348623157e308},
+    {"bool", "bool", 1, false, false, true, 0, 1},
+    {"int8", "i8", 1, false, true, false, -128.0, 127.0},
+    {"int16", "i16", 2, false, true, false, -32768.0, 32767.0},
+    {"int32", "i32", 4, false, true, false, -2147483648.0, 2147483647.0},
+    {"int64", "i64", 8, false, true, false, -9223372036854775808.0, 9223372036854775807.0},
+    {"uint8", "u8", 1, false, true, true, 0, 255.0},
+    {"uint16", "u16", 2, false, true, true, 0, 65535.0},
+    {"uint32", "u32", 4, false, true, true, 0, 4294967295.0},
+    {"uint64", "u64", 8, false, true, true, 0, 18446744073709551615.0},
+    {"float16", "f16", 2, true, false, false, -65504.0, 65504.0},
+    {"bfloat16", "bf16", 2, true, false, false, -3.3895313892515355e38, 3.3895313892515355e38},
+    {"float32", "f32", 4, true, false, false, -3.4028234663852886e38, 3.4028234663852886e38},
+    {"float64", "f64", 8, true, false, false, -1.7976931348623157e308, 1.7976931348623157e308},
 };
 
 const DTypeInfo& info(DType dtype) {
@@ -72,6 +73,9 @@ int DType::itemsize() const {
 }
 const char* DType::name() const {
   return info(*this).name;
+}
+const char* DType::short_name() const {
+  return info(*this).short_name;
 }
 bool DType::is_float() const {
   return info(*this).is_float;

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -335,4 +336,11 @@ TEST_CASE("dtype: float to bfloat16 rounds to nearest even", "[dtype]") {
   CHECK(float_to_bfloat16_bits(std::numeric_limits<float>::max()) == 0x7f80u);
   CHECK(float_to_bfloat16_bits(-0.0f) == 0x8000u);
   CHECK(float_to_bfloat16_bits(-HUGE_VALF) == 0xff80u);
+}
+
+TEST_CASE("dtype: every dtype has a distinct short name for tables", "[dtype]") {
+  std::set<std::string> seen;
+  for (DType dtype : dtypes::all) CHECK(seen.insert(dtype.short_name()).second);
+  CHECK(std::string(dtypes::bfloat16.short_name()) == "bf16");
+  CHECK(std::string(dtypes::uint64.short_name()) == "u64");
 }

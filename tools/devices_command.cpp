@@ -29,45 +29,12 @@ void print_usage(FILE* out) {
       "\nExit status: 1 when KILN_DEVICE names a device that cannot run here.\n");
 }
 
-// Short dtype names, in ScalarType order.
-const char* short_name(DType dtype) {
-  switch (dtype.type()) {
-    case ScalarType::Bool:
-      return "bool";
-    case ScalarType::Int8:
-      return "i8";
-    case ScalarType::Int16:
-      return "i16";
-    case ScalarType::Int32:
-      return "i32";
-    case ScalarType::Int64:
-      return "i64";
-    case ScalarType::UInt8:
-      return "u8";
-    case ScalarType::UInt16:
-      return "u16";
-    case ScalarType::UInt32:
-      return "u32";
-    case ScalarType::UInt64:
-      return "u64";
-    case ScalarType::Float16:
-      return "f16";
-    case ScalarType::BFloat16:
-      return "bf16";
-    case ScalarType::Float32:
-      return "f32";
-    case ScalarType::Float64:
-      return "f64";
-  }
-  return "?";
-}
-
 std::string dtype_list(const DeviceProperties& properties) {
   if (properties.dtypes.size() == std::size(dtypes::all)) return "all";
   std::string text;
   for (DType dtype : dtypes::all) {
     if (properties.dtypes.count(dtype.type()))
-      text += (text.empty() ? "" : " ") + std::string(short_name(dtype));
+      text += (text.empty() ? "" : " ") + std::string(dtype.short_name());
   }
   return text.empty() ? "none" : text;
 }

@@ -42,6 +42,8 @@ class DType {
   int itemsize() const;
   // Canonical lower-case name: "float32", "bool", ...
   const char* name() const;
+  // Short name for tables: "f32", "i64", "bf16", "bool", ...
+  const char* short_name() const;
 
   bool is_bool() const { return type_ == ScalarType::Bool; }
   bool is_float() const;

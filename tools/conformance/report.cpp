@@ -12,38 +12,6 @@
 namespace kiln::conformance {
 namespace {
 
-const char* short_name(DType dtype) {
-  switch (dtype.type()) {
-    case ScalarType::Bool:
-      return "bool";
-    case ScalarType::Int8:
-      return "i8";
-    case ScalarType::Int16:
-      return "i16";
-    case ScalarType::Int32:
-      return "i32";
-    case ScalarType::Int64:
-      return "i64";
-    case ScalarType::UInt8:
-      return "u8";
-    case ScalarType::UInt16:
-      return "u16";
-    case ScalarType::UInt32:
-      return "u32";
-    case ScalarType::UInt64:
-      return "u64";
-    case ScalarType::Float16:
-      return "f16";
-    case ScalarType::BFloat16:
-      return "bf16";
-    case ScalarType::Float32:
-      return "f32";
-    case ScalarType::Float64:
-      return "f64";
-  }
-  return "?";
-}
-
 std::string json_string(const std::string& text) {
   std::string out = "\"";
   for (unsigned char c : text) {
@@ -108,7 +76,7 @@ void print_table(FILE* out, const DeviceRun& run, bool color) {
   const char* dim = color ? "\033[2m" : "";
   const char* reset = color ? "\033[0m" : "";
   std::fprintf(out, "%-12s", "family");
-  for (DType dtype : dtypes::all) std::fprintf(out, "%5s", short_name(dtype));
+  for (DType dtype : dtypes::all) std::fprintf(out, "%5s", dtype.short_name());
   std::fprintf(out, "  %s\n", "total");
   for (const std::string& family : families()) {
     auto row = cells.find(family);
