@@ -342,10 +342,13 @@ class Renderer {
   }
 
   std::string reduce_update(const LinInstr& instr) const {
-    const std::string acc = name_of(instr.srcs[0]);
-    const std::string value = name_of(instr.srcs[1]);
-    const DType dtype = instr.dtype;
-    switch (instr.reduce) {
+    return accumulate(instr.reduce, instr.dtype, name_of(instr.srcs[0]), name_of(instr.srcs[1]));
+  }
+
+  // The statement (without ';') that folds `value` into the accumulator `acc`.
+  std::string accumulate(ReduceOp op, DType dtype, const std::string& acc,
+                         const std::string& value) const {
+    switch (op) {
       case ReduceOp::Sum:
         if (dtype.is_signed_int() && !dialect_.signed_overflow_wraps)
           return acc + " = " + wrapping(dtype, acc, "+", value);
@@ -383,17 +386,16 @@ class Renderer {
     }
   }
 
-  // A loop whose only state is one float sum, in a dialect whose compiler will not reassociate it
-  // by itself: long enough to be worth splitting into partial sums.
+  // A loop whose only state is one float sum, max or min, in a dialect whose compiler will not
+  // reassociate it by itself: long enough to be worth splitting into partial results.
   bool splits_reduction(const LinInstr& loop) const {
     const int lanes = dialect_.reduction_lanes;
-    return lanes > 1 && loop.reduction_acc >= 0 && loop.reduce == ReduceOp::Sum &&
-           loop.loop_end >= 2 * lanes;
+    return lanes > 1 && loop.reduction_acc >= 0 && loop.loop_end >= 2 * lanes;
   }
 
-  // Renders the loop at `begin` as `lanes` interleaved partial sums, added up at the end: the
-  // partial sums do not wait on each other, so the loop runs at memory (or vector) speed instead
-  // of one float add latency per element. Returns the index of the loop's LoopEnd.
+  // Renders the loop at `begin` as `lanes` interleaved partial results, combined at the end: they
+  // do not wait on each other, so the loop runs at memory (or vector) speed instead of one float
+  // operation's latency per element. Returns the index of the loop's LoopEnd.
   int render_split_reduction(std::ostringstream& out, int begin) {
     const LinInstr& loop = program_.instrs[begin];
     int end = begin + 1;
@@ -419,7 +421,8 @@ class Renderer {
     ++indent_;
     out << pad() << compute_type(dtype) << " " << partials << "[" << lanes << "];\n";
     out << pad() << "for (int " << lane << " = 0; " << lane << " < " << lanes << "; " << lane
-        << "++) " << partials << "[" << lane << "] = " << literal(dtype, ConstArg{}) << ";\n";
+        << "++) " << partials << "[" << lane
+        << "] = " << literal(dtype, program_.instrs[accumulator].value) << ";\n";
     out << pad() << "for (" << index_type << " " << base << " = 0; " << base << " < "
         << int_literal(whole, dialect_) << "; " << base << " += " << lanes << ") {\n";
     ++indent_;
@@ -443,6 +446,16 @@ class Renderer {
       render_body();
       --indent_;
       out << pad() << "}\n";
+    }
+    const ReduceOp op = loop.reduce;
+    if (op != ReduceOp::Sum) {
+      for (int index = 0; index < lanes; ++index) {
+        out << pad() << accumulate(op, dtype, total, partials + "[" + std::to_string(index) + "]")
+            << ";\n";
+      }
+      --indent_;
+      out << pad() << "}\n";
+      return end;
     }
     // Pairwise, so the order is fixed by the source and the rounding error grows slowly.
     std::vector<std::string> terms;

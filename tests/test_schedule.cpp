@@ -142,6 +142,12 @@ TEST_CASE("float sum, max and min reduction loops may be reassociated on the CPU
         render_kernel(lower_kernel(schedule.items[0], c_dialect()), c_dialect());
     CHECK(source.find(std::string("#pragma omp simd reduction") + clause) != std::string::npos);
   }
+  // OpenCL C has no such pragma: a max is split into 8 partial maxes, combined NaN-safely.
+  Schedule max_schedule = schedule_of(a.max({1}));
+  const Dialect opencl = opencl_dialect(false, false);
+  const std::string max_source = render_kernel(lower_kernel(max_schedule.items[0], opencl), opencl);
+  CHECK(max_source.find("_lanes[8]") != std::string::npos);
+  CHECK(max_source.find("_lanes[7] != ") != std::string::npos);
   // A product is not reassociated.
   Schedule schedule = schedule_of(a.prod({1}));
   const std::string source =
