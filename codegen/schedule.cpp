@@ -13,6 +13,13 @@ namespace {
 constexpr int64_t kSplitReductionThreshold = 1 << 15;
 // The first kernel leaves this many partial results (or fewer, see choose_split).
 constexpr int64_t kMaxSplits = 256;
+// A kernel fuses at most this many ops and reads at most this many buffers; past either, the node
+// is realized and its users start a new kernel. Compilers take time that grows faster than
+// linearly with a kernel's length (gcc: 2 s for 5,000 chained adds, 30 s for 20,000), and drivers
+// limit kernel arguments; a graph built by an unrolled loop (100,000 chained ops) then compiles as
+// a run of equal kernels, which the kernel cache compiles once.
+constexpr int64_t kMaxFusedOps = 1000;
+constexpr int64_t kMaxKernelBuffers = 128;
 
 bool is_leaf_buffer_view(const UOp& node) {
   return node.op() == Op::Buffer || (node.op() == Op::View && node.src()->op() == Op::Buffer);
@@ -49,6 +56,35 @@ UOpRef split_rule(const UOpRef& node) {
   return make_view(total_reduce, back, node->shape());
 }
 
+// How much a kernel computing a node would hold: ops fused into it and buffers it reads. Counted
+// over sources as a tree (a shared source counts once per distinct user edge), so an estimate
+// from above; capped so that the sums cannot overflow.
+struct KernelSize {
+  int64_t ops = 0;
+  int64_t buffers = 0;
+};
+
+KernelSize kernel_size(const UOp& node, const std::unordered_set<const UOp*>& realized,
+                       const std::unordered_map<const UOp*, KernelSize>& size_of) {
+  KernelSize size;
+  if (node.op() == Op::Const || node.op() == Op::Iota) return size;
+  if (node.op() == Op::Buffer) return {0, 1};
+  size.ops = 1;
+  std::unordered_set<const UOp*> seen;
+  for (const UOpRef& src : node.srcs()) {
+    if (!seen.insert(src.get()).second) continue;
+    if (realized.count(src.get())) {
+      size.buffers += 1;
+      continue;
+    }
+    auto found = size_of.find(src.get());
+    const KernelSize part = found != size_of.end() ? found->second : kernel_size(*src, {}, {});
+    size.ops = std::min(size.ops + part.ops, kMaxFusedOps + 1);
+    size.buffers = std::min(size.buffers + part.buffers, kMaxKernelBuffers + 1);
+  }
+  return size;
+}
+
 }  // namespace
 
 std::vector<UOpRef> split_large_reductions(const std::vector<UOpRef>& roots) {
@@ -81,6 +117,7 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
   // A node lives on its Copy's target, else on its sources' device, else on `device`.
   std::unordered_set<const UOp*> realized;
   std::unordered_map<const UOp*, bool> holds_reduce;
+  std::unordered_map<const UOp*, KernelSize> size_of;
   std::unordered_map<const UOp*, std::string> device_of;
   for (const UOpRef& ref : order) {
     const UOp* node = ref.get();
@@ -102,24 +139,42 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
     if (node->op() == Op::Buffer) continue;
     const bool repeats_reduce =
         reduce_inside && (users[node].size() > 1 || broadcast_read.count(node));
-    if (must_realize.count(node) || repeats_reduce || node->op() == Op::Copy) realized.insert(node);
+    const KernelSize size = kernel_size(*node, realized, size_of);
+    size_of[node] = size;
+    const bool too_large = size.ops > kMaxFusedOps || size.buffers > kMaxKernelBuffers;
+    if (must_realize.count(node) || repeats_reduce || too_large || node->op() == Op::Copy)
+      realized.insert(node);
   }
 
   Schedule schedule;
   std::unordered_map<const UOp*, UOpRef> buffer_of;
   std::unordered_map<const UOp*, UOpRef> substituted;
-  // The value of `node` as a kernel sees it: realized sources become their buffers.
-  std::function<UOpRef(const UOpRef&)> substitute = [&](const UOpRef& node) -> UOpRef {
-    auto found = substituted.find(node.get());
-    if (found != substituted.end()) return found->second;
-    std::vector<UOpRef> srcs;
-    for (const UOpRef& src : node->srcs()) {
-      auto buffer = buffer_of.find(src.get());
-      srcs.push_back(buffer != buffer_of.end() ? buffer->second : substitute(src));
+  // The value of `root` as a kernel sees it: realized sources become their buffers. Sources
+  // first, with an explicit stack (graphs may be 100,000 nodes deep).
+  auto substitute = [&](const UOpRef& root) -> UOpRef {
+    auto as_source = [&](const UOpRef& src) -> const UOpRef* {
+      if (auto buffer = buffer_of.find(src.get()); buffer != buffer_of.end())
+        return &buffer->second;
+      if (auto done = substituted.find(src.get()); done != substituted.end()) return &done->second;
+      return nullptr;
+    };
+    if (auto done = substituted.find(root.get()); done != substituted.end()) return done->second;
+    std::vector<std::pair<UOpRef, size_t>> stack{{root, 0}};
+    while (!stack.empty()) {
+      const UOpRef node = stack.back().first;
+      const size_t next = stack.back().second++;
+      if (next < node->srcs().size()) {
+        const UOpRef& src = node->srcs()[next];
+        if (!as_source(src)) stack.emplace_back(src, 0);
+        continue;
+      }
+      stack.pop_back();
+      if (substituted.count(node.get())) continue;
+      std::vector<UOpRef> srcs;
+      for (const UOpRef& src : node->srcs()) srcs.push_back(*as_source(src));
+      substituted[node.get()] = with_srcs(node, std::move(srcs));
     }
-    UOpRef result = with_srcs(node, std::move(srcs));
-    substituted[node.get()] = result;
-    return result;
+    return substituted.at(root.get());
   };
   for (const UOpRef& node : order) {
     const UOp* raw = node.get();

@@ -8,25 +8,41 @@ namespace {
 // Bounds the rule applications on one node, so a rule pair that undoes itself cannot hang.
 constexpr int kMaxRewritesPerNode = 64;
 
-UOpRef rewrite_node(const UOpRef& node, const RewriteRule& rule,
-                    std::unordered_map<const UOp*, UOpRef>& done) {
-  auto found = done.find(node.get());
-  if (found != done.end()) return found->second;
-  std::vector<UOpRef> srcs;
-  bool changed = false;
-  for (const UOpRef& src : node->srcs()) {
-    srcs.push_back(rewrite_node(src, rule, done));
-    changed |= srcs.back().get() != src.get();
+// Each visited node (kept alive, so that its address is not reused by a node made later in the
+// same rewrite) and its rewritten form.
+using Rewritten = std::unordered_map<const UOp*, std::pair<UOpRef, UOpRef>>;
+
+// Rewrites `root` and everything below it, sources first, with an explicit stack (a graph may be
+// 100,000 nodes deep).
+UOpRef rewrite_from(const UOpRef& root, const RewriteRule& rule, Rewritten& done) {
+  if (auto found = done.find(root.get()); found != done.end()) return found->second.second;
+  std::vector<std::pair<UOpRef, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    const UOpRef node = stack.back().first;
+    const size_t next = stack.back().second++;
+    if (next < node->srcs().size()) {
+      const UOpRef& src = node->srcs()[next];
+      if (!done.count(src.get())) stack.emplace_back(src, 0);
+      continue;
+    }
+    stack.pop_back();
+    if (done.count(node.get())) continue;  // reached twice before it was finished
+    std::vector<UOpRef> srcs;
+    bool changed = false;
+    for (const UOpRef& src : node->srcs()) {
+      srcs.push_back(done.at(src.get()).second);
+      changed |= srcs.back().get() != src.get();
+    }
+    UOpRef result = changed ? with_srcs(node, std::move(srcs)) : node;
+    for (int step = 0; step < kMaxRewritesPerNode; ++step) {
+      UOpRef replacement = rule(result);
+      if (!replacement || replacement.get() == result.get()) break;
+      // A replacement is a new subgraph (small: what one rule builds): rewrite its sources too.
+      result = rewrite_from(replacement, rule, done);
+    }
+    done[node.get()] = {node, result};
   }
-  UOpRef result = changed ? with_srcs(node, std::move(srcs)) : node;
-  for (int step = 0; step < kMaxRewritesPerNode; ++step) {
-    UOpRef replacement = rule(result);
-    if (!replacement || replacement.get() == result.get()) break;
-    // A replacement is a new subgraph: rewrite its sources too.
-    result = rewrite_node(replacement, rule, done);
-  }
-  done[node.get()] = result;
-  return result;
+  return done.at(root.get()).second;
 }
 
 }  // namespace
@@ -36,9 +52,9 @@ UOpRef with_srcs(const UOpRef& node, std::vector<UOpRef> srcs) {
 }
 
 std::vector<UOpRef> graph_rewrite(const std::vector<UOpRef>& roots, const RewriteRule& rule) {
-  std::unordered_map<const UOp*, UOpRef> done;
+  Rewritten done;
   std::vector<UOpRef> result;
-  for (const UOpRef& root : roots) result.push_back(rewrite_node(root, rule, done));
+  for (const UOpRef& root : roots) result.push_back(rewrite_from(root, rule, done));
   return result;
 }
 

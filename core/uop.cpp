@@ -93,7 +93,26 @@ UOpRef UOp::make(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape sh
         }
       }
     }
-    delete node;  // outside the lock: deleting the sources re-enters this deleter
+    // Dropping the sources may free them in turn: done by a loop rather than by recursion, so
+    // that a chain 100,000 nodes deep does not exhaust the stack. The outermost deleter on this
+    // thread owns the list; the ones it sets off append to it. (A pointer, not a thread_local
+    // vector: that would be destroyed at exit before static caches drop their nodes.)
+    thread_local std::vector<UOpRef>* orphans = nullptr;
+    UOp* owned = const_cast<UOp*>(node);  // the last owner: nothing else can see it now
+    if (orphans) {
+      for (UOpRef& src : owned->srcs_) orphans->push_back(std::move(src));
+      delete owned;  // outside the lock
+      return;
+    }
+    std::vector<UOpRef> pending = std::move(owned->srcs_);
+    delete owned;
+    orphans = &pending;
+    while (!pending.empty()) {
+      UOpRef last = std::move(pending.back());
+      pending.pop_back();
+      last.reset();  // may run this deleter, which only appends to `pending`
+    }
+    orphans = nullptr;
   };
   UOpRef node(new UOp(op, dtype, std::move(srcs), std::move(arg), std::move(shape), hash), deleter);
   node->weak_self_ = node;
