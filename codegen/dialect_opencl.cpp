@@ -28,6 +28,14 @@ long kiln_floordiv(long a, long b) { long q = a / b; return (a % b != 0 && ((a <
 long kiln_floormod(long a, long b) { return a - kiln_floordiv(a, b) * b; }
 )";
 
+// tanh(+-inf) must be exactly +-1 (C99 and OpenCL both say so), and past 9.1 (float) or 19.1
+// (double) the correctly rounded tanh is +-1; PoCL's float tanh stops at 0.99999994, so
+// tanh(x).cast(int32) differed from the CPU. A macro over the overloaded builtins serves float and
+// double alike (OpenCL C cannot overload its own functions); its argument is always a value's
+// name, so evaluating it more than once is free.
+const char* const kTanh =
+    "#define kiln_tanh(x) (fabs(x) > (sizeof(x) == 4 ? 9.1f : 19.1f) ? sign(x) : tanh(x))\n";
+
 }  // namespace
 
 Dialect opencl_dialect(bool has_fp16, bool has_fp64) {
@@ -37,6 +45,7 @@ Dialect opencl_dialect(bool has_fp16, bool has_fp64) {
   if (has_fp16) dialect.prelude += kEnableFp16;
   if (has_fp64) dialect.prelude += kEnableFp64;
   dialect.prelude += kHelpers;
+  dialect.prelude += kTanh;
   dialect.launch_style = Dialect::LaunchStyle::kGlobalId;
   dialect.kernel_prefix = "__kernel void";
   dialect.buffer_qualifier = "__global ";
@@ -61,6 +70,7 @@ Dialect opencl_dialect(bool has_fp16, bool has_fp64) {
   dialect.float_to_bfloat16 = "kiln_float_to_bf16";
   dialect.math_prefix = "";
   dialect.float32_math_suffix = "";
+  dialect.math_overrides = {{"tanh", "kiln_tanh"}};
   dialect.reduce_loop_pragma = "";
   dialect.unroll_pragma = "#pragma unroll";
   // Eight float lanes fill an AVX2 register (PoCL on a CPU) and hide add latency on a GPU.

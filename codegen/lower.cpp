@@ -8,6 +8,9 @@
 #include <optional>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
+
+#include "core/const_fold.h"
 
 namespace kiln {
 namespace {
@@ -88,6 +91,57 @@ std::vector<Upcast> upcast_candidates(const UOpRef& ast) {
     candidates.push_back(candidate);
   }
   return candidates;
+}
+
+// One loop of a reduction: a reduced axis and its size (above 1).
+struct ReduceLoop {
+  int axis;
+  int64_t size;
+};
+
+// A float sum of n terms into one accumulator has an error bound that grows like n. Blocked, the
+// loops from `level` inwards add into a fresh block accumulator that is then added to the total,
+// so each accumulator takes about sqrt(n) terms and the bound grows like 2 sqrt(n) ulp. Where the
+// loops at and inside `level` are far more than sqrt(n) terms, loop `level` itself is split into
+// blocks of `length` steps (0: not split); a length that does not divide it masks the tail.
+struct BlockedSum {
+  bool enabled = false;
+  size_t level = 0;
+  int64_t length = 0;
+};
+
+// Sums of up to this many terms stay in one accumulator: their bound is small already, and most
+// kernels (softmax rows, matmul up to K = 4096) keep their loops as they are.
+constexpr int64_t kBlockedSumMinTerms = 4096;
+
+BlockedSum plan_blocked_sum(const std::vector<ReduceLoop>& loops) {
+  int64_t terms = 1;
+  for (const ReduceLoop& loop : loops) terms *= loop.size;
+  if (terms <= kBlockedSumMinTerms) return {};
+  const int64_t target = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(terms))));
+  BlockedSum plan;
+  plan.enabled = true;
+  plan.level = loops.size();
+  int64_t inner = 1;
+  while (plan.level > 0 && inner < target) inner *= loops[--plan.level].size;
+  const int64_t size = loops[plan.level].size;
+  const int64_t inside = inner / size;  // terms per step of loop `level`
+  if (inner <= 2 * target && plan.level > 0) return plan;
+  const int64_t wanted = std::max<int64_t>(2, (target + inside - 1) / inside);
+  if (wanted >= size) return plan.level > 0 ? plan : BlockedSum{};
+  // A divisor of the loop near the wanted length needs no mask.
+  plan.length = wanted;
+  for (int64_t offset = 0; offset <= wanted / 2; ++offset) {
+    if (size % (wanted + offset) == 0) {
+      plan.length = wanted + offset;
+      break;
+    }
+    if (wanted - offset >= 2 && size % (wanted - offset) == 0) {
+      plan.length = wanted - offset;
+      break;
+    }
+  }
+  return plan;
 }
 
 class Lowerer {
@@ -173,12 +227,28 @@ class Lowerer {
 
   int cast_to(int value, DType dtype) {
     if (program_.instrs[value].dtype == dtype) return value;
+    if (const std::optional<int> constant = folded(Op::Cast, dtype, {value})) return *constant;
     LinInstr instr{LinOp::Cast, dtype};
     instr.srcs = {value};
     return emit(std::move(instr));
   }
 
+  // A constant for an op whose operands are all constants (none of its work left to the device
+  // compiler); nullopt otherwise.
+  std::optional<int> folded(Op op, DType dtype, const std::vector<int>& srcs) {
+    std::vector<TypedConst> operands;
+    for (int src : srcs) {
+      const LinInstr& instr = program_.instrs[src];
+      if (instr.op != LinOp::Const) return std::nullopt;
+      operands.push_back({instr.dtype, instr.value});
+    }
+    const std::optional<ConstArg> value = fold_constant(op, dtype, operands);
+    if (!value) return std::nullopt;
+    return constant(dtype, *value);
+  }
+
   int alu(Op op, DType dtype, std::vector<int> srcs) {
+    if (const std::optional<int> constant = folded(op, dtype, srcs)) return *constant;
     LinInstr instr{LinOp::Alu, dtype};
     instr.alu = op;
     instr.srcs = std::move(srcs);
@@ -192,8 +262,22 @@ class Lowerer {
     return alu(Op::Where, dtype, {condition, value, constant(dtype, ConstArg{})});
   }
 
-  static std::string memo_key(const UOpRef& node, const Index& index) {
-    return std::to_string(reinterpret_cast<uintptr_t>(node.get())) + "@" + index_key(index);
+  // Runs `lower` with `condition` added to the gate that loads check.
+  template <typename LowerFn>
+  auto gated(const Sym& condition, LowerFn&& lower_fn) {
+    const Sym outer = gate_;
+    gate_ = logical_and(gate_, condition);
+    auto result = lower_fn();
+    gate_ = outer;
+    return result;
+  }
+
+  // A value depends on the node, the index and the gate it is lowered under.
+  std::string memo_key(const UOpRef& node, const Index& index) const {
+    std::string key =
+        std::to_string(reinterpret_cast<uintptr_t>(node.get())) + "@" + index_key(index);
+    if (!gate_.is_const()) key += "?" + gate_.key();
+    return key;
   }
 
   const int* find_memo(const std::string& key) const {
@@ -207,6 +291,7 @@ class Lowerer {
   // The node's value at each lane's index. Lanes already lowered in an enclosing scope, and
   // lanes with equal indices, are lowered once.
   std::vector<int> lower(const UOpRef& node, const Lanes& lanes) {
+    if (is_elementwise(node->op())) lower_operands_first(node, lanes);
     Lanes missing;
     std::vector<std::string> missing_keys;
     for (const Index& index : lanes) {
@@ -228,6 +313,31 @@ class Lowerer {
   }
 
   int lower_one(const UOpRef& node, const Index& index) { return lower(node, {index})[0]; }
+
+  bool is_lowered(const UOpRef& node, const Lanes& lanes) const {
+    return std::all_of(lanes.begin(), lanes.end(),
+                       [&](const Index& index) { return find_memo(memo_key(node, index)); });
+  }
+
+  // A chain of elementwise ops (a graph built by an unrolled loop: 100,000 deep) would recurse
+  // once per node. Its elementwise operands share the lanes, so they are lowered first, in an
+  // explicit post-order; each `lower` below then finds its operands done.
+  void lower_operands_first(const UOpRef& root, const Lanes& lanes) {
+    std::vector<std::pair<UOpRef, size_t>> stack{{root, 0}};
+    std::unordered_set<const UOp*> seen{root.get()};
+    while (!stack.empty()) {
+      const UOpRef node = stack.back().first;
+      const size_t next = stack.back().second++;
+      if (next < node->srcs().size()) {
+        const UOpRef& src = node->srcs()[next];
+        if (is_elementwise(src->op()) && seen.insert(src.get()).second && !is_lowered(src, lanes))
+          stack.emplace_back(src, 0);
+        continue;
+      }
+      stack.pop_back();
+      if (node != root) lower(node, lanes);
+    }
+  }
 
   std::vector<int> lower_uncached(const UOpRef& node, const Lanes& lanes) {
     const DType dtype = node->dtype();
@@ -258,6 +368,10 @@ class Lowerer {
         return lower_reduce(node, lanes);
       case Op::Cast: {
         for (int src : lower(node->src(), lanes)) {
+          if (const std::optional<int> constant = folded(Op::Cast, dtype, {src})) {
+            values.push_back(*constant);
+            continue;
+          }
           LinInstr instr{LinOp::Cast, dtype};
           instr.srcs = {src};
           values.push_back(emit(std::move(instr)));
@@ -288,7 +402,8 @@ class Lowerer {
   }
 
   // Loads of one element (from different lanes or nodes) are made once per scope.
-  int load(const UOpRef& buffer, const Sym& flat, const Sym& valid) {
+  int load(const UOpRef& buffer, const Sym& flat, const Sym& valid_in) {
+    const Sym valid = logical_and(valid_in, gate_);
     if (valid.is_const() && valid.const_value() == 0) return constant(buffer->dtype(), ConstArg{});
     const int param = param_of_.at(buffer.get());
     const std::string key = "load" + std::to_string(param) + "@" + flat.key() + "?" + valid.key();
@@ -325,61 +440,94 @@ class Lowerer {
       }
       return values;
     }
+    // A computed source is evaluated only where the View is valid: elsewhere its index may lie
+    // outside every buffer it reads (a pad of 2^24 before 1024 elements), so each masked lane is
+    // lowered under a gate that every load inside it checks.
     Lanes src_lanes;
     for (const Sym& flat : flats)
       src_lanes.push_back(unravel_index(flat, to_sym_shape(src->shape())));
-    const std::vector<int> src_values = lower(src, src_lanes);
+    const bool all_valid =
+        std::all_of(valids.begin(), valids.end(), [](const Sym& valid) { return valid == Sym(1); });
+    if (all_valid) return lower(src, src_lanes);
     for (size_t lane = 0; lane < lanes.size(); ++lane) {
-      values.push_back(masked(src_values[lane], valids[lane], node->dtype()));
+      if (valids[lane].is_const() && valids[lane].const_value() == 0) {
+        values.push_back(constant(node->dtype(), ConstArg{}));
+        continue;
+      }
+      const int value = gated(valids[lane], [&] { return lower_one(src, src_lanes[lane]); });
+      values.push_back(masked(value, valids[lane], node->dtype()));
     }
     return values;
   }
 
-  // One loop nest for every lane: each lane has its accumulator.
+  // One loop nest for every lane: each lane has its accumulator. Long float sums add into block
+  // accumulators first (see plan_blocked_sum), so their rounding error grows like sqrt(n).
   std::vector<int> lower_reduce(const UOpRef& node, const Lanes& lanes) {
     const ReduceArg& reduce = node->reduce_arg();
     const UOpRef& src = node->src();
-    std::vector<int> accumulators;
-    for (size_t lane = 0; lane < lanes.size(); ++lane) {
-      LinInstr define{LinOp::AccDefine, node->dtype()};
-      define.value = reduce_identity(reduce.op, node->dtype());
-      accumulators.push_back(emit(std::move(define)));
-    }
+    const DType dtype = node->dtype();
+    std::vector<int> accumulators = define_accumulators(reduce.op, dtype, lanes.size());
     for (int axis : reduce.axes) {
       if (src->shape()[axis] == 0) return accumulators;  // nothing to reduce: the identity
     }
     Lanes src_lanes = lanes;
-    std::vector<int> loops;
+    std::vector<ReduceLoop> plan;
     for (int axis : reduce.axes) {
       const int64_t size = src->shape()[axis];
-      Sym loop_index(0);
-      if (size > 1) {
-        const std::string name = "r" + std::to_string(loop_counter_++);
-        LinInstr begin{LinOp::LoopBegin, dtypes::int64};
-        begin.loop_var = name;
-        begin.loop_end = size;
-        loops.push_back(emit(std::move(begin)));
-        scopes_.emplace_back();
-        loop_index = Sym::var(name, 0, size - 1);
+      if (size > 1) plan.push_back({axis, size});
+      for (Index& index : src_lanes) index[axis] = Sym(0);
+    }
+    const BlockedSum blocked =
+        reduce.op == ReduceOp::Sum && dtype.is_float() ? plan_blocked_sum(plan) : BlockedSum{};
+
+    std::vector<int> loops;
+    auto open_loop = [&](int64_t size) {
+      const std::string name = "r" + std::to_string(loop_counter_++);
+      LinInstr begin{LinOp::LoopBegin, dtypes::int64};
+      begin.loop_var = name;
+      begin.loop_end = size;
+      loops.push_back(emit(std::move(begin)));
+      scopes_.emplace_back();
+      return Sym::var(name, 0, size - 1);
+    };
+    std::vector<int> targets = accumulators;
+    size_t inner_begin = 0;  // loops from here on run inside the block accumulators
+    Sym in_range(1);         // false for the steps past the end of a split loop
+    for (size_t level = 0; level < plan.size(); ++level) {
+      const ReduceLoop& loop = plan[level];
+      if (blocked.enabled && level == blocked.level && blocked.length > 0) {
+        const Sym block = open_loop((loop.size + blocked.length - 1) / blocked.length);
+        targets = define_accumulators(ReduceOp::Sum, dtype, lanes.size());
+        inner_begin = loops.size();
+        const Sym position = block * Sym(blocked.length) + open_loop(blocked.length);
+        if (loop.size % blocked.length != 0) in_range = lt(position, Sym(loop.size));
+        for (Index& index : src_lanes) index[loop.axis] = position;
+        continue;
       }
-      for (Index& index : src_lanes) index[axis] = loop_index;
+      if (blocked.enabled && level == blocked.level) {
+        targets = define_accumulators(ReduceOp::Sum, dtype, lanes.size());
+        inner_begin = loops.size();
+      }
+      const Sym position = open_loop(loop.size);
+      for (Index& index : src_lanes) index[loop.axis] = position;
     }
     const size_t body_start = program_.instrs.size();
-    const std::vector<int> values = lower(src, src_lanes);
+    const std::vector<int> values = in_range == Sym(1)
+                                        ? lower(src, src_lanes)
+                                        : gated(in_range, [&] { return lower(src, src_lanes); });
     for (size_t lane = 0; lane < lanes.size(); ++lane) {
-      LinInstr update{LinOp::AccUpdate, node->dtype()};
-      update.srcs = {accumulators[lane], cast_to(values[lane], node->dtype())};
-      update.reduce = reduce.op;
-      emit(std::move(update));
+      int value = cast_to(values[lane], dtype);
+      if (in_range != Sym(1)) value = masked(value, in_range, dtype);
+      accumulate(targets[lane], value, reduce.op);
     }
     if (!loops.empty() && innermost_body(body_start)) {
       LinInstr& innermost = program_.instrs[loops.back()];
       // Float sums, maxes and mins may be reassociated (the renderer decides how: a pragma, or
       // partial sums); the rest the compiler may not reorder: unroll them.
       const bool reassociable =
-          lanes.size() == 1 && node->dtype().is_float() && reduce.op != ReduceOp::Prod;
+          lanes.size() == 1 && dtype.is_float() && reduce.op != ReduceOp::Prod;
       if (reassociable) {
-        innermost.reduction_acc = accumulators[0];
+        innermost.reduction_acc = targets[0];
         innermost.reduce = reduce.op;
       }
       if (!(reassociable && reduce.op == ReduceOp::Sum) &&
@@ -387,11 +535,36 @@ class Lowerer {
         innermost.unroll = kUnrollFactor;
       }
     }
-    for (size_t level = 0; level < loops.size(); ++level) {
-      emit(LinInstr{LinOp::LoopEnd, dtypes::int64});
-      scopes_.pop_back();
+    while (loops.size() > inner_begin) close_loop(loops);
+    if (blocked.enabled) {
+      for (size_t lane = 0; lane < lanes.size(); ++lane)
+        accumulate(accumulators[lane], targets[lane], ReduceOp::Sum);
+    }
+    while (!loops.empty()) close_loop(loops);
+    return accumulators;
+  }
+
+  std::vector<int> define_accumulators(ReduceOp op, DType dtype, size_t count) {
+    std::vector<int> accumulators;
+    for (size_t lane = 0; lane < count; ++lane) {
+      LinInstr define{LinOp::AccDefine, dtype};
+      define.value = reduce_identity(op, dtype);
+      accumulators.push_back(emit(std::move(define)));
     }
     return accumulators;
+  }
+
+  void accumulate(int accumulator, int value, ReduceOp op) {
+    LinInstr update{LinOp::AccUpdate, program_.instrs[accumulator].dtype};
+    update.srcs = {accumulator, value};
+    update.reduce = op;
+    emit(std::move(update));
+  }
+
+  void close_loop(std::vector<int>& loops) {
+    emit(LinInstr{LinOp::LoopEnd, dtypes::int64});
+    scopes_.pop_back();
+    loops.pop_back();
   }
 
   // True when no loop opens between `start` and the end of the program.
@@ -409,6 +582,8 @@ class Lowerer {
   std::vector<std::unordered_map<std::string, int>> scopes_;
   int loop_counter_ = 0;
   bool contiguous_lane_load_ = false;
+  // Where the values being lowered are needed; loads outside it read nothing (see lower_view).
+  Sym gate_ = Sym(1);
 };
 
 // How many divisions and modulos the program's load and store indices hold: a rough cost of the

@@ -133,15 +133,16 @@ class Renderer {
     if (dtype.is_bool()) return value.int_value || value.float_value != 0 ? "1" : "0";
     if (dtype.is_float()) {
       const bool wide = dtype == dtypes::float64;
-      const double number = value.float_value;
+      // Narrowed first: a value beyond float's range is float's infinity, never `inff`.
+      const double number =
+          wide ? value.float_value : static_cast<double>(static_cast<float>(value.float_value));
       if (std::isnan(number)) return wide ? dialect_.float64_nan : dialect_.float32_nan;
       if (std::isinf(number)) {
         const std::string& inf = wide ? dialect_.float64_infinity : dialect_.float32_infinity;
         return number < 0 ? "(-" + inf + ")" : inf;
       }
       char text[64];
-      std::snprintf(text, sizeof(text), wide ? "%.17g" : "%.9g",
-                    wide ? number : static_cast<float>(number));
+      std::snprintf(text, sizeof(text), wide ? "%.17g" : "%.9g", number);
       std::string result = text;
       if (result.find_first_of(".en") == std::string::npos) result += ".0";
       if (!wide) result += "f";
@@ -166,6 +167,17 @@ class Renderer {
 
   std::string name_of(int value) const { return names_[value]; }
 
+  // A half-typed value is computed in float; where it is compared or converted it is first
+  // rounded to its dtype, as it would be had it been stored, so that fusing a producer into its
+  // consumer does not change a comparison (argmax compares a computed value with its stored
+  // maximum). Loads and constants hold exact half values already.
+  std::string exact_value(int value) const {
+    const LinInstr& instr = program_.instrs[value];
+    if (!instr.dtype.is_half() || instr.op == LinOp::Load || instr.op == LinOp::Const)
+      return names_[value];
+    return round_to_half(instr.dtype, names_[value]);
+  }
+
   // `a op b` with kiln's wrapping integer semantics. Where signed overflow is undefined (OpenCL
   // C), signed operands go through the unsigned type of their width (at least 32 bits, as
   // narrower ones promote to int), where arithmetic wraps, and are converted back.
@@ -182,8 +194,11 @@ class Renderer {
   std::string render_alu(const LinInstr& instr) const {
     const DType dtype = instr.dtype;
     const DType operand_dtype = program_.instrs[instr.srcs[0]].dtype;
-    const std::string a = name_of(instr.srcs[0]);
-    const std::string b = instr.srcs.size() > 1 ? name_of(instr.srcs[1]) : "";
+    const bool compares = is_comparison(instr.alu);
+    const std::string a = compares ? exact_value(instr.srcs[0]) : name_of(instr.srcs[0]);
+    const std::string b = instr.srcs.size() <= 1 ? ""
+                          : compares             ? exact_value(instr.srcs[1])
+                                                 : name_of(instr.srcs[1]);
     const std::string c = instr.srcs.size() > 2 ? name_of(instr.srcs[2]) : "";
     const bool is_float = operand_dtype.is_float();
     const bool is_bool = operand_dtype.is_bool();
@@ -301,11 +316,18 @@ class Renderer {
 
   std::string render_cast(const LinInstr& instr) const {
     const DType to = instr.dtype;
-    const DType from = program_.instrs[instr.srcs[0]].dtype;
-    const std::string value = name_of(instr.srcs[0]);
+    const LinInstr& source = program_.instrs[instr.srcs[0]];
+    const DType from = source.dtype;
+    const std::string value = exact_value(instr.srcs[0]);
     if (to.is_bool()) return "(" + value + " != 0)";
     if (to.is_float()) {
-      const std::string converted = "((" + compute_type(to) + ")" + value + ")";
+      std::string converted = "((" + compute_type(to) + ")" + value + ")";
+      // Compilers may fold (float)(int)x into trunc(x) (gcc does without -ftrapping-math), which
+      // gives -0.0 for x in (-1, 0); an integer has no -0. A select keeps the zero positive (gcc
+      // drops a `+ 0.0`, reasoning that an integer converted is never -0).
+      if (!from.is_float() && source.op == LinOp::Cast &&
+          program_.instrs[source.srcs[0]].dtype.is_float())
+        converted = "(" + value + " == 0 ? " + literal(to, ConstArg{}) + " : " + converted + ")";
       return to.is_half() && from != to ? round_to_half(to, converted) : converted;
     }
     const std::string type = dialect_.type_name(to);
