@@ -166,6 +166,10 @@ void run_copy(const ScheduleItem& item) {
 }  // namespace
 
 std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::string& device) {
+  // One realize at a time in the process: each runs its kernels on every core already, and the
+  // schedule, the buffers it plans and the launch queues are then never shared between threads.
+  static std::recursive_mutex realize_mutex;
+  std::lock_guard<std::recursive_mutex> one_at_a_time(realize_mutex);
   const Clock::time_point start = Clock::now();
   std::shared_ptr<DeviceContext> context = open_device(device);
   const int64_t compiles_before = context->stats().compiles;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/const_fold.h"
 #include "runtime/buffer.h"
 #include "runtime/realize.h"
 #include "runtime/registry.h"
@@ -21,11 +22,7 @@ std::string resolve_device(const std::string& device) {
 }
 
 void check_shape(const Shape& shape, const char* op) {
-  for (int64_t size : shape) {
-    if (size < 0)
-      throw ShapeError(std::string("[") + op + "] shape " + shape_string(shape) +
-                       " has a negative size");
-  }
+  check_numel(shape, op);
 }
 
 int64_t numel_of(const Shape& shape) {
@@ -59,26 +56,27 @@ UOpRef hash_uint32(UOpRef value, uint64_t seed, const Shape& shape) {
 }  // namespace
 
 Tensor make_tensor(UOpRef node, const std::string& device) {
-  return Tensor(std::make_shared<TensorState>(TensorState{std::move(node), device}));
+  check_numel(node->shape(), "tensor");
+  return Tensor(std::make_shared<TensorState>(std::move(node), device));
 }
 
 std::shared_ptr<const UOp> Tensor::node() const {
-  return state_->node;
+  return state_->node();
 }
 const Shape& Tensor::shape() const {
-  return state_->node->shape();
+  return state_->shape();
 }
 DType Tensor::dtype() const {
-  return state_->node->dtype();
+  return state_->dtype();
 }
 const std::string& Tensor::device() const {
-  return state_->device;
+  return state_->device();
 }
 int64_t Tensor::numel() const {
-  return state_->node->numel();
+  return numel_of(state_->shape());
 }
 int64_t Tensor::ndim() const {
-  return static_cast<int64_t>(state_->node->shape().size());
+  return static_cast<int64_t>(state_->shape().size());
 }
 
 Tensor Tensor::from_bytes(const void* data, size_t nbytes, DType dtype, Shape shape,
@@ -125,18 +123,52 @@ Tensor Tensor::arange(int64_t stop, const std::string& device) {
 }
 
 Tensor Tensor::arange(int64_t start, int64_t stop, int64_t step, const std::string& device) {
-  if (step == 0)
-    throw ShapeError("[arange] step must not be 0 (start " + std::to_string(start) + ", stop " +
-                     std::to_string(stop) + ")");
-  const int64_t count = std::max<int64_t>(0, (stop - start + step + (step > 0 ? -1 : 1)) / step);
+  return arange(start, stop, step, dtypes::int32, device);
+}
+
+Tensor Tensor::arange(int64_t start, int64_t stop, int64_t step, DType dtype,
+                      const std::string& device) {
+  const std::string range = "start " + std::to_string(start) + ", stop " + std::to_string(stop) +
+                            ", step " + std::to_string(step);
+  if (step == 0) throw ShapeError("[arange] step must not be 0 (" + range + ")");
+  if (dtype.is_bool())
+    throw DTypeError("[arange] cannot count in bool (" + range +
+                     "); use an integer or float dtype");
+  // In 128 bits: stop - start may overflow int64.
+  const __int128 span = static_cast<__int128>(stop) - start;
+  const __int128 count128 =
+      (span > 0) == (step > 0) && span != 0 ? (span + step + (step > 0 ? -1 : 1)) / step : 0;
+  if (count128 > kMaxElements)
+    throw ShapeError("[arange] " + range + " gives more than the 2^60 elements a tensor may hold");
+  const int64_t count = static_cast<int64_t>(count128);
+  if (count > 0 && dtype.is_int()) {
+    const __int128 last = start + static_cast<__int128>(step) * (count - 1);
+    const __int128 low = std::min<__int128>(start, last), high = std::max<__int128>(start, last);
+    const bool fits =
+        dtype == dtypes::uint64
+            ? low >= 0
+            : low >= static_cast<__int128>(dtype.min_value()) &&
+                  (dtype == dtypes::int64 || high <= static_cast<__int128>(dtype.max_value()));
+    if (!fits) {
+      throw DTypeError("[arange] " + range + " reaches " +
+                       std::to_string(static_cast<int64_t>(low == start ? last : start)) +
+                       ", outside the range of " + dtype.name() +
+                       "; pass a wider dtype, e.g. Tensor::arange(start, stop, step, "
+                       "dtypes::int64)");
+    }
+  }
   const std::string name = resolve_device(device);
-  UOpRef index = UOp::make(Op::Iota, dtypes::int32, {}, {}, {count});
-  UOpRef scaled = alu_node(Op::Mul, dtypes::int32,
-                           {index, const_node(static_cast<double>(step), dtypes::int32, {count})});
-  return make_tensor(
-      alu_node(Op::Add, dtypes::int32,
-               {scaled, const_node(static_cast<double>(start), dtypes::int32, {count})}),
-      name);
+  // Integer arithmetic wraps, so index * step + start is exact whenever the result fits, even
+  // where the index alone would not.
+  // Integer constants from their int64 value: a double would round those above 2^53.
+  auto constant = [&](int64_t value) {
+    ConstArg arg = make_const(static_cast<double>(value), dtype);
+    if (dtype.is_int()) arg.int_value = value;
+    return UOp::make(Op::Const, dtype, {}, arg, Shape{count});
+  };
+  UOpRef index = UOp::make(Op::Iota, dtype, {}, {}, {count});
+  UOpRef scaled = alu_node(Op::Mul, dtype, {index, constant(step)});
+  return make_tensor(alu_node(Op::Add, dtype, {scaled, constant(start)}), name);
 }
 
 Tensor Tensor::rand(Shape shape, uint64_t seed, const std::string& device) {
@@ -155,14 +187,16 @@ Tensor Tensor::rand(Shape shape, uint64_t seed, const std::string& device) {
 
 Tensor Tensor::eye(int64_t n, DType dtype, const std::string& device) {
   if (n < 0) throw ShapeError("[eye] size must be non-negative, got " + std::to_string(n));
+  check_numel({n, n}, "eye");
   Tensor index = arange(n, device);
   return (index.reshape({n, 1}) == index.reshape({1, n})).cast(dtype);
 }
 
 const Tensor& Tensor::realize() const {
-  if (is_buffer_view(*state_->node)) return *this;
-  std::vector<UOpRef> results = realize_nodes({state_->node}, state_->device);
-  state_->node = results[0];
+  const UOpRef node = state_->node();
+  if (is_buffer_view(*node)) return *this;
+  std::vector<UOpRef> results = realize_nodes({node}, state_->device());
+  state_->set_node(results[0]);
   return *this;
 }
 
@@ -205,20 +239,19 @@ T Tensor::item() const {
 
 Tensor Tensor::to(const std::string& device) const {
   const std::string name = resolve_device(device);
-  if (name == state_->device) return *this;
-  return make_tensor(UOp::make(Op::Copy, dtype(), {state_->node}, name, shape()), name);
+  if (name == state_->device()) return *this;
+  return make_tensor(UOp::make(Op::Copy, dtype(), {node()}, name, shape()), name);
 }
 
 Tensor Tensor::contiguous() const {
-  return make_tensor(UOp::make(Op::Contiguous, dtype(), {state_->node}, {}, shape()),
-                     state_->device);
+  return make_tensor(UOp::make(Op::Contiguous, dtype(), {node()}, {}, shape()), device());
 }
 
 std::string Tensor::graph() const {
-  return graph_to_string({state_->node});
+  return graph_to_string({node()});
 }
 std::string Tensor::graph_dot() const {
-  return graph_to_dot({state_->node});
+  return graph_to_dot({node()});
 }
 
 #define KILN_INSTANTIATE(T)                                                                 \

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <optional>
 #include <set>
 
+#include "core/const_fold.h"
 #include "runtime/tensor_internal.h"
 
 namespace kiln {
@@ -63,42 +66,71 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     }
     result[dim] = size_a == 1 ? size_b : size_a;
   }
+  check_numel(result, op);
   return result;
 }
 
-UOpRef const_node(double value, DType dtype, const Shape& shape) {
-  ConstArg arg;
-  if (dtype.is_bool()) {
-    arg.int_value = value != 0 ? 1 : 0;
-    arg.float_value = static_cast<double>(arg.int_value);
-  } else if (dtype.is_int()) {
-    // Integers wrap like a cast would: the value modulo 2^64, as two's complement.
-    constexpr double kTwo63 = 9223372036854775808.0, kTwo64 = 18446744073709551616.0;
-    if (std::isfinite(value)) {
-      double whole = std::trunc(value);
-      if (whole < -kTwo63 || whole >= kTwo64) {
-        whole = std::fmod(whole, kTwo64);
-        if (whole < 0) whole += kTwo64;
-        if (whole >= kTwo64) whole = 0;
-      }
-      arg.int_value = whole >= kTwo63 ? static_cast<int64_t>(static_cast<uint64_t>(whole))
-                                      : static_cast<int64_t>(whole);
-    }
-    arg.float_value = value;
-  } else {
-    arg.float_value = value;
-    arg.int_value = 0;
+int64_t check_numel(const Shape& shape, const char* op) {
+  bool empty = false;
+  for (int64_t size : shape) {
+    if (size < 0)
+      throw ShapeError(std::string("[") + op + "] shape " + shape_string(shape) +
+                       " has a negative size; sizes must be 0 or more");
+    empty |= size == 0;
   }
-  return UOp::make(Op::Const, dtype, {}, arg, shape);
+  if (empty) return 0;
+  int64_t total = 1;
+  for (int64_t size : shape) {
+    if (total > kMaxElements / size) {
+      double count = 1;
+      for (int64_t each : shape) count *= static_cast<double>(each);
+      char figure[32];
+      std::snprintf(figure, sizeof(figure), "%.3g", count);
+      throw ShapeError(std::string("[") + op + "] shape " + shape_string(shape) + " has " + figure +
+                       " elements, more than the 2^60 a tensor may hold");
+    }
+    total *= size;
+  }
+  return total;
 }
+
+void check_fill_value(double value, DType dtype, const char* op, const std::string& operand) {
+  if (dtype.is_float() || (std::isfinite(value) && std::trunc(value) == value)) return;
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.17g", value);
+  throw DTypeError(std::string("[") + op + "] value " + text + " is not a whole number, and the " +
+                   "result keeps the dtype of " + operand +
+                   "; pass a whole number, or cast the tensor to a float dtype first");
+}
+
+UOpRef const_node(double value, DType dtype, const Shape& shape) {
+  return UOp::make(Op::Const, dtype, {}, make_const(value, dtype), shape);
+}
+
+namespace {
+
+// An op over constants only is a constant: folded here, so no kernel computes it.
+UOpRef folded(Op op, DType dtype, const std::vector<UOpRef>& srcs, const Shape& shape) {
+  std::vector<TypedConst> operands;
+  for (const UOpRef& src : srcs) {
+    if (src->op() != Op::Const) return nullptr;
+    operands.push_back({src->dtype(), src->const_arg()});
+  }
+  std::optional<ConstArg> value = fold_constant(op, dtype, operands);
+  return value ? UOp::make(Op::Const, dtype, {}, *value, shape) : nullptr;
+}
+
+}  // namespace
 
 UOpRef cast_node(const UOpRef& node, DType dtype) {
   if (node->dtype() == dtype) return node;
+  if (UOpRef constant = folded(Op::Cast, dtype, {node}, node->shape())) return constant;
   return UOp::make(Op::Cast, dtype, {node}, {}, node->shape());
 }
 
 UOpRef alu_node(Op op, DType dtype, std::vector<UOpRef> srcs) {
   Shape shape = srcs[0]->shape();
+  if (UOpRef constant = folded(op, dtype, srcs, shape)) return constant;
   return UOp::make(op, dtype, std::move(srcs), {}, std::move(shape));
 }
 

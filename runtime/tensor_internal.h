@@ -5,6 +5,7 @@
 #include <kiln/tensor.h>
 
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -12,9 +13,36 @@
 
 namespace kiln {
 
-struct TensorState {
-  UOpRef node;
-  std::string device;
+// What a handle and its copies share. The node changes once, when the value is realized (from
+// the graph to its buffer), possibly while another thread reads it through a copy of the handle:
+// it is read and written under the lock. Shape, dtype and device never change.
+class TensorState {
+ public:
+  TensorState(UOpRef node, std::string device)
+      : shape_(node->shape()),
+        dtype_(node->dtype()),
+        device_(std::move(device)),
+        node_(std::move(node)) {}
+
+  UOpRef node() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return node_;
+  }
+  // The realized form of the same value.
+  void set_node(UOpRef node) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    node_ = std::move(node);
+  }
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  const std::string& device() const { return device_; }
+
+ private:
+  const Shape shape_;
+  const DType dtype_;
+  const std::string device_;
+  mutable std::mutex mutex_;
+  UOpRef node_;
 };
 
 Tensor make_tensor(UOpRef node, const std::string& device);
@@ -25,6 +53,18 @@ inline UOpRef node_of(const Tensor& tensor) {
 // "(2, 3)", "float32[2, 3]" for messages.
 std::string shape_string(const Shape& shape);
 std::string describe(const Tensor& tensor);
+
+// The most elements a tensor may hold: flat indices and byte sizes of every dtype then fit in
+// int64, with room for index arithmetic.
+constexpr int64_t kMaxElements = int64_t{1} << 60;
+// The element count of `shape`; throws ShapeError naming `op` for a negative size or a count
+// above kMaxElements.
+int64_t check_numel(const Shape& shape, const char* op);
+
+// A value that fills part of a tensor (pad) keeps the tensor's dtype: for integers and bool it
+// must be a whole number, converted as a cast would (wrapping; non-zero is true); floats take any
+// value. Throws DTypeError naming `op` and `operand` otherwise.
+void check_fill_value(double value, DType dtype, const char* op, const std::string& operand);
 
 // Negative axes count from the end; throws ShapeError naming `op` when out of range.
 int normalize_axis(int64_t axis, int64_t ndim, const char* op);

@@ -1,6 +1,7 @@
 // Movement ops: they change the View over the data, never the data.
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <optional>
 
@@ -25,8 +26,8 @@ Tensor with_node(const Tensor& tensor, UOpRef node) {
 }  // namespace
 
 Tensor Tensor::reshape(Shape new_shape) const {
-  int64_t known = 1;
   int inferred = -1;
+  Shape known_sizes;
   for (size_t dim = 0; dim < new_shape.size(); ++dim) {
     if (new_shape[dim] == -1) {
       if (inferred >= 0)
@@ -36,8 +37,15 @@ Tensor Tensor::reshape(Shape new_shape) const {
       throw ShapeError("[reshape] sizes must be non-negative or -1, got " +
                        shape_string(new_shape));
     } else {
-      known *= new_shape[dim];
+      known_sizes.push_back(new_shape[dim]);
     }
+  }
+  int64_t known = 0;
+  try {
+    known = check_numel(known_sizes, "reshape");
+  } catch (const ShapeError&) {
+    throw ShapeError("[reshape] cannot reshape " + describe(*this) + " to " +
+                     shape_string(new_shape) + ": more than the 2^60 elements a tensor may hold");
   }
   if (inferred >= 0) {
     if (known == 0 || numel() % known != 0) {
@@ -100,12 +108,17 @@ Tensor Tensor::expand(Shape new_shape) const {
                          shape_string(new_shape));
       new_shape[dim] = current;
     }
+    if (new_shape[dim] < 0) {
+      throw ShapeError("[expand] cannot expand " + describe(*this) + " to " +
+                       shape_string(new_shape) + ": sizes must be 0 or more (-1 keeps a size)");
+    }
     if (current != new_shape[dim] && current != 1) {
       throw ShapeError("[expand] cannot expand " + describe(*this) + " to " +
                        shape_string(new_shape) + ": dimension " + std::to_string(dim) +
                        " has size " + std::to_string(current) + " (only size-1 dimensions expand)");
     }
   }
+  check_numel(new_shape, "expand");
   return with_node(*this, broadcast_node(node_of(*this), new_shape));
 }
 
@@ -122,12 +135,21 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, double
       throw ShapeError("[pad] padding must be non-negative, got " + pairs_string(before_after) +
                        "; use shrink to cut");
     }
+    if (before > kMaxElements || after > kMaxElements - before ||
+        shape()[dim] > kMaxElements - before - after) {
+      throw ShapeError("[pad] padding " + pairs_string(before_after) + " of " + describe(*this) +
+                       " makes dimension " + std::to_string(dim) +
+                       " larger than the 2^60 elements a tensor may hold");
+    }
     new_shape.push_back(shape()[dim] + before + after);
     amounts.emplace_back(Sym(before), Sym(after));
   }
+  check_numel(new_shape, "pad");
+  check_fill_value(value, dtype(), "pad", describe(*this));
   auto change = [&](const ShapeTracker& tracker) { return tracker.pad(amounts); };
   Tensor padded = with_node(*this, movement_node(node_of(*this), new_shape, change));
-  if (value == 0) return padded;
+  // The masked-off part of a View reads +0 (or false): other fills, -0.0 included, are selected.
+  if (value == 0 && !std::signbit(value)) return padded;
   // Where the mask is off, the padded View reads 0; a padded all-true mask selects the fill.
   UOpRef inside = movement_node(const_node(1, dtypes::bool_, shape()), new_shape, change);
   return where(with_node(*this, inside), padded, value);
@@ -222,6 +244,9 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t axis) {
                        std::to_string(dim));
     }
     dtype = promote_types(dtype, tensor.dtype());
+    if (tensor.shape()[dim] > kMaxElements - total)
+      throw ShapeError("[cat] the result along axis " + std::to_string(dim) +
+                       " would be longer than the 2^60 elements a tensor may hold");
     total += tensor.shape()[dim];
   }
   // Each part padded to the full length along the axis and selected where it lies: one fused

@@ -9,13 +9,24 @@
 // (ShapeError, DTypeError, DeviceError) naming the operation, the operands' shapes and dtypes and
 // what would be valid; the operands stay usable. Negative axes count from the end.
 //
+// Threads: a Tensor may be copied to other threads, and any thread may use any handle, realize
+// included, while others use copies of it: the value a handle refers to changes only from its
+// graph to its realized buffer, under a lock. Realizations run one at a time in the process
+// (each uses every core already), so threads add no kernel parallelism.
+//
 // Semantics worth knowing:
 //   * Broadcasting follows NumPy. Mixed dtypes promote as kiln/dtype.h describes; a host scalar
-//     keeps the tensor's dtype.
+//     keeps the tensor's dtype, at the precision that dtype computes in (float32 for the half
+//     types; a float32 tensor times 1e39 is +-inf), except that with a bool tensor an integral
+//     scalar gives int32 for arithmetic, and with a bool or integer tensor a non-integral scalar
+//     gives float32.
+//   * Sizes: a tensor holds at most 2^60 elements; larger or negative shapes are a ShapeError.
 //   * Integer arithmetic wraps (two's complement). Integer `/` truncates toward zero and `%` takes
 //     the sign of the dividend, as in C; dividing an integer by zero gives 0.
 //   * Float-to-integer casts truncate toward zero and saturate at the target's range; NaN gives 0.
-//   * float16 and bfloat16 are stored in 16 bits and computed in float32 inside a kernel.
+//   * float16 and bfloat16 are stored in 16 bits and computed in float32 inside a kernel; a
+//     half value is rounded to its dtype wherever it is stored, compared or cast, so fusing two
+//     ops never changes a comparison.
 
 #include <cstdint>
 #include <memory>
@@ -30,7 +41,7 @@ namespace kiln {
 
 using Shape = std::vector<int64_t>;
 class UOp;
-struct TensorState;
+class TensorState;
 
 class Tensor {
  public:
@@ -45,6 +56,10 @@ class Tensor {
   // 0, 1, ..., stop - 1 as int32.
   static Tensor arange(int64_t stop, const std::string& device = "");
   static Tensor arange(int64_t start, int64_t stop, int64_t step = 1,
+                       const std::string& device = "");
+  // start, start + step, ... up to (not including) stop, in `dtype` (any but bool). An integer
+  // dtype must hold every value: arange(0, 1LL << 32) needs int64 (a DTypeError says so).
+  static Tensor arange(int64_t start, int64_t stop, int64_t step, DType dtype,
                        const std::string& device = "");
   // Uniform in [0, 1), float32; the same values for the same seed on every device.
   static Tensor rand(Shape shape, uint64_t seed, const std::string& device = "");
@@ -91,6 +106,9 @@ class Tensor {
   Tensor permute(std::vector<int64_t> axes) const;
   Tensor transpose(int64_t axis0 = -2, int64_t axis1 = -1) const;
   Tensor expand(Shape shape) const;  // -1 keeps a size
+  // The value keeps the tensor's dtype: on an integer or bool tensor it must be a whole number
+  // (else a DTypeError), converted as a cast would (wrapping: -2 in uint8 is 254; non-zero is
+  // true); on a float tensor it is rounded to the dtype (-0.0 stays -0.0, 1e39 in float32 is inf).
   Tensor pad(std::vector<std::pair<int64_t, int64_t>> before_after, double value = 0) const;
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> start_end) const;
   Tensor flip(std::vector<int64_t> axes) const;
@@ -102,9 +120,10 @@ class Tensor {
   Tensor contiguous() const;
 
   // ---- reductions (no axes = every axis) ----
-  // Float sums may add in any order (the error stays within a few ulp times sqrt(n)). max and
-  // min return NaN if any element is NaN; the sign of a zero result is unspecified when both
-  // -0.0 and +0.0 occur.
+  // Float sums may add in any order. Sums of more than 4096 terms add blocks of about sqrt(n)
+  // terms first, so the error is at most about 2 sqrt(n) ulp times the sum of |x| (a plain loop's
+  // bound grows with n). max and min return NaN if any element is NaN; the sign of a zero result
+  // is unspecified when both -0.0 and +0.0 occur.
   Tensor sum(std::vector<int64_t> axes = {}, bool keepdim = false) const;
   Tensor max(std::vector<int64_t> axes = {}, bool keepdim = false) const;
   Tensor min(std::vector<int64_t> axes = {}, bool keepdim = false) const;
@@ -203,11 +222,12 @@ std::vector<std::string> devices();
 std::string default_device();
 
 // Explicit instantiations live in the library for every host type that matches a dtype.
-#define KILN_TENSOR_HOST_TYPES(X)                                                         \
-  X(bool)                                                                                 \
-  X(int8_t)                                                                               \
-  X(int16_t) X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) X(uint64_t) X(half) \
-      X(bfloat16) X(float) X(double)
+#define KILN_TENSOR_HOST_TYPES(X)                                                          \
+  X(bool)                                                                                  \
+  X(int8_t)                                                                                \
+  X(int16_t)                                                                               \
+  X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) X(uint64_t) X(half) X(bfloat16) \
+      X(float) X(double)
 
 #define KILN_DECLARE_EXTERN(T)                                                                     \
   extern template Tensor Tensor::from_vector<T>(const std::vector<T>&, Shape, const std::string&); \
