@@ -49,6 +49,8 @@ void add_reduce_cases(BatteryBuilder& builder);
 void add_movement_cases(BatteryBuilder& builder);
 void add_shape_cases(BatteryBuilder& builder);
 void add_graph_cases_to(BatteryBuilder& builder);
+// Cases for defects found once (battery_regressions.cpp).
+void add_regression_cases(BatteryBuilder& builder);
 
 }  // namespace detail
 }  // namespace kiln::conformance
