@@ -12,9 +12,13 @@
 #include "runtime/caching_allocator.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/registry.h"
+#include "tests/child_process.h"
 
 using namespace kiln;
 using Catch::Matchers::Contains;
+using kiln::test::ChildResult;
+using kiln::test::run_child;
+using kiln::test::ScratchFolder;
 
 namespace {
 
@@ -144,6 +148,26 @@ TEST_CASE("cache keys depend on the compiler and the source", "[runtime][cache]"
   CHECK(kernel_cache_key("gcc 12", "a") != kernel_cache_key("gcc 13", "a"));
   CHECK(kernel_cache_key("gcc 12", "a") != kernel_cache_key("gcc 12", "b"));
   CHECK(kernel_cache_key("gcc 12", "a") == kernel_cache_key("gcc 12", "a"));
+}
+
+TEST_CASE("the disk cache key covers every word of KILN_CC", "[runtime][cache]") {
+  // Two processes share one cache folder; the first compiles with -ffast-math, which turns the
+  // NaN-propagating max into a plain comparison. The second must not load its binaries.
+  ScratchFolder cache("cc-flags");
+  const std::string folder = "KILN_CACHE_DIR='" + cache.string() + "' ";
+  const ChildResult fast = run_child(folder + "KILN_CC='cc -ffast-math'", KILN_TEST_CPU_KERNELS);
+  const ChildResult plain = run_child(folder + "KILN_CC=cc", KILN_TEST_CPU_KERNELS);
+  const ChildResult unset = run_child("-u KILN_CC " + folder, KILN_TEST_CPU_KERNELS);
+  INFO("-ffast-math:\n" << fast.output << "plain:\n" << plain.output << "unset:\n" << unset.output);
+  REQUIRE(fast.exit_code == 0);
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(unset.exit_code == 0);
+  const auto key = [](const std::string& output) { return output.substr(0, output.find('\n')); };
+  CHECK(key(fast.output) != key(plain.output));
+  CHECK(key(unset.output) == key(plain.output));  // the default command is `cc`
+  CHECK_THAT(plain.output, Contains("max: nan") && Contains("sums: right"));
+  CHECK_THAT(plain.output, !Contains("compiles: 0"));
+  CHECK_THAT(unset.output, Contains("compiles: 0"));  // plain's binaries, from the disk cache
 }
 
 TEST_CASE("the caching allocator reuses freed blocks and retries after out-of-memory",
