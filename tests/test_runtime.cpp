@@ -68,6 +68,34 @@ TEST_CASE("a compile failure carries the compiler's log and the source", "[runti
   }
 }
 
+TEST_CASE("a compiler that exits 0 without a shared object is a CompileError",
+          "[runtime][errors]") {
+  ScratchFolder scratch("cc-silent");
+  const std::string folder = "KILN_CACHE_DIR='" + (scratch.path() / "cache").string() + "' ";
+  SECTION("no object at all (KILN_CC=true)") {
+    const ChildResult result = run_child(folder + "KILN_CC=true", KILN_TEST_CPU_KERNELS);
+    INFO(result.output);
+    CHECK(result.exit_code == 3);  // a CompileError
+    CHECK_THAT(result.output, Contains("produced no valid shared object") &&
+                                  Contains("no file was written") && Contains("command: true -O2"));
+  }
+  SECTION("a file that is not a shared object") {
+    // A "compiler" that writes text to its -o argument.
+    const std::string script = (scratch.path() / "fake-cc").string();
+    std::ofstream(script) << "#!/bin/sh\nwhile [ $# -gt 0 ]; do\n"
+                             "  if [ \"$1\" = -o ]; then echo 'not an object' > \"$2\"; fi; shift\n"
+                             "done\n";
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+    const ChildResult result =
+        run_child(folder + "KILN_CC='" + script + "'", KILN_TEST_CPU_KERNELS);
+    INFO(result.output);
+    CHECK(result.exit_code == 3);
+    CHECK_THAT(result.output, Contains("produced no valid shared object") &&
+                                  Contains("14 bytes without an ELF header") &&
+                                  Contains("command: " + script + " -O2"));
+  }
+}
+
 TEST_CASE("the disk cache detects a corrupt entry", "[runtime][cache]") {
   const DiskCache cache(temporary_folder("cache"));
   const std::vector<uint8_t> binary{1, 2, 3, 4, 5, 6, 7, 8, 9};

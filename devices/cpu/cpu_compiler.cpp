@@ -1,6 +1,8 @@
 #include "devices/cpu/cpu_compiler.h"
 
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -176,6 +178,19 @@ std::string compiler_identity() {
   return identity;
 }
 
+// Why `bytes` is not a shared object for dlopen, or "" when it looks like one.
+std::string shared_object_problem(const std::vector<uint8_t>& bytes) {
+  if (bytes.empty()) return "the file is empty";
+  if (bytes.size() < sizeof(ElfW(Ehdr)) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
+    return std::to_string(bytes.size()) + " bytes without an ELF header";
+  ElfW(Ehdr) header;
+  std::memcpy(&header, bytes.data(), sizeof(header));
+  if (header.e_type != ET_DYN)
+    return "an ELF file of type " + std::to_string(header.e_type) + ", not a shared object (" +
+           std::to_string(ET_DYN) + ")";
+  return "";
+}
+
 class CCompiler : public Compiler {
  public:
   CCompiler() : identity_(compiler_identity()) {}
@@ -197,12 +212,23 @@ class CCompiler : public Compiler {
     const RunResult result = run_command(words, scratch.path() + "/log.txt");
     if (result.status != 0) {
       throw CompileError("[cpu] compiling kernel " + kernel_name + " failed (exit " +
-                             std::to_string(result.status) + ")",
+                             std::to_string(result.status) + "): " + joined(words),
                          result.output, source);
     }
     std::ifstream object(object_path, std::ios::binary);
-    return std::vector<uint8_t>(std::istreambuf_iterator<char>(object),
-                                std::istreambuf_iterator<char>());
+    const bool written = object.is_open();
+    std::vector<uint8_t> binary(std::istreambuf_iterator<char>(object),
+                                (std::istreambuf_iterator<char>()));
+    // A compiler that exits 0 without writing the object (KILN_CC=true, a wrapper that swallows
+    // -o) is the compiler's failure, not dlopen's: say so here, before anything is cached.
+    const std::string problem = written ? shared_object_problem(binary) : "no file was written";
+    if (!problem.empty()) {
+      throw CompileError("[cpu] compiling kernel " + kernel_name +
+                             ": the compiler exited 0 but produced no valid shared object at " +
+                             object_path + " (" + problem + "); command: " + joined(words),
+                         result.output, source);
+    }
+    return binary;
   }
 
  private:
