@@ -16,6 +16,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "devices/cpu/temporary_directory.h"
+
 extern char** environ;
 
 namespace kiln::cpu {
@@ -80,24 +82,6 @@ RunResult run_command(const std::vector<std::string>& words, const std::string& 
   return result;
 }
 
-class TemporaryDirectory {
- public:
-  TemporaryDirectory() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "kiln-cc-XXXXXX").string();
-    if (!mkdtemp(pattern.data()))
-      throw DeviceError(std::string("[cpu] mkdtemp failed: ") + std::strerror(errno));
-    path_ = pattern;
-  }
-  ~TemporaryDirectory() {
-    std::error_code error;
-    std::filesystem::remove_all(path_, error);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 std::string cpu_model() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
@@ -153,7 +137,7 @@ const ConfiguredCompiler& configured_compiler() {
     while (stream >> word) found.command.push_back(word);
     if (found.command.empty()) found.command.push_back("cc");
     found.resolved_path = resolve_program(found.command[0]);
-    TemporaryDirectory scratch;
+    TemporaryDirectory scratch("cc");
     std::vector<std::string> version = found.command;
     version.push_back("--version");
     found.version = run_command(version, scratch.path() + "/version.txt");
@@ -198,7 +182,7 @@ class CCompiler : public Compiler {
   std::string identity() const override { return identity_; }
 
   std::vector<uint8_t> compile(const std::string& source, const std::string& kernel_name) override {
-    TemporaryDirectory scratch;
+    TemporaryDirectory scratch("cc");
     const std::string source_path = scratch.path() + "/" + kernel_name + ".c";
     const std::string object_path = scratch.path() + "/" + kernel_name + ".so";
     {

@@ -1,10 +1,6 @@
 // The CPU device: kernels rendered as C, compiled by the system C compiler, loaded with dlopen
 // and run across every core by a thread pool.
 
-#include <dlfcn.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <kiln/error.h>
 
 #include <chrono>
@@ -14,6 +10,7 @@
 
 #include "codegen/dialect.h"
 #include "devices/cpu/cpu_compiler.h"
+#include "devices/cpu/shared_object.h"
 #include "devices/cpu/thread_pool.h"
 #include "runtime/plugin.h"
 
@@ -50,48 +47,6 @@ class HostAllocator : public Allocator {
 };
 
 using KernelFunction = void (*)(void**, const long long*, long long, long long);
-
-// A loaded shared object, closed when the program goes.
-class SharedObject {
- public:
-  explicit SharedObject(const std::vector<uint8_t>& binary, const std::string& kernel_name) {
-    // memfd: the object never touches the file system; dlopen reads it through /proc.
-    const int descriptor = memfd_create(kernel_name.c_str(), MFD_CLOEXEC);
-    if (descriptor < 0)
-      throw DeviceError(std::string("[cpu] memfd_create failed: ") + std::strerror(errno));
-    size_t written = 0;
-    while (written < binary.size()) {
-      const ssize_t count = ::write(descriptor, binary.data() + written, binary.size() - written);
-      if (count <= 0) {
-        ::close(descriptor);
-        throw DeviceError(std::string("[cpu] writing kernel object failed: ") +
-                          std::strerror(errno));
-      }
-      written += static_cast<size_t>(count);
-    }
-    // The descriptor stays open while the object is loaded: dlopen recognises objects by path,
-    // and a reused descriptor number would hand back an earlier kernel.
-    descriptor_ = descriptor;
-    const std::string path = "/proc/self/fd/" + std::to_string(descriptor);
-    handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) {
-      ::close(descriptor_);
-      throw DeviceError(std::string("[cpu] dlopen of kernel ") + kernel_name +
-                        " failed: " + dlerror());
-    }
-  }
-  ~SharedObject() {
-    if (handle_) dlclose(handle_);
-    ::close(descriptor_);
-  }
-  SharedObject(const SharedObject&) = delete;
-  SharedObject& operator=(const SharedObject&) = delete;
-  void* symbol(const std::string& name) const { return dlsym(handle_, name.c_str()); }
-
- private:
-  void* handle_ = nullptr;
-  int descriptor_ = -1;
-};
 
 class CpuProgram : public Program {
  public:
