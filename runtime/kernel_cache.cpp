@@ -14,6 +14,7 @@ namespace kiln {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '1'};
+constexpr uint64_t kHeaderBytes = 24;  // magic, payload size, payload checksum
 
 uint64_t fnv1a(const void* data, size_t size, uint64_t seed) {
   uint64_t hash = seed;
@@ -47,16 +48,30 @@ std::string DiskCache::path_of(const std::string& key) const {
 }
 
 std::optional<std::vector<uint8_t>> DiskCache::load(const std::string& key) const {
-  std::ifstream file(path_of(key), std::ios::binary);
+  std::ifstream file(path_of(key), std::ios::binary | std::ios::ate);
   if (!file) return std::nullopt;
+  // The size of the file as opened, so that a header's claim is checked before anything is
+  // allocated for it: a corrupt header must not cost gigabytes on every load.
+  const std::streamoff file_size = file.tellg();
+  file.seekg(0);
   char magic[8];
   uint64_t size = 0, checksum = 0;
   file.read(magic, 8);
   file.read(reinterpret_cast<char*>(&size), 8);
   file.read(reinterpret_cast<char*>(&checksum), 8);
-  if (!file || std::memcmp(magic, kMagic, 8) != 0 || size > (1ull << 32)) {
+  if (!file || std::memcmp(magic, kMagic, 8) != 0) {
     if (debug_level() >= 1)
       logger().warn("cache entry {} is corrupt (bad header); rebuilding", key);
+    return std::nullopt;
+  }
+  const uint64_t payload_bytes = static_cast<uint64_t>(file_size) - kHeaderBytes;
+  if (size != payload_bytes) {
+    if (debug_level() >= 1) {
+      logger().warn(
+          "cache entry {} is corrupt (its header claims {} bytes, the file holds {}); "
+          "rebuilding",
+          key, size, payload_bytes);
+    }
     return std::nullopt;
   }
   std::vector<uint8_t> binary(size);

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <kiln/kiln.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -29,6 +30,13 @@ std::string temporary_folder(const std::string& name) {
   std::filesystem::remove_all(path);
   std::filesystem::create_directories(path);
   return path;
+}
+
+// The largest resident set this process has had, in KiB.
+long peak_resident_kilobytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
 }
 
 // Counts driver calls, so a test can see what the cache saved.
@@ -116,6 +124,19 @@ TEST_CASE("the disk cache detects a corrupt entry", "[runtime][cache]") {
   SECTION("a truncated file is rejected") {
     std::filesystem::resize_file(cache.path_of(key), 12);
     CHECK_FALSE(cache.load(key).has_value());
+  }
+  SECTION("a header that claims more than the file holds is rejected before allocating") {
+    // 4 GiB claimed, 9 bytes there: loading must not allocate (and zero) the claim first.
+    std::fstream file(cache.path_of(key), std::ios::in | std::ios::out | std::ios::binary);
+    const uint64_t claimed = uint64_t{1} << 32;
+    file.seekp(8);
+    file.write(reinterpret_cast<const char*>(&claimed), sizeof(claimed));
+    file.close();
+    const long peak_before = peak_resident_kilobytes();
+    CHECK_FALSE(cache.load(key).has_value());
+    CHECK(peak_resident_kilobytes() - peak_before < 256 * 1024);
+    cache.store(key, binary);  // rebuilt
+    CHECK(cache.load(key) == binary);
   }
   SECTION("garbage is rejected") {
     std::ofstream(cache.path_of(key), std::ios::binary | std::ios::trunc)
