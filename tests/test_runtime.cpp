@@ -166,6 +166,27 @@ TEST_CASE("a cached binary the driver refuses is compiled again", "[runtime][cac
   std::filesystem::remove(DiskCache::instance().path_of(key));
 }
 
+TEST_CASE("an unwritable KILN_CACHE_DIR is warned about once and kernels still run",
+          "[runtime][cache]") {
+  // A folder below a plain file cannot be made, whoever runs the test (root included).
+  ScratchFolder scratch("cache-unwritable");
+  const std::string blocker = (scratch.path() / "a-file").string();
+  std::ofstream(blocker) << "not a folder\n";
+  const std::string folder = blocker + "/cache";
+  const ChildResult result =
+      run_child("-u KILN_DEBUG KILN_CACHE_DIR='" + folder + "'", KILN_TEST_CPU_KERNELS " 3");
+  INFO(result.output);
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.output, Contains("sums: right"));
+  const std::string warning = "cannot write the kernel cache in " + folder;
+  CHECK_THAT(result.output, Contains(warning + " (creating the folder: Not a directory)"));
+  size_t warnings = 0;
+  for (size_t at = result.output.find(warning); at != std::string::npos;
+       at = result.output.find(warning, at + 1))
+    ++warnings;
+  CHECK(warnings == 1);  // four kernels were compiled, each failing to store
+}
+
 TEST_CASE("the disk cache is safe for concurrent writers", "[runtime][cache]") {
   const std::string folder = temporary_folder("cache-race");
   const std::string key = kernel_cache_key("compiler", "shared kernel");
