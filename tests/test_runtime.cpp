@@ -272,3 +272,30 @@ TEST_CASE("the registry finds the CPU plugin and canonicalizes names", "[runtime
   CHECK(canonical_device_name("CL:1") == "CL:1");
   CHECK(open_device("cpu").get() == open_device("CPU").get());
 }
+
+TEST_CASE("a device index out of range is a DeviceError listing the devices", "[runtime][errors]") {
+  for (const std::string name : {"CPU:1", "CPU:99999999999", "cpu:99999999999999999999999999"}) {
+    INFO(name);
+    try {
+      open_device(name);
+      FAIL("opened " << name);
+    } catch (const DeviceError& error) {
+      CHECK_THAT(std::string(error.what()), Contains(name + " does not exist") &&
+                                                Contains("available devices: ") && Contains("CPU"));
+    }
+  }
+  CHECK_THROWS_AS(open_device("CPU:x"), DeviceError);
+  CHECK_THROWS_AS(open_device("CPU:-1"), DeviceError);
+}
+
+#ifdef KILN_TOOL_PATH
+TEST_CASE("kiln devices reports a KILN_DEVICE index out of range as kiln's error",
+          "[runtime][errors]") {
+  const ChildResult result =
+      run_child("KILN_DEVICE=CPU:99999999999", std::string(KILN_TOOL_PATH) + " devices");
+  INFO(result.output);
+  CHECK(result.exit_code == 1);
+  CHECK_THAT(result.output, Contains("CPU:99999999999 does not exist") &&
+                                Contains("available devices: ") && !Contains("internal error"));
+}
+#endif
