@@ -5,7 +5,9 @@
 
 #include <kiln/kiln.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "runtime/registry.h"
 
 using namespace kiln;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -81,4 +84,48 @@ TEST_CASE("realizing many distinct kernels holds no file descriptor", "[resource
     REQUIRE((x + (1001.0 + index)).sum().item<float>() == 6.0f + 3 * (1001.0f + index));
   }
   CHECK(open_descriptors() <= before + 4);
+}
+
+TEST_CASE("a buffer larger than the device can allocate fails before any kernel runs",
+          "[resources][errors]") {
+  for (const std::string& name : devices()) {
+    std::shared_ptr<DeviceContext> context = open_device(name);
+    const uint64_t limit = context->device().properties().max_allocation_bytes;
+    INFO(name);
+    REQUIRE(limit > 0);
+    const Tensor small = (Tensor::from_vector<float>({1, 2, 3}, {3}, name) * 2).contiguous();
+    // 2^22 x 2^22 float32 is 64 TiB, more than any device here can hold. Its schedule runs the
+    // kernel of `small` first: that kernel must not run either.
+    const int64_t side = int64_t{1} << 22;
+    const Tensor huge = (Tensor::rand({side, side}, 1, name) + small.sum()).contiguous();
+    const auto kernels_run = [&] {
+      const KernelStats& stats = context->stats();
+      return stats.compiles + stats.disk_hits + stats.memory_hits;
+    };
+    const int64_t before = kernels_run();
+    try {
+      huge.realize();
+      FAIL("a 64 TiB buffer was allocated on " << name);
+    } catch (const OutOfMemoryError& error) {
+      CHECK_THAT(std::string(error.what()),
+                 Contains("float32 buffer of " + std::to_string(side * side) + " elements") &&
+                     Contains(std::to_string(uint64_t{1} << 46) + " bytes") &&
+                     Contains("largest allocation it can make is " + std::to_string(limit)));
+    }
+    CHECK(kernels_run() == before);
+    CHECK(small.sum().item<float>() == 12.0f);  // the operands stay usable
+  }
+}
+
+TEST_CASE("a host allocation beyond RAM and swap is an OutOfMemoryError", "[resources][errors]") {
+  std::shared_ptr<DeviceContext> cpu = open_device("CPU");
+  const uint64_t limit = cpu->device().properties().max_allocation_bytes;
+  REQUIRE(limit > 0);
+  CHECK_THROWS_WITH(
+      cpu->device().allocator().alloc(limit + 1),
+      Contains(std::to_string(limit + 1) + " bytes") && Contains("physical memory and swap"));
+  // Sizes near the top of size_t must not wrap around when rounded up to the alignment.
+  CHECK_THROWS_AS(cpu->device().allocator().alloc(std::numeric_limits<size_t>::max() - 8),
+                  OutOfMemoryError);
+  CHECK_THROWS_AS(cpu->allocator().alloc(std::numeric_limits<size_t>::max() - 8), OutOfMemoryError);
 }

@@ -6,10 +6,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "codegen/dialect.h"
 #include "devices/cpu/cpu_compiler.h"
+#include "devices/cpu/host_memory.h"
 #include "devices/cpu/shared_object.h"
 #include "devices/cpu/thread_pool.h"
 #include "runtime/plugin.h"
@@ -23,12 +25,29 @@ constexpr size_t kAlignment = 64;
 
 class HostAllocator : public Allocator {
  public:
+  // More than RAM and swap together can never be backed: with overcommit, malloc may still say
+  // yes, and the process is killed when a kernel touches the pages.
+  explicit HostAllocator(uint64_t largest) : largest_(largest) {}
+
   DeviceMemory alloc(size_t nbytes) override {
+    if (largest_ > 0 && nbytes > largest_) {
+      throw OutOfMemoryError("[cpu] cannot allocate " + std::to_string(nbytes) +
+                             " bytes: more than the host's physical memory and swap together (" +
+                             std::to_string(largest_) + " bytes)");
+    }
+    // Also keeps the rounding below from wrapping around.
+    if (nbytes > std::numeric_limits<size_t>::max() - kAlignment) {
+      throw OutOfMemoryError("[cpu] cannot allocate " + std::to_string(nbytes) +
+                             " bytes: larger than the address space");
+    }
     void* memory =
         std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
-    if (!memory)
+    if (!memory) {
       throw OutOfMemoryError("[cpu] out of host memory allocating " + std::to_string(nbytes) +
-                             " bytes");
+                             " bytes: aligned_alloc failed (the host has " +
+                             std::to_string(largest_) +
+                             " bytes of RAM and swap, shared with everything it runs)");
+    }
     return memory;
   }
   void free(DeviceMemory memory, size_t) override { std::free(memory); }
@@ -44,6 +63,9 @@ class HostAllocator : public Allocator {
   DeviceMemory subregion(DeviceMemory base, size_t offset, size_t) override {
     return static_cast<uint8_t*>(base) + offset;
   }
+
+ private:
+  uint64_t largest_;
 };
 
 using KernelFunction = void (*)(void**, const long long*, long long, long long);
@@ -98,12 +120,16 @@ class CpuDevice : public Device {
     properties_.max_workgroup_size = 1;
     properties_.compute_units = pool_.size();
     for (DType dtype : dtypes::all) properties_.dtypes.insert(dtype.type());
+    const HostMemory memory = host_memory();
+    properties_.memory_bytes = memory.physical_bytes;
+    properties_.max_allocation_bytes = memory.physical_bytes + memory.swap_bytes;
+    allocator_ = std::make_unique<HostAllocator>(properties_.max_allocation_bytes);
   }
 
   const std::string& name() const override { return name_; }
   const DeviceProperties& properties() const override { return properties_; }
   const Dialect& dialect() const override { return c_dialect(); }
-  Allocator& allocator() override { return allocator_; }
+  Allocator& allocator() override { return *allocator_; }
   Compiler& compiler() override { return *compiler_; }
   std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
                                         const std::string& kernel_name) override {
@@ -115,7 +141,7 @@ class CpuDevice : public Device {
  private:
   std::string name_ = "CPU";
   DeviceProperties properties_;
-  HostAllocator allocator_;
+  std::unique_ptr<HostAllocator> allocator_;
   std::unique_ptr<Compiler> compiler_;
   ThreadPool pool_;
 };
