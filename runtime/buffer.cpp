@@ -2,6 +2,8 @@
 
 #include <kiln/error.h>
 
+#include <limits>
+
 namespace kiln {
 namespace {
 
@@ -10,13 +12,33 @@ size_t allocation_size(size_t nbytes) {
   return nbytes == 0 ? 1 : nbytes;
 }
 
+// The buffer's size in bytes. Throws OutOfMemoryError when it is more than the device can
+// allocate at once. Buffers are made when a realize is scheduled, so this fails before any of
+// its kernels runs, instead of midway when the buffer is first used.
+size_t checked_size(DeviceContext& device, DType dtype, int64_t numel) {
+  const uint64_t limit = device.device().properties().max_allocation_bytes;
+  const uint64_t itemsize = static_cast<uint64_t>(dtype.itemsize());
+  const uint64_t elements = static_cast<uint64_t>(numel);
+  const bool representable = elements <= std::numeric_limits<size_t>::max() / itemsize;
+  if (representable && (limit == 0 || elements * itemsize <= limit))
+    return static_cast<size_t>(elements * itemsize);
+  const std::string what = std::string("[allocate] a ") + dtype.name() + " buffer of " +
+                           std::to_string(numel) + " elements (";
+  if (!representable) {
+    throw OutOfMemoryError(what + "more than 2^64 bytes) cannot be allocated on any device");
+  }
+  throw OutOfMemoryError(what + std::to_string(elements * itemsize) + " bytes) does not fit on " +
+                         device.name() + ": the largest allocation it can make is " +
+                         std::to_string(limit) + " bytes");
+}
+
 }  // namespace
 
 Buffer::Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel)
     : device_(std::move(device)),
       dtype_(dtype),
       numel_(numel),
-      nbytes_(static_cast<size_t>(numel) * dtype.itemsize()) {}
+      nbytes_(checked_size(*device_, dtype, numel)) {}
 
 Buffer::~Buffer() {
   if (memory_) device_->allocator().free(memory_, allocation_size(nbytes_));

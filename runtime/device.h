@@ -85,6 +85,11 @@ struct DeviceProperties {
   int warp_width = 1;
   int compute_units = 1;
   std::set<ScalarType> dtypes;  // dtypes the device computes
+  // The device's memory (host RAM for a CPU device), and the largest single allocation it can
+  // make. 0 where the driver cannot tell; an allocation over a known limit is refused with an
+  // OutOfMemoryError before any kernel runs.
+  uint64_t memory_bytes = 0;
+  uint64_t max_allocation_bytes = 0;
 };
 
 class Device {

@@ -5,8 +5,10 @@
 // key. A file holds a header (magic, payload size, payload checksum) and the binary; a file that
 // fails the check is treated as missing and rewritten. Writers write a private temporary file
 // and rename it into place, so readers never see a partial entry and two processes compiling the
-// same kernel both end with a valid file.
+// same kernel both end with a valid file. A folder that cannot be written is reported once (a
+// warning at the default log level) and otherwise ignored: kernels are then compiled every time.
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,6 +20,8 @@ class DiskCache {
  public:
   static DiskCache& instance();
   explicit DiskCache(std::string directory);
+  DiskCache(const DiskCache&) = delete;
+  DiskCache& operator=(const DiskCache&) = delete;
 
   std::optional<std::vector<uint8_t>> load(const std::string& key) const;
   void store(const std::string& key, const std::vector<uint8_t>& binary) const;
@@ -25,7 +29,10 @@ class DiskCache {
   std::string path_of(const std::string& key) const;
 
  private:
+  void warn_unwritable(const std::string& reason) const;
+
   std::string directory_;
+  mutable std::atomic<bool> warned_unwritable_{false};
 };
 
 // A key for (compiler identity, source): 128 bits of hash as hex.

@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "runtime/debug.h"
@@ -189,14 +191,19 @@ std::shared_ptr<DeviceContext> open_device(const std::string& requested) {
   if (open != state.open.end()) return open->second;
 
   const std::string prefix = name.substr(0, name.find(':'));
-  int index = 0;
+  // Empty: an index too large for an int, which no plugin has.
+  std::optional<int> index = 0;
   if (name.find(':') != std::string::npos) {
     const std::string number = name.substr(name.find(':') + 1);
-    if (number.empty() || !std::all_of(number.begin(), number.end(), ::isdigit)) {
+    const bool digits = std::all_of(number.begin(), number.end(),
+                                    [](unsigned char c) { return std::isdigit(c) != 0; });
+    if (number.empty() || !digits) {
       throw DeviceError("[device] '" + requested + "' is not a device name (NAME or NAME:INDEX); " +
                         describe_devices(state));
     }
-    index = std::stoi(number);
+    int parsed = 0;
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), parsed);
+    index = error == std::errc() ? std::optional<int>(parsed) : std::nullopt;
   }
   for (const LoadedPlugin& plugin : state.plugins) {
     if (plugin.entry->name != prefix) continue;
@@ -204,12 +211,12 @@ std::shared_ptr<DeviceContext> open_device(const std::string& requested) {
       throw DeviceError("[device] " + requested + " is unavailable: " + plugin.probe.reason + "; " +
                         describe_devices(state));
     }
-    if (index >= plugin.probe.device_count) {
+    if (!index || *index >= plugin.probe.device_count) {
       throw DeviceError("[device] " + requested + " does not exist: the " + prefix +
                         " plugin found " + std::to_string(plugin.probe.device_count) +
                         " device(s); " + describe_devices(state));
     }
-    std::unique_ptr<Device> device = plugin.entry->create(index);
+    std::unique_ptr<Device> device = plugin.entry->create(*index);
     auto context = std::make_shared<DeviceContext>(std::move(device));
     state.open[name] = context;
     return context;

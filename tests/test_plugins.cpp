@@ -9,15 +9,13 @@
 
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "runtime/plugin.h"
+#include "tests/child_process.h"
 
 // tests/plugins/lsan_suppressions.cpp: the OpenCL driver leaks a sanitized build ignores.
 extern "C" const char* __lsan_default_suppressions();
@@ -25,26 +23,8 @@ extern "C" const char* __lsan_default_suppressions();
 namespace {
 
 namespace fs = std::filesystem;
-
-struct ChildResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs `command` through the shell with extra environment assignments in front.
-ChildResult run_child(const std::string& environment, const std::string& command) {
-  const std::string line = "env " + environment + " " + command + " 2>&1";
-  ChildResult result;
-  FILE* pipe = popen(line.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char chunk[4096];
-  size_t count = 0;
-  while ((count = std::fread(chunk, 1, sizeof(chunk), pipe)) > 0)
-    result.output.append(chunk, count);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using kiln::test::ChildResult;
+using kiln::test::run_child;
 
 // A temporary plugin folder with the broken plugins, removed at the end of the test.
 class BrokenPluginFolder {

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <kiln/kiln.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,9 +13,13 @@
 #include "runtime/caching_allocator.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/registry.h"
+#include "tests/child_process.h"
 
 using namespace kiln;
 using Catch::Matchers::Contains;
+using kiln::test::ChildResult;
+using kiln::test::run_child;
+using kiln::test::ScratchFolder;
 
 namespace {
 
@@ -25,6 +30,13 @@ std::string temporary_folder(const std::string& name) {
   std::filesystem::remove_all(path);
   std::filesystem::create_directories(path);
   return path;
+}
+
+// The largest resident set this process has had, in KiB.
+long peak_resident_kilobytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
 }
 
 // Counts driver calls, so a test can see what the cache saved.
@@ -64,6 +76,34 @@ TEST_CASE("a compile failure carries the compiler's log and the source", "[runti
   }
 }
 
+TEST_CASE("a compiler that exits 0 without a shared object is a CompileError",
+          "[runtime][errors]") {
+  ScratchFolder scratch("cc-silent");
+  const std::string folder = "KILN_CACHE_DIR='" + (scratch.path() / "cache").string() + "' ";
+  SECTION("no object at all (KILN_CC=true)") {
+    const ChildResult result = run_child(folder + "KILN_CC=true", KILN_TEST_CPU_KERNELS);
+    INFO(result.output);
+    CHECK(result.exit_code == 3);  // a CompileError
+    CHECK_THAT(result.output, Contains("produced no valid shared object") &&
+                                  Contains("no file was written") && Contains("command: true -O2"));
+  }
+  SECTION("a file that is not a shared object") {
+    // A "compiler" that writes text to its -o argument.
+    const std::string script = (scratch.path() / "fake-cc").string();
+    std::ofstream(script) << "#!/bin/sh\nwhile [ $# -gt 0 ]; do\n"
+                             "  if [ \"$1\" = -o ]; then echo 'not an object' > \"$2\"; fi; shift\n"
+                             "done\n";
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+    const ChildResult result =
+        run_child(folder + "KILN_CC='" + script + "'", KILN_TEST_CPU_KERNELS);
+    INFO(result.output);
+    CHECK(result.exit_code == 3);
+    CHECK_THAT(result.output, Contains("produced no valid shared object") &&
+                                  Contains("14 bytes without an ELF header") &&
+                                  Contains("command: " + script + " -O2"));
+  }
+}
+
 TEST_CASE("the disk cache detects a corrupt entry", "[runtime][cache]") {
   const DiskCache cache(temporary_folder("cache"));
   const std::vector<uint8_t> binary{1, 2, 3, 4, 5, 6, 7, 8, 9};
@@ -84,6 +124,19 @@ TEST_CASE("the disk cache detects a corrupt entry", "[runtime][cache]") {
   SECTION("a truncated file is rejected") {
     std::filesystem::resize_file(cache.path_of(key), 12);
     CHECK_FALSE(cache.load(key).has_value());
+  }
+  SECTION("a header that claims more than the file holds is rejected before allocating") {
+    // 4 GiB claimed, 9 bytes there: loading must not allocate (and zero) the claim first.
+    std::fstream file(cache.path_of(key), std::ios::in | std::ios::out | std::ios::binary);
+    const uint64_t claimed = uint64_t{1} << 32;
+    file.seekp(8);
+    file.write(reinterpret_cast<const char*>(&claimed), sizeof(claimed));
+    file.close();
+    const long peak_before = peak_resident_kilobytes();
+    CHECK_FALSE(cache.load(key).has_value());
+    CHECK(peak_resident_kilobytes() - peak_before < 256 * 1024);
+    cache.store(key, binary);  // rebuilt
+    CHECK(cache.load(key) == binary);
   }
   SECTION("garbage is rejected") {
     std::ofstream(cache.path_of(key), std::ios::binary | std::ios::trunc)
@@ -111,6 +164,27 @@ TEST_CASE("a cached binary the driver refuses is compiled again", "[runtime][cac
   REQUIRE(rewritten);
   CHECK(*rewritten != garbage);
   std::filesystem::remove(DiskCache::instance().path_of(key));
+}
+
+TEST_CASE("an unwritable KILN_CACHE_DIR is warned about once and kernels still run",
+          "[runtime][cache]") {
+  // A folder below a plain file cannot be made, whoever runs the test (root included).
+  ScratchFolder scratch("cache-unwritable");
+  const std::string blocker = (scratch.path() / "a-file").string();
+  std::ofstream(blocker) << "not a folder\n";
+  const std::string folder = blocker + "/cache";
+  const ChildResult result =
+      run_child("-u KILN_DEBUG KILN_CACHE_DIR='" + folder + "'", KILN_TEST_CPU_KERNELS " 3");
+  INFO(result.output);
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.output, Contains("sums: right"));
+  const std::string warning = "cannot write the kernel cache in " + folder;
+  CHECK_THAT(result.output, Contains(warning + " (creating the folder: Not a directory)"));
+  size_t warnings = 0;
+  for (size_t at = result.output.find(warning); at != std::string::npos;
+       at = result.output.find(warning, at + 1))
+    ++warnings;
+  CHECK(warnings == 1);  // four kernels were compiled, each failing to store
 }
 
 TEST_CASE("the disk cache is safe for concurrent writers", "[runtime][cache]") {
@@ -146,11 +220,31 @@ TEST_CASE("cache keys depend on the compiler and the source", "[runtime][cache]"
   CHECK(kernel_cache_key("gcc 12", "a") == kernel_cache_key("gcc 12", "a"));
 }
 
+TEST_CASE("the disk cache key covers every word of KILN_CC", "[runtime][cache]") {
+  // Two processes share one cache folder; the first compiles with -ffast-math, which turns the
+  // NaN-propagating max into a plain comparison. The second must not load its binaries.
+  ScratchFolder cache("cc-flags");
+  const std::string folder = "KILN_CACHE_DIR='" + cache.string() + "' ";
+  const ChildResult fast = run_child(folder + "KILN_CC='cc -ffast-math'", KILN_TEST_CPU_KERNELS);
+  const ChildResult plain = run_child(folder + "KILN_CC=cc", KILN_TEST_CPU_KERNELS);
+  const ChildResult unset = run_child("-u KILN_CC " + folder, KILN_TEST_CPU_KERNELS);
+  INFO("-ffast-math:\n" << fast.output << "plain:\n" << plain.output << "unset:\n" << unset.output);
+  REQUIRE(fast.exit_code == 0);
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(unset.exit_code == 0);
+  const auto key = [](const std::string& output) { return output.substr(0, output.find('\n')); };
+  CHECK(key(fast.output) != key(plain.output));
+  CHECK(key(unset.output) == key(plain.output));  // the default command is `cc`
+  CHECK_THAT(plain.output, Contains("max: nan") && Contains("sums: right"));
+  CHECK_THAT(plain.output, !Contains("compiles: 0"));
+  CHECK_THAT(unset.output, Contains("compiles: 0"));  // plain's binaries, from the disk cache
+}
+
 TEST_CASE("the caching allocator reuses freed blocks and retries after out-of-memory",
           "[runtime]") {
   CountingAllocator driver;
   {
-    CachingAllocator allocator(driver);
+    CachingAllocator allocator(driver, 1 << 20);
     DeviceMemory first = allocator.alloc(256);
     allocator.free(first, 256);
     DeviceMemory second = allocator.alloc(256);
@@ -178,3 +272,30 @@ TEST_CASE("the registry finds the CPU plugin and canonicalizes names", "[runtime
   CHECK(canonical_device_name("CL:1") == "CL:1");
   CHECK(open_device("cpu").get() == open_device("CPU").get());
 }
+
+TEST_CASE("a device index out of range is a DeviceError listing the devices", "[runtime][errors]") {
+  for (const std::string name : {"CPU:1", "CPU:99999999999", "cpu:99999999999999999999999999"}) {
+    INFO(name);
+    try {
+      open_device(name);
+      FAIL("opened " << name);
+    } catch (const DeviceError& error) {
+      CHECK_THAT(std::string(error.what()), Contains(name + " does not exist") &&
+                                                Contains("available devices: ") && Contains("CPU"));
+    }
+  }
+  CHECK_THROWS_AS(open_device("CPU:x"), DeviceError);
+  CHECK_THROWS_AS(open_device("CPU:-1"), DeviceError);
+}
+
+#ifdef KILN_TOOL_PATH
+TEST_CASE("kiln devices reports a KILN_DEVICE index out of range as kiln's error",
+          "[runtime][errors]") {
+  const ChildResult result =
+      run_child("KILN_DEVICE=CPU:99999999999", std::string(KILN_TOOL_PATH) + " devices");
+  INFO(result.output);
+  CHECK(result.exit_code == 1);
+  CHECK_THAT(result.output, Contains("CPU:99999999999 does not exist") &&
+                                Contains("available devices: ") && !Contains("internal error"));
+}
+#endif

@@ -1,19 +1,18 @@
 // The CPU device: kernels rendered as C, compiled by the system C compiler, loaded with dlopen
 // and run across every core by a thread pool.
 
-#include <dlfcn.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <kiln/error.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "codegen/dialect.h"
 #include "devices/cpu/cpu_compiler.h"
+#include "devices/cpu/host_memory.h"
+#include "devices/cpu/shared_object.h"
 #include "devices/cpu/thread_pool.h"
 #include "runtime/plugin.h"
 
@@ -26,12 +25,29 @@ constexpr size_t kAlignment = 64;
 
 class HostAllocator : public Allocator {
  public:
+  // More than RAM and swap together can never be backed: with overcommit, malloc may still say
+  // yes, and the process is killed when a kernel touches the pages.
+  explicit HostAllocator(uint64_t largest) : largest_(largest) {}
+
   DeviceMemory alloc(size_t nbytes) override {
+    if (largest_ > 0 && nbytes > largest_) {
+      throw OutOfMemoryError("[cpu] cannot allocate " + std::to_string(nbytes) +
+                             " bytes: more than the host's physical memory and swap together (" +
+                             std::to_string(largest_) + " bytes)");
+    }
+    // Also keeps the rounding below from wrapping around.
+    if (nbytes > std::numeric_limits<size_t>::max() - kAlignment) {
+      throw OutOfMemoryError("[cpu] cannot allocate " + std::to_string(nbytes) +
+                             " bytes: larger than the address space");
+    }
     void* memory =
         std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
-    if (!memory)
+    if (!memory) {
       throw OutOfMemoryError("[cpu] out of host memory allocating " + std::to_string(nbytes) +
-                             " bytes");
+                             " bytes: aligned_alloc failed (the host has " +
+                             std::to_string(largest_) +
+                             " bytes of RAM and swap, shared with everything it runs)");
+    }
     return memory;
   }
   void free(DeviceMemory memory, size_t) override { std::free(memory); }
@@ -47,51 +63,12 @@ class HostAllocator : public Allocator {
   DeviceMemory subregion(DeviceMemory base, size_t offset, size_t) override {
     return static_cast<uint8_t*>(base) + offset;
   }
+
+ private:
+  uint64_t largest_;
 };
 
 using KernelFunction = void (*)(void**, const long long*, long long, long long);
-
-// A loaded shared object, closed when the program goes.
-class SharedObject {
- public:
-  explicit SharedObject(const std::vector<uint8_t>& binary, const std::string& kernel_name) {
-    // memfd: the object never touches the file system; dlopen reads it through /proc.
-    const int descriptor = memfd_create(kernel_name.c_str(), MFD_CLOEXEC);
-    if (descriptor < 0)
-      throw DeviceError(std::string("[cpu] memfd_create failed: ") + std::strerror(errno));
-    size_t written = 0;
-    while (written < binary.size()) {
-      const ssize_t count = ::write(descriptor, binary.data() + written, binary.size() - written);
-      if (count <= 0) {
-        ::close(descriptor);
-        throw DeviceError(std::string("[cpu] writing kernel object failed: ") +
-                          std::strerror(errno));
-      }
-      written += static_cast<size_t>(count);
-    }
-    // The descriptor stays open while the object is loaded: dlopen recognises objects by path,
-    // and a reused descriptor number would hand back an earlier kernel.
-    descriptor_ = descriptor;
-    const std::string path = "/proc/self/fd/" + std::to_string(descriptor);
-    handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) {
-      ::close(descriptor_);
-      throw DeviceError(std::string("[cpu] dlopen of kernel ") + kernel_name +
-                        " failed: " + dlerror());
-    }
-  }
-  ~SharedObject() {
-    if (handle_) dlclose(handle_);
-    ::close(descriptor_);
-  }
-  SharedObject(const SharedObject&) = delete;
-  SharedObject& operator=(const SharedObject&) = delete;
-  void* symbol(const std::string& name) const { return dlsym(handle_, name.c_str()); }
-
- private:
-  void* handle_ = nullptr;
-  int descriptor_ = -1;
-};
 
 class CpuProgram : public Program {
  public:
@@ -143,12 +120,16 @@ class CpuDevice : public Device {
     properties_.max_workgroup_size = 1;
     properties_.compute_units = pool_.size();
     for (DType dtype : dtypes::all) properties_.dtypes.insert(dtype.type());
+    const HostMemory memory = host_memory();
+    properties_.memory_bytes = memory.physical_bytes;
+    properties_.max_allocation_bytes = memory.physical_bytes + memory.swap_bytes;
+    allocator_ = std::make_unique<HostAllocator>(properties_.max_allocation_bytes);
   }
 
   const std::string& name() const override { return name_; }
   const DeviceProperties& properties() const override { return properties_; }
   const Dialect& dialect() const override { return c_dialect(); }
-  Allocator& allocator() override { return allocator_; }
+  Allocator& allocator() override { return *allocator_; }
   Compiler& compiler() override { return *compiler_; }
   std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
                                         const std::string& kernel_name) override {
@@ -160,7 +141,7 @@ class CpuDevice : public Device {
  private:
   std::string name_ = "CPU";
   DeviceProperties properties_;
-  HostAllocator allocator_;
+  std::unique_ptr<HostAllocator> allocator_;
   std::unique_ptr<Compiler> compiler_;
   ThreadPool pool_;
 };

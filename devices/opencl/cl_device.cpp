@@ -228,6 +228,9 @@ class ClDevice : public Device {
     compiler_ = make_cl_compiler(context_.get(), device_id_, identity, build_options_);
     const auto largest_allocation =
         KILN_CL_DEVICE_VALUE(cl_ulong, device_id_, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+    properties_.memory_bytes =
+        KILN_CL_DEVICE_VALUE(cl_ulong, device_id_, CL_DEVICE_GLOBAL_MEM_SIZE);
+    properties_.max_allocation_bytes = largest_allocation;
     const auto base_alignment_bits =
         KILN_CL_DEVICE_VALUE(cl_uint, device_id_, CL_DEVICE_MEM_BASE_ADDR_ALIGN);
     allocator_ = std::make_unique<ClAllocator>(context_.get(), queue_.get(),
