@@ -1,35 +1,68 @@
 #pragma once
 // Keeps freed device blocks by size and hands them back before asking the driver, so a loop that
-// realizes the same shapes allocates once. On out-of-memory it releases every cached block and
-// tries once more.
+// realizes the same shapes allocates once. The cache is bounded: when the freed blocks it holds
+// exceed its limit, the least recently freed go back to the driver. On out-of-memory it releases
+// every cached block and tries once more. The public face is include/kiln/memory.h.
 
-#include <map>
+#include <cstdint>
+#include <deque>
+#include <list>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/device.h"
 
 namespace kiln {
 
+// The limit a device's cache starts with: a quarter of `device_memory_bytes`, at most 1 GiB; 1 GiB
+// when the device's memory is unknown (0).
+size_t default_cache_limit(uint64_t device_memory_bytes);
+
 class CachingAllocator {
  public:
-  explicit CachingAllocator(Allocator& driver) : driver_(driver) {}
+  CachingAllocator(Allocator& driver, size_t cache_limit);
   ~CachingAllocator() { release_cached(); }
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
+  // A block of `nbytes`: the most recently freed block of exactly that size, else a new one.
   DeviceMemory alloc(size_t nbytes);
+  // Keeps the block for reuse, then returns the least recently freed blocks to the driver until
+  // the cache is within its limit (a block larger than the limit goes back at once).
   void free(DeviceMemory memory, size_t nbytes);
   // Returns every cached block to the driver.
   void release_cached();
+  // Sets the limit, releasing cached blocks beyond it now; returns the previous limit.
+  size_t set_cache_limit(size_t bytes);
+  size_t cache_limit() const;
+  // Bytes in freed blocks held for reuse.
   size_t cached_bytes() const;
+  // Bytes handed out by alloc() and not yet given back with free().
+  size_t active_bytes() const;
   Allocator& driver() { return driver_; }
 
  private:
+  struct CachedBlock {
+    DeviceMemory memory;
+    size_t nbytes;
+  };
+  using Age = std::list<CachedBlock>::iterator;
+
+  // Takes the least recently freed blocks out until the cache holds at most `target` bytes;
+  // the caller gives them to the driver after unlocking.
+  std::vector<CachedBlock> evict_to(size_t target);
+  void release(const std::vector<CachedBlock>& blocks);
+
   Allocator& driver_;
   mutable std::mutex mutex_;
-  std::map<size_t, std::vector<DeviceMemory>> free_blocks_;
+  std::list<CachedBlock> by_age_;                        // least recently freed first
+  std::unordered_map<size_t, std::deque<Age>> by_size_;  // per size, most recently freed last
   size_t cached_bytes_ = 0;
+  // Signed: a tool may put a block of its own into the cache (kiln conformance's guarded blocks)
+  // and take it out again later, which counts as a free before the matching alloc.
+  int64_t active_bytes_ = 0;
+  size_t limit_;
 };
 
 }  // namespace kiln

@@ -9,7 +9,8 @@ namespace kiln {
 
 DeviceContext::DeviceContext(std::unique_ptr<Device> device)
     : device_(std::move(device)),
-      allocator_(std::make_unique<CachingAllocator>(device_->allocator())) {}
+      allocator_(std::make_unique<CachingAllocator>(
+          device_->allocator(), default_cache_limit(device_->properties().memory_bytes))) {}
 
 DeviceContext::~DeviceContext() {
   programs_.clear();

@@ -6,12 +6,15 @@
 #include <kiln/kiln.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "runtime/caching_allocator.h"
 #include "runtime/registry.h"
 
 using namespace kiln;
@@ -34,6 +37,41 @@ std::string constant_kernel(const std::string& name, int value) {
          "  ((float*)buffers[0])[0] = " +
          std::to_string(value) + ".0f;\n}\n";
 }
+
+// Hands out malloc'ed blocks and records which ones come back, in order.
+class RecordingAllocator : public Allocator {
+ public:
+  DeviceMemory alloc(size_t nbytes) override {
+    ++allocations;
+    return std::malloc(nbytes);
+  }
+  void free(DeviceMemory memory, size_t) override {
+    freed.push_back(memory);
+    std::free(memory);
+  }
+  void copy_in(DeviceMemory destination, const void* host, size_t nbytes) override {
+    std::memcpy(destination, host, nbytes);
+  }
+  void copy_out(void* host, DeviceMemory source, size_t nbytes) override {
+    std::memcpy(host, source, nbytes);
+  }
+  int allocations = 0;
+  std::vector<DeviceMemory> freed;
+};
+
+// Restores a device's cache limit when the test ends, however it ends.
+class CacheLimitGuard {
+ public:
+  explicit CacheLimitGuard(std::string device)
+      : device_(std::move(device)), limit_(cache_limit(device_)) {}
+  ~CacheLimitGuard() { set_cache_limit(limit_, device_); }
+  CacheLimitGuard(const CacheLimitGuard&) = delete;
+  CacheLimitGuard& operator=(const CacheLimitGuard&) = delete;
+
+ private:
+  std::string device_;
+  size_t limit_;
+};
 
 }  // namespace
 
@@ -128,4 +166,98 @@ TEST_CASE("a host allocation beyond RAM and swap is an OutOfMemoryError", "[reso
   CHECK_THROWS_AS(cpu->device().allocator().alloc(std::numeric_limits<size_t>::max() - 8),
                   OutOfMemoryError);
   CHECK_THROWS_AS(cpu->allocator().alloc(std::numeric_limits<size_t>::max() - 8), OutOfMemoryError);
+}
+
+TEST_CASE("the caching allocator keeps at most its limit, evicting the least recently freed",
+          "[resources][memory]") {
+  RecordingAllocator driver;
+  {
+    CachingAllocator cache(driver, 1000);
+    DeviceMemory a = cache.alloc(300), b = cache.alloc(400), c = cache.alloc(500);
+    CHECK(cache.active_bytes() == 1200);
+    cache.free(a, 300);
+    cache.free(b, 400);
+    CHECK(cache.cached_bytes() == 700);
+    CHECK(driver.freed.empty());
+    cache.free(c, 500);  // 1200 cached: the least recently freed (a) goes
+    CHECK(cache.cached_bytes() == 900);
+    CHECK(cache.active_bytes() == 0);
+    REQUIRE(driver.freed == std::vector<DeviceMemory>{a});
+
+    // A cached block is reused for the same size, and still works.
+    const int allocations = driver.allocations;
+    DeviceMemory again = cache.alloc(400);
+    CHECK(again == b);
+    CHECK(driver.allocations == allocations);
+    const std::vector<uint8_t> pattern(400, 0x5a);
+    std::vector<uint8_t> read(400);
+    driver.copy_in(again, pattern.data(), pattern.size());
+    driver.copy_out(read.data(), again, read.size());
+    CHECK(read == pattern);
+    cache.free(again, 400);
+
+    // A block larger than the limit is not cached at all.
+    DeviceMemory big = cache.alloc(2000);
+    cache.free(big, 2000);
+    CHECK(driver.freed.back() == big);
+    CHECK(cache.cached_bytes() == 900);
+
+    // Lowering the limit evicts now, oldest first (c was freed before b's second free).
+    CHECK(cache.set_cache_limit(400) == 1000);
+    CHECK(cache.cache_limit() == 400);
+    CHECK(cache.cached_bytes() == 400);
+    CHECK(driver.freed.back() == c);
+    cache.release_cached();
+    CHECK(cache.cached_bytes() == 0);
+    CHECK(driver.freed.back() == b);
+  }
+  CHECK(driver.freed.size() == static_cast<size_t>(driver.allocations));  // nothing leaked
+}
+
+TEST_CASE("set_cache_limit bounds what dead tensors leave behind, clear_cache empties it",
+          "[resources][memory]") {
+  for (const std::string& device : devices()) {
+    INFO(device);
+    CacheLimitGuard restore(device);
+    const size_t limit = 1 << 20;
+    set_cache_limit(limit, device);
+    CHECK(cache_limit(device) == limit);
+    CHECK(cached_bytes(device) <= limit);
+    // Six dead 256 KiB tensors of slightly different sizes (so none reuses another's block).
+    const size_t active_before = active_bytes(device);
+    for (int index = 0; index < 6; ++index) {
+      const int64_t numel = (256 << 10) / 4 + 16 * index;
+      // Uploaded, not computed: no kernel to compile per size.
+      const std::vector<float> values(static_cast<size_t>(numel), static_cast<float>(index));
+      const Tensor dead = Tensor::from_vector(values, {numel}, device);
+      CHECK(active_bytes(device) >= active_before + static_cast<size_t>(numel) * 4);
+    }
+    CHECK(cached_bytes(device) <= limit);
+    CHECK(cached_bytes(device) > 0);
+    CHECK(active_bytes(device) == active_before);
+
+    // Results stay right when they reuse cached blocks.
+    const Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, {4}, device);
+    for (int round = 0; round < 3; ++round) CHECK((x * 2).contiguous().sum().item<float>() == 20);
+
+    clear_cache(device);
+    CHECK(cached_bytes(device) == 0);
+    CHECK((x * 3).sum().item<float>() == 30);
+
+    CHECK(set_cache_limit(0, device) == limit);  // 0: nothing is cached
+    CHECK((x * 4).contiguous().sum().item<float>() == 40);
+    CHECK(cached_bytes(device) == 0);
+  }
+}
+
+TEST_CASE("the default cache limit is a quarter of the device's memory, at most 1 GiB",
+          "[resources][memory]") {
+  CHECK(default_cache_limit(0) == size_t{1} << 30);
+  CHECK(default_cache_limit(uint64_t{1} << 31) == size_t{1} << 29);
+  CHECK(default_cache_limit(uint64_t{80} << 30) == size_t{1} << 30);
+  const uint64_t memory = open_device("CPU")->device().properties().memory_bytes;
+  CHECK(memory > 0);
+  CHECK(cache_limit("CPU") == default_cache_limit(memory));
+  CHECK(cache_limit() == cache_limit(default_device()));
+  CHECK_THROWS_AS(cache_limit("NOSUCHDEVICE"), DeviceError);
 }

@@ -244,7 +244,7 @@ TEST_CASE("the caching allocator reuses freed blocks and retries after out-of-me
           "[runtime]") {
   CountingAllocator driver;
   {
-    CachingAllocator allocator(driver);
+    CachingAllocator allocator(driver, 1 << 20);
     DeviceMemory first = allocator.alloc(256);
     allocator.free(first, 256);
     DeviceMemory second = allocator.alloc(256);

@@ -10,4 +10,5 @@
 
 #include <kiln/dtype.h>
 #include <kiln/error.h>
+#include <kiln/memory.h>
 #include <kiln/tensor.h>

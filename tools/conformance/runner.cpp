@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -52,10 +53,18 @@ class OutputTrap {
       const size_t alignment = driver_.subregion_alignment();
       guard_bytes_ = (kMinGuardBytes + alignment - 1) / alignment * alignment;
     }
+    // Planted blocks must stay cached until the output takes one and drain() takes the rest:
+    // an evicted block would not be poisoned output, and an evicted subregion would reach the
+    // driver's free.
+    previous_cache_limit_ =
+        context_.allocator().set_cache_limit(std::numeric_limits<size_t>::max());
   }
   OutputTrap(const OutputTrap&) = delete;
   OutputTrap& operator=(const OutputTrap&) = delete;
-  ~OutputTrap() { drain(); }
+  ~OutputTrap() {
+    // A subregion still in use (see drain) comes back to the cache later: keep it from eviction.
+    if (drain()) context_.allocator().set_cache_limit(previous_cache_limit_);
+  }
 
   // Call after the inputs are uploaded (they allocate too). For the self test, `short_by` makes
   // each guarded block that many bytes smaller than the size it is cached under, so a kernel that
@@ -127,9 +136,9 @@ class OutputTrap {
 
   // Takes every planted subregion back out of the cache. The cache hands out the blocks it holds
   // for this size first; a block that comes from the driver (cached bytes unchanged) means the
-  // list is empty.
-  void drain() {
-    if (!guards_ || wholes_.empty()) return;
+  // list is empty. False when a planted subregion is still in use and stays planted.
+  bool drain() {
+    if (!guards_ || wholes_.empty()) return true;
     CachingAllocator& cache = context_.allocator();
     std::vector<DeviceMemory> others, recovered;
     while (recovered.size() < interiors_.size()) {
@@ -148,11 +157,12 @@ class OutputTrap {
       std::fprintf(
           stderr,
           "kiln conformance: internal warning: a guarded block is still in use; leaking it\n");
-      return;
+      return false;
     }
     for (DeviceMemory interior : recovered) driver_.release_subregion(interior);
     for (DeviceMemory whole : wholes_) driver_.free(whole, whole_size());
     wholes_.clear();
+    return true;
   }
 
   DeviceContext& context_;
@@ -163,6 +173,7 @@ class OutputTrap {
   size_t block_size_ = 0;  // what each really holds between its guards
   std::vector<DeviceMemory> wholes_;
   std::set<DeviceMemory> interiors_;  // the planted blocks (with guards: subregions)
+  size_t previous_cache_limit_ = 0;
 };
 
 struct Outcome {
