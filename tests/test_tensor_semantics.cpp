@@ -88,7 +88,7 @@ TEST_CASE("integer arithmetic wraps and divides as C", "[tensor]") {
   CHECK((bytes + 10).to_vector<uint8_t>() == std::vector<uint8_t>{4, 13});
 }
 
-TEST_CASE("float to integer casts truncate and saturate; NaN gives 0", "[tensor]") {
+TEST_CASE("float to integer casts truncate and saturate, NaN gives 0", "[tensor]") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   const Tensor values = floats({1.9f, -1.9f, 300.0f, -300.0f, nan, inf, -inf, -0.0f}, {8});
