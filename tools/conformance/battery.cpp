@@ -101,13 +101,11 @@ Case make_case(const std::string& family, const std::string& op, std::vector<Inp
   return item;
 }
 
-namespace {
-
-Case creation_case(const std::string& op, DType dtype, Shape shape,
-                   std::function<Tensor(const std::string&)> create, HostFn reference,
-                   std::string code) {
+Case make_created_case(const std::string& family, const std::string& op, DType dtype, Shape shape,
+                       std::function<Tensor(const std::string&)> create, HostFn reference,
+                       std::string code, Tolerance tolerance) {
   Case item;
-  item.family = "creation";
+  item.family = family;
   item.op = op;
   item.dtype = dtype;
   item.shape = std::move(shape);
@@ -115,8 +113,17 @@ Case creation_case(const std::string& op, DType dtype, Shape shape,
   item.create = std::move(create);
   item.reference = std::move(reference);
   item.code = std::move(code);
-  item.tolerance = exact_tolerance(true);
+  item.tolerance = tolerance;
   return item;
+}
+
+namespace {
+
+Case creation_case(const std::string& op, DType dtype, Shape shape,
+                   std::function<Tensor(const std::string&)> create, HostFn reference,
+                   std::string code) {
+  return make_created_case("creation", op, dtype, std::move(shape), std::move(create),
+                           std::move(reference), std::move(code), exact_tolerance(true));
 }
 
 HostTensor filled(DType dtype, const Shape& shape, double value) {

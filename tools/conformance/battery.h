@@ -40,6 +40,11 @@ Case make_case(const std::string& family, const std::string& op, std::vector<Inp
                KilnFn build, HostFn reference, std::string code, Tolerance tolerance,
                const std::string& variant = "");
 
+// A case with no inputs: `create` builds the tensor on the device under test.
+Case make_created_case(const std::string& family, const std::string& op, DType dtype, Shape shape,
+                       std::function<Tensor(const std::string&)> create, HostFn reference,
+                       std::string code, Tolerance tolerance);
+
 extern const std::vector<DType> kAllDtypes;
 extern const std::vector<DType> kFloatDtypes;
 extern const std::vector<DType> kIntDtypes;  // integers and bool

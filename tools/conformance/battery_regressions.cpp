@@ -17,17 +17,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 Case regression_case(const std::string& op, DType dtype, Shape shape,
                      std::function<Tensor(const std::string&)> create, HostFn reference,
                      std::string code, Tolerance tolerance) {
-  Case item;
-  item.family = "regression";
-  item.op = op;
-  item.dtype = dtype;
-  item.shape = std::move(shape);
-  item.layout = "contiguous";
-  item.create = std::move(create);
-  item.reference = std::move(reference);
-  item.code = std::move(code);
-  item.tolerance = tolerance;
-  return item;
+  return make_created_case("regression", op, dtype, std::move(shape), std::move(create),
+                           std::move(reference), std::move(code), tolerance);
 }
 
 HostTensor host_values(DType dtype, const std::vector<double>& values) {
