@@ -1,8 +1,10 @@
 #pragma once
-// A renderer dialect: the data that turns the one C-style renderer into C, OpenCL C, CUDA C++
-// or GLSL. Each device hands the renderer its dialect; the renderer holds no target knowledge.
+// A renderer dialect: the data and hooks that turn the one C-style renderer into C, OpenCL C,
+// CUDA C++ or GLSL. Each device hands the renderer its dialect; the renderer holds no target
+// knowledge. Spellings that are plain text are data; what needs structure is a hook.
 
 #include <array>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -15,17 +17,18 @@ struct Dialect {
   // Code placed before every kernel: type definitions and helper functions.
   std::string prelude;
   // How kernels get their work: kCpuLoop renders `void name(void** buffers, const long long*
-  // variables, long long begin, long long end)` looping the flat index over [begin, end);
-  // kGlobalId renders one work item per flat index from `global_index_expression`.
+  // variables, long long begin, long long end)` looping one flat launch dimension over
+  // [begin, end); kGlobalId renders one work item per id, from `launch_id`.
   enum class LaunchStyle { kCpuLoop, kGlobalId } launch_style = LaunchStyle::kCpuLoop;
-  std::string kernel_prefix;            // e.g. "__kernel void", "extern \"C\" __global__ void"
-  std::string buffer_qualifier;         // e.g. "__global "
-  std::string global_index_expression;  // e.g. "get_global_id(0)"
-  // kGlobalId: a kernel whose work-item count is a multiple of this (a power of two) is rendered
-  // without the `if (gid >= N) return;` bounds check, which keeps some compilers (PoCL's) from
-  // vectorizing across work items; the device must then launch exactly that many items. 0: the
-  // check is always rendered and the device may round the launch up.
-  int64_t unguarded_multiple = 0;
+  std::string kernel_prefix;     // e.g. "__kernel void", "extern \"C\" __global__ void"
+  std::string buffer_qualifier;  // e.g. "__global "
+  // kGlobalId: the expression of a work item's global id (local_id false) or its id within the
+  // workgroup (true) along launch dimension `dim` (0 is x), as a signed index.
+  std::function<std::string(bool local_id, int dim)> launch_id;
+  // Workgroup-shared memory: the qualifier of its arrays, and the statement that waits for every
+  // work item of the group and makes their local memory writes visible.
+  std::string local_qualifier;  // e.g. "__local "
+  std::string barrier;          // e.g. "barrier(CLK_LOCAL_MEM_FENCE);"
   std::string index_type = "long long";
   // Whether the compiler makes signed integer overflow wrap (C with -fwrapv). Where it does not
   // (OpenCL C), the renderer does signed + - * << and negation in unsigned types.
@@ -35,7 +38,14 @@ struct Dialect {
   std::string uint64_literal_suffix = "ULL";
   // Type names by ScalarType; for half types this is the storage type.
   std::array<std::string, 13> type_names;
-  // Half types: render loads and stores through these functions (float <-> 16-bit storage).
+  // Half-typed buffer elements (stored in 16 bits, computed in float): the expression loading
+  // buffer[index] as a float, and the statement storing a float `value` there, rounded to even.
+  std::function<std::string(DType, const std::string& buffer, const std::string& index)> load_half;
+  std::function<std::string(DType, const std::string& buffer, const std::string& index,
+                            const std::string& value)>
+      store_half;
+  // Functions converting between float and the half types' bits (computed values are rounded
+  // through them where they are compared or converted).
   std::string half_to_float = "kiln_half_to_float";
   std::string float_to_half = "kiln_float_to_half";
   std::string bfloat16_to_float = "kiln_bf16_to_float";
@@ -50,15 +60,9 @@ struct Dialect {
   // NaN-propagating max and min (empty: such loops get no pragma).
   std::string reduce_loop_pragma;
   std::string max_reduction_name, min_reduction_name;
-  // Pragma asking to unroll a loop, followed by the factor (e.g. "#pragma GCC unroll"); empty:
-  // none.
-  std::string unroll_pragma;
   // kCpuLoop: pragma before the loop over work items of a kernel without inner loops, promising
   // the iterations are independent so that it vectorizes (calls included); empty: none.
   std::string work_item_loop_pragma;
-  // Above 1: such a loop is rendered as this many interleaved partial sums, for compilers that
-  // have no pragma to reassociate it (a float sum is otherwise one add latency per element).
-  int reduction_lanes = 1;
   std::string restrict_keyword = "restrict";
   // Spellings of the float specials.
   std::string float32_infinity, float32_nan, float64_infinity, float64_nan;
@@ -68,11 +72,15 @@ struct Dialect {
   }
 };
 
+// Half-typed buffer access through the dialect's conversion functions on 16-bit elements.
+void use_half_conversion_functions(Dialect& dialect);
+
 // The C dialect, used by the CPU device.
 const Dialect& c_dialect();
 
-// The OpenCL C dialect. float16 and float64 are usable only where the device reports
-// cl_khr_fp16 / cl_khr_fp64: the dialect then enables the extension in its prelude.
-Dialect opencl_dialect(bool has_fp16, bool has_fp64);
+// The OpenCL C dialect. float16 is stored through vload_half/vstore_half (core OpenCL C, no
+// cl_khr_fp16 needed); float64 is usable only where the device reports cl_khr_fp64, and the
+// dialect then enables the extension in its prelude.
+Dialect opencl_dialect(bool has_fp64);
 
 }  // namespace kiln

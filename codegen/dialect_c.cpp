@@ -89,7 +89,6 @@ Dialect make_c_dialect() {
   dialect.reduce_loop_pragma = "#pragma omp simd reduction";
   dialect.max_reduction_name = "kiln_max";
   dialect.min_reduction_name = "kiln_min";
-  dialect.unroll_pragma = "#pragma GCC unroll";
   // Work items write distinct outputs and read inputs only (buffers never alias).
   dialect.work_item_loop_pragma = "#pragma omp simd";
   dialect.restrict_keyword = "restrict";
@@ -97,10 +96,26 @@ Dialect make_c_dialect() {
   dialect.float32_nan = "__builtin_nanf(\"\")";
   dialect.float64_infinity = "__builtin_inf()";
   dialect.float64_nan = "__builtin_nan(\"\")";
+  use_half_conversion_functions(dialect);
   return dialect;
 }
 
 }  // namespace
+
+void use_half_conversion_functions(Dialect& dialect) {
+  const std::string half_to_float = dialect.half_to_float, float_to_half = dialect.float_to_half;
+  const std::string bf16_to_float = dialect.bfloat16_to_float;
+  const std::string float_to_bf16 = dialect.float_to_bfloat16;
+  dialect.load_half = [=](DType dtype, const std::string& buffer, const std::string& index) {
+    return (dtype == dtypes::float16 ? half_to_float : bf16_to_float) + "(" + buffer + "[" + index +
+           "])";
+  };
+  dialect.store_half = [=](DType dtype, const std::string& buffer, const std::string& index,
+                           const std::string& value) {
+    return buffer + "[" + index +
+           "] = " + (dtype == dtypes::float16 ? float_to_half : float_to_bf16) + "(" + value + ")";
+  };
+}
 
 const Dialect& c_dialect() {
   static const Dialect dialect = make_c_dialect();

@@ -11,14 +11,39 @@ namespace {
 // Contraction off: a * b + c rounds twice, as on the CPU device (-ffp-contract=off), so devices
 // agree bit for bit on the same kernel where the driver rounds correctly.
 const char* const kContractOff = "#pragma OPENCL FP_CONTRACT OFF\n";
-const char* const kEnableFp16 = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n";
 const char* const kEnableFp64 = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
 
 // Plain (not inline) functions: OpenCL C 1.1 has no `static`, and C99 `inline` alone would need
 // an external definition. bfloat16 is stored as ushort and converted with integer operations,
-// as in the C prelude: exact storage emulation, computed in float like every half type.
+// as in the C prelude: exact storage emulation, computed in float like every half type. float16
+// buffers are read and written with vload_half/vstore_half_rte; a computed value is rounded to
+// float16 with the integer conversions below (a `half` variable needs cl_khr_fp16).
 const char* const kHelpers =
-    R"(float kiln_bf16_to_float(ushort b) { return as_float((uint)b << 16); }
+    R"(float kiln_half_to_float(ushort h) {
+  uint sign = ((uint)h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0) {
+    float magnitude = (float)mantissa * 5.9604644775390625e-8f;
+    return sign ? -magnitude : magnitude;
+  }
+  if (exponent == 31) return as_float(sign | 0x7f800000u | (mantissa << 13));
+  return as_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+ushort kiln_float_to_half(float value) {
+  uint bits = as_uint(value), sign = (bits >> 16) & 0x8000u, magnitude = bits & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) return (ushort)(sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u : 0u));
+  if (magnitude >= 0x477ff000u) return (ushort)(sign | 0x7c00u);
+  if (magnitude < 0x38800000u) {
+    if (magnitude < 0x33000000u) return (ushort)sign;
+    uint exponent = magnitude >> 23, mantissa = (magnitude & 0x7fffffu) | 0x800000u, shift = 126u - exponent;
+    uint result = mantissa >> shift, dropped = mantissa & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+    if (dropped > halfway || (dropped == halfway && (result & 1u))) result += 1u;
+    return (ushort)(sign | result);
+  }
+  uint result = (magnitude - 0x38000000u) >> 13, dropped = magnitude & 0x1fffu;
+  if (dropped > 0x1000u || (dropped == 0x1000u && (result & 1u))) result += 1u;
+  return (ushort)(sign | result);
+}
+float kiln_bf16_to_float(ushort b) { return as_float((uint)b << 16); }
 ushort kiln_float_to_bf16(float value) {
   uint bits = as_uint(value);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return (ushort)((bits >> 16) | 0x40u);
@@ -38,22 +63,23 @@ const char* const kTanh =
 
 }  // namespace
 
-Dialect opencl_dialect(bool has_fp16, bool has_fp64) {
+Dialect opencl_dialect(bool has_fp64) {
   Dialect dialect;
   dialect.name = "OpenCL";
   dialect.prelude = kContractOff;
-  if (has_fp16) dialect.prelude += kEnableFp16;
   if (has_fp64) dialect.prelude += kEnableFp64;
   dialect.prelude += kHelpers;
   dialect.prelude += kTanh;
   dialect.launch_style = Dialect::LaunchStyle::kGlobalId;
   dialect.kernel_prefix = "__kernel void";
   dialect.buffer_qualifier = "__global ";
-  // get_global_id returns size_t; the index arithmetic is signed 64-bit, as in the C dialect.
-  dialect.global_index_expression = "(long)get_global_id(0)";
-  // A power of two no larger than any device's smallest useful work-group: a launch of a multiple
-  // of it always splits into equal power-of-two groups, so the device launches it exactly.
-  dialect.unguarded_multiple = 64;
+  // The ids are size_t; the index arithmetic is signed 64-bit, as in the C dialect.
+  dialect.launch_id = [](bool local_id, int dim) {
+    return std::string(local_id ? "(long)get_local_id(" : "(long)get_global_id(") +
+           std::to_string(dim) + ")";
+  };
+  dialect.local_qualifier = "__local ";
+  dialect.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
   dialect.index_type = "long";
   // OpenCL C has no -fwrapv: signed overflow is undefined, and compilers use that (PoCL turns
   // `(a + b) < a` into `b < 0`).
@@ -61,25 +87,36 @@ Dialect opencl_dialect(bool has_fp16, bool has_fp64) {
   dialect.int64_literal_suffix = "L";
   dialect.uint64_literal_suffix = "UL";
   // bool is stored as uchar: OpenCL C forbids bool in kernel arguments and its size is unspecified.
-  // float16 is `half` (usable only with cl_khr_fp16; the device reports it unsupported otherwise).
+  // float16 buffers are `half` pointers, which core OpenCL C allows for vload_half/vstore_half.
   dialect.type_names = {"uchar", "char",  "short", "int",    "long",  "uchar", "ushort",
                         "uint",  "ulong", "half",  "ushort", "float", "double"};
-  dialect.half_to_float = "convert_float";
-  dialect.float_to_half = "convert_half_rte";
+  dialect.half_to_float = "kiln_half_to_float";
+  dialect.float_to_half = "kiln_float_to_half";
   dialect.bfloat16_to_float = "kiln_bf16_to_float";
   dialect.float_to_bfloat16 = "kiln_float_to_bf16";
   dialect.math_prefix = "";
   dialect.float32_math_suffix = "";
   dialect.math_overrides = {{"tanh", "kiln_tanh"}};
   dialect.reduce_loop_pragma = "";
-  dialect.unroll_pragma = "#pragma unroll";
-  // Eight float lanes fill an AVX2 register (PoCL on a CPU) and hide add latency on a GPU.
-  dialect.reduction_lanes = 8;
   dialect.restrict_keyword = "restrict";
   dialect.float32_infinity = "INFINITY";
   dialect.float32_nan = "NAN";
   dialect.float64_infinity = "((double)INFINITY)";
   dialect.float64_nan = "((double)NAN)";
+  use_half_conversion_functions(dialect);
+  const auto bf16_load = dialect.load_half;
+  const auto bf16_store = dialect.store_half;
+  dialect.load_half = [bf16_load](DType dtype, const std::string& buffer,
+                                  const std::string& index) {
+    if (dtype == dtypes::float16) return "vload_half(" + index + ", " + buffer + ")";
+    return bf16_load(dtype, buffer, index);
+  };
+  dialect.store_half = [bf16_store](DType dtype, const std::string& buffer,
+                                    const std::string& index, const std::string& value) {
+    if (dtype == dtypes::float16)
+      return "vstore_half_rte(" + value + ", " + index + ", " + buffer + ")";
+    return bf16_store(dtype, buffer, index, value);
+  };
   return dialect;
 }
 

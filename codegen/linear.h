@@ -2,9 +2,10 @@
 // The linear program: one kernel as a straight list of instructions, ready to render.
 //
 // Values are referred to by their position in the list. Index arithmetic stays symbolic (Sym)
-// until rendering, so it is simplified with the loop variables' ranges. The kernel computes one
-// output element per value of the flat index `gid` in [0, global_size); how `gid` is produced (a
-// CPU loop over a range, or a GPU work-item id) is the dialect's business.
+// until rendering, so it is simplified with the loop variables' ranges. Work items are indexed by
+// up to three launch dimensions (`launch`), each a variable of the index arithmetic: a global id,
+// or a local id where the dimension is one workgroup's share of a reduction. How the ids are
+// produced (a CPU loop over a flat range, or GPU work-item ids) is the dialect's business.
 
 #include <cstdint>
 #include <string>
@@ -28,6 +29,8 @@ enum class LinOp : uint8_t {
   AccUpdate,  // srcs[0] (an AccDefine) = reduce(srcs[0], srcs[1])
   LoopBegin,  // for loop_var in [0, loop_end)
   LoopEnd,
+  DefineLocal,  // an array of `local_size` values of `dtype` in workgroup-shared memory
+  Barrier,      // every work item of the workgroup waits here; local memory writes are then seen
 };
 
 struct LinInstr {
@@ -39,7 +42,9 @@ struct LinInstr {
   ReduceOp reduce = ReduceOp::Sum;
   int buffer = -1;
   Sym index;
-  Sym valid = Sym(1);
+  Sym valid = Sym(1);  // Load: read only where it holds; Store: write only where it holds
+  bool local = false;  // Load, Store: `buffer` is a DefineLocal (its position), not a parameter
+  int64_t local_size = 0;
   ConstArg value;
   std::string loop_var;
   int64_t loop_end = 0;
@@ -47,8 +52,6 @@ struct LinInstr {
   // reassociated (a float sum, max or min; the op is in `reduce`), so the renderer may vectorize
   // the loop. -1 when not.
   int reduction_acc = -1;
-  // LoopBegin: how many iterations the renderer should unroll (1: leave it to the compiler).
-  int unroll = 1;
 };
 
 struct KernelParam {
@@ -57,16 +60,27 @@ struct KernelParam {
   bool is_output = false;
 };
 
+// One launch dimension: work items [0, global) in groups of `local`; those at `size` and beyond
+// (where the launch was rounded up to whole groups) return at once.
+struct LaunchDim {
+  std::string var;        // its variable in index expressions
+  bool local_id = false;  // var is the id within the workgroup (global == local), else global
+  int64_t size = 1;
+  int64_t global = 1;
+  int64_t local = 1;
+};
+
 struct LinearProgram {
   std::string name;
   std::vector<KernelParam> params;  // output first, then inputs
   std::vector<LinInstr> instrs;
-  int64_t global_size = 0;  // number of output elements
-  std::string global_var = "gid";
-  // Above 0: work item gid is split into gid_row = gid / row_length and gid_col = gid % row_length,
-  // and indices are written in those two. A loop-style renderer then runs a loop over columns
-  // inside a loop over rows, so whatever depends only on the row (a broadcast operand) is computed
-  // once per row and the column loop reads memory contiguously.
+  std::vector<LaunchDim> launch;  // x, y, z; a loop-style dialect renders one flat dimension
+  int64_t global_size = 0;        // work items that run (the product of the dimensions' sizes)
+  std::string opts;               // the opts applied, as text (for KILN_DEBUG and the cache key)
+  // Above 0 (ROWS): the flat work item index is split into gid_row = index / row_length and
+  // gid_col = index % row_length, and indices are written in those two. A loop-style renderer then
+  // runs a loop over columns inside a loop over rows, so whatever depends only on the row (a
+  // broadcast operand) is computed once per row and the column loop reads memory contiguously.
   int64_t row_length = 0;
   std::string row_var = "gid_row";
   std::string column_var = "gid_col";

@@ -54,44 +54,8 @@ std::string index_key(const std::vector<Sym>& index) {
   return key;
 }
 
-// Innermost reduction loops that cannot be vectorized are unrolled by this factor.
-constexpr int kUnrollFactor = 4;
-// Rows shorter than this leave the inner loop of a row-split kernel too short to vectorize well.
-constexpr int64_t kMinRowLength = 16;
-
 using Index = std::vector<Sym>;
 using Lanes = std::vector<Index>;
-
-// How many outputs one work item computes along the last two output dimensions.
-struct Upcast {
-  int64_t rows = 1;     // second-to-last dimension
-  int64_t columns = 1;  // last dimension
-  int64_t lanes() const { return rows * columns; }
-};
-
-bool holds_reduce(const UOpRef& ast) {
-  for (const UOpRef& node : toposort({ast})) {
-    if (node->op() == Op::Reduce) return true;
-  }
-  return false;
-}
-
-// Reduction kernels compute a small tile of outputs per work item, so that loads shared by the
-// tile are made once and the tile's lanes vectorize. Candidates from largest to smallest.
-std::vector<Upcast> upcast_candidates(const UOpRef& ast) {
-  const Shape& shape = ast->shape();
-  if (shape.empty() || !holds_reduce(ast)) return {};
-  const int64_t last = shape.back();
-  const int64_t before_last = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
-  std::vector<Upcast> candidates;
-  for (const Upcast& candidate :
-       {Upcast{4, 16}, Upcast{1, 16}, Upcast{4, 8}, Upcast{1, 8}, Upcast{1, 4}}) {
-    if (last % candidate.columns != 0 || before_last % candidate.rows != 0) continue;
-    if (ast->numel() / candidate.lanes() < 4) continue;  // keep work for several threads
-    candidates.push_back(candidate);
-  }
-  return candidates;
-}
 
 // One loop of a reduction: a reduced axis and its size (above 1).
 struct ReduceLoop {
@@ -114,16 +78,20 @@ struct BlockedSum {
 // kernels (softmax rows, matmul up to K = 4096) keep their loops as they are.
 constexpr int64_t kBlockedSumMinTerms = 4096;
 
-BlockedSum plan_blocked_sum(const std::vector<ReduceLoop>& loops) {
-  int64_t terms = 1;
+// `per_trip` terms are added on each trip of the innermost loop (an unrolled body).
+BlockedSum plan_blocked_sum(const std::vector<ReduceLoop>& loops, int64_t per_trip) {
+  int64_t terms = per_trip;
   for (const ReduceLoop& loop : loops) terms *= loop.size;
   if (terms <= kBlockedSumMinTerms) return {};
   const int64_t target = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(terms))));
+  if (loops.empty()) return {};
   BlockedSum plan;
   plan.enabled = true;
   plan.level = loops.size();
-  int64_t inner = 1;
-  while (plan.level > 0 && inner < target) inner *= loops[--plan.level].size;
+  int64_t inner = per_trip;
+  do {
+    inner *= loops[--plan.level].size;
+  } while (plan.level > 0 && inner < target);
   const int64_t size = loops[plan.level].size;
   const int64_t inside = inner / size;  // terms per step of loop `level`
   if (inner <= 2 * target && plan.level > 0) return plan;
@@ -144,11 +112,41 @@ BlockedSum plan_blocked_sum(const std::vector<ReduceLoop>& loops) {
   return plan;
 }
 
+// The reduction opts of one reduce axis (amounts of 1: none).
+struct ReduceAxisOpts {
+  int64_t upcast = 1, unroll = 1, group = 1;
+};
+
 class Lowerer {
  public:
-  Lowerer(const ScheduleItem& item, Upcast upcast, int64_t row_length = 0)
-      : item_(item), upcast_(upcast) {
-    program_.row_length = row_length;
+  Lowerer(const ScheduleItem& item, const KernelAxes& axes, const std::vector<Opt>& opts)
+      : item_(item), axes_(axes), opts_(opts) {
+    kernel_reduce_ = kernel_reduce(item.ast);
+    reduce_opts_.resize(axes.reduce.size());
+    upcast_.assign(axes.output.size(), 1);
+    for (const Opt& opt : opts) {
+      if (opt.axis == Opt::kFlatAxis) continue;
+      const bool on_reduce = axes.is_reduce_axis(opt.axis);
+      const size_t reduce_index = opt.axis - axes.output.size();
+      switch (opt.kind) {
+        case OptKind::Upcast:
+          (on_reduce ? reduce_opts_[reduce_index].upcast : upcast_[opt.axis]) *= opt.amount;
+          break;
+        case OptKind::Unroll:
+          reduce_opts_[reduce_index].unroll *= opt.amount;
+          break;
+        case OptKind::Group:
+          reduce_opts_[reduce_index].group = opt.amount;
+          break;
+        case OptKind::Rows:
+        case OptKind::Local:
+          break;
+      }
+    }
+    for (const Opt& opt : opts) {
+      if (opt.kind == OptKind::Rows) program_.row_length = axes.output.back() / upcast_.back();
+    }
+    program_.opts = opts_to_string(opts);
   }
 
   LinearProgram run() {
@@ -158,36 +156,26 @@ class Lowerer {
       program_.params.push_back({input->dtype(), input->numel(), false});
     }
     scopes_.emplace_back();
-    const int64_t total = item_.output->numel();
-    program_.global_size = total / upcast_.lanes();
-    if (total == 0) return std::move(program_);
-
-    // Work item gid covers a tile of rows x columns outputs.
     const Shape& shape = item_.ast->shape();
     const size_t ndim = shape.size();
-    SymShape tiles = to_sym_shape(shape);
-    if (ndim >= 1) tiles[ndim - 1] = Sym(shape[ndim - 1] / upcast_.columns);
-    if (ndim >= 2) tiles[ndim - 2] = Sym(shape[ndim - 2] / upcast_.rows);
-    Index tile;
-    if (program_.row_length > 0) {
-      const int64_t row_length = program_.row_length;
-      const SymShape rows(tiles.begin(), tiles.end() - 1);
-      tile =
-          unravel_index(Sym::var(program_.row_var, 0, program_.global_size / row_length - 1), rows);
-      tile.push_back(Sym::var(program_.column_var, 0, row_length - 1));
-    } else {
-      tile = unravel_index(Sym::var(program_.global_var, 0, program_.global_size - 1), tiles);
-    }
-    Lanes lanes;
-    for (int64_t row = 0; row < upcast_.rows; ++row) {
-      for (int64_t column = 0; column < upcast_.columns; ++column) {
-        Index index = tile;
-        if (ndim >= 1 && upcast_.columns > 1)
-          index[ndim - 1] = tile[ndim - 1] * Sym(upcast_.columns) + Sym(column);
-        if (ndim >= 2 && upcast_.rows > 1)
-          index[ndim - 2] = tile[ndim - 2] * Sym(upcast_.rows) + Sym(row);
-        lanes.push_back(std::move(index));
+    if (item_.output->numel() == 0) return std::move(program_);
+
+    // Each work item covers a tile of outputs: upcast[axis] neighbours along each axis.
+    Shape tiles = shape;
+    for (size_t axis = 0; axis < ndim; ++axis) tiles[axis] /= upcast_[axis];
+    const Index tile = launch_index(tiles);
+    Lanes lanes{tile};
+    for (size_t axis = 0; axis < ndim; ++axis) {
+      if (upcast_[axis] == 1) continue;
+      Lanes widened;
+      for (const Index& index : lanes) {
+        for (int64_t offset = 0; offset < upcast_[axis]; ++offset) {
+          Index lane = index;
+          lane[axis] = tile[axis] * Sym(upcast_[axis]) + Sym(offset);
+          widened.push_back(std::move(lane));
+        }
       }
+      lanes = std::move(widened);
     }
     const std::vector<int> values = lower(item_.ast, lanes);
     const SymShape strides = View::contiguous_strides(to_sym_shape(shape));
@@ -198,15 +186,68 @@ class Lowerer {
       store.srcs = {cast_to(values[lane], item_.output->dtype())};
       store.buffer = 0;
       store.index = flat;
+      store.valid = store_guard_;
       emit(std::move(store));
     }
     return std::move(program_);
   }
 
-  // Whether some load reads neighbouring elements in neighbouring lanes (what makes a tile pay).
-  bool lanes_load_contiguously() const { return contiguous_lane_load_; }
-
  private:
+  // The launch dimensions (see launch_layout) and each output axis' tile index in their variables.
+  Index launch_index(const Shape& tiles) {
+    const size_t ndim = tiles.size();
+    Index tile(ndim, Sym(0));
+    program_.global_size = 1;
+    for (const LaunchAxis& axis : launch_layout(axes_, opts_)) {
+      LaunchDim dim;
+      const std::string number = std::to_string(program_.launch.size());
+      dim.local = axis.local;
+      if (axis.role == LaunchAxis::Role::GroupLanes) {
+        dim.var = "lidx" + number;
+        dim.local_id = true;
+        dim.size = axis.local;
+        group_lane_ = Sym::var(dim.var, 0, dim.size - 1);
+        // The group's partial results are combined by every work item; one stores them.
+        store_guard_ = lt(group_lane_, Sym(1));
+      } else {
+        dim.var = "gidx" + number;
+        std::vector<size_t> covered;
+        if (axis.role == LaunchAxis::Role::Axis) {
+          covered.push_back(static_cast<size_t>(axis.axis));
+        } else {
+          for (size_t output = 0; output < ndim; ++output) {
+            const bool own = std::any_of(opts_.begin(), opts_.end(), [&](const Opt& opt) {
+              return opt.kind == OptKind::Local && opt.axis == static_cast<int>(output);
+            });
+            if (!own) covered.push_back(output);
+          }
+        }
+        dim.size = 1;
+        for (size_t output : covered) dim.size *= tiles[output];
+        const Sym id = Sym::var(dim.var, 0, std::max<int64_t>(dim.size, 1) - 1);
+        if (program_.row_length > 0) {
+          // ROWS: the flat index as a row index and a column index of the last axis.
+          const int64_t row_length = program_.row_length;
+          SymShape rows;
+          for (size_t output = 0; output + 1 < ndim; ++output) rows.push_back(Sym(tiles[output]));
+          const Index row_index =
+              unravel_index(Sym::var(program_.row_var, 0, dim.size / row_length - 1), rows);
+          for (size_t output = 0; output + 1 < ndim; ++output) tile[output] = row_index[output];
+          tile[ndim - 1] = Sym::var(program_.column_var, 0, row_length - 1);
+        } else {
+          SymShape sizes;
+          for (size_t output : covered) sizes.push_back(Sym(tiles[output]));
+          const Index unravelled = unravel_index(id, sizes);
+          for (size_t at = 0; at < covered.size(); ++at) tile[covered[at]] = unravelled[at];
+        }
+      }
+      dim.global = (dim.size + dim.local - 1) / dim.local * dim.local;
+      program_.global_size *= dim.size;
+      program_.launch.push_back(std::move(dim));
+    }
+    return tile;
+  }
+
   int emit(LinInstr instr) {
     program_.instrs.push_back(std::move(instr));
     return static_cast<int>(program_.instrs.size()) - 1;
@@ -351,7 +392,6 @@ class Lowerer {
           for (size_t dim = 0; dim < index.size(); ++dim) flat = flat + index[dim] * strides[dim];
           flats.push_back(flat);
         }
-        note_lane_contiguity(flats);
         for (const Sym& flat : flats) values.push_back(load(node, flat, Sym(1)));
         return values;
       }
@@ -382,8 +422,8 @@ class Lowerer {
         break;
     }
     if (!is_elementwise(node->op())) {
-      throw Error(std::string("[lower_kernel] internal error: unexpected ") + op_name(node->op()) +
-                  " in a kernel");
+      throw InternalError(std::string("[lower_kernel] unexpected ") + op_name(node->op()) +
+                          " in a kernel");
     }
     std::vector<std::vector<int>> srcs;
     for (const UOpRef& src : node->srcs()) srcs.push_back(lower(src, lanes));
@@ -393,12 +433,6 @@ class Lowerer {
       values.push_back(alu(node->op(), dtype, std::move(operands)));
     }
     return values;
-  }
-
-  void note_lane_contiguity(const std::vector<Sym>& flats) {
-    for (size_t lane = 1; lane < flats.size(); ++lane) {
-      if (flats[lane] - flats[lane - 1] == Sym(1)) contiguous_lane_load_ = true;
-    }
   }
 
   // Loads of one element (from different lanes or nodes) are made once per scope.
@@ -427,7 +461,6 @@ class Lowerer {
     }
     std::vector<int> values;
     if (src->op() == Op::Buffer) {
-      note_lane_contiguity(flats);
       for (size_t lane = 0; lane < lanes.size(); ++lane)
         values.push_back(load(src, flats[lane], valids[lane]));
       return values;
@@ -461,24 +494,37 @@ class Lowerer {
   }
 
   // One loop nest for every lane: each lane has its accumulator. Long float sums add into block
-  // accumulators first (see plan_blocked_sum), so their rounding error grows like sqrt(n).
+  // accumulators first (see plan_blocked_sum), so their rounding error grows like sqrt(n). The
+  // kernel's own reduction takes its opts: along each reduce axis, position =
+  // ((trip * unroll + copy) * upcast + part) * group + group lane.
   std::vector<int> lower_reduce(const UOpRef& node, const Lanes& lanes) {
     const ReduceArg& reduce = node->reduce_arg();
     const UOpRef& src = node->src();
     const DType dtype = node->dtype();
-    std::vector<int> accumulators = define_accumulators(reduce.op, dtype, lanes.size());
+    const size_t lane_count = lanes.size();
+    std::vector<ReduceAxisOpts> axis_opts(reduce.axes.size());
+    if (node == kernel_reduce_) axis_opts = reduce_opts_;
     for (int axis : reduce.axes) {
-      if (src->shape()[axis] == 0) return accumulators;  // nothing to reduce: the identity
+      if (src->shape()[axis] == 0)
+        return finish_group(define_accumulators(reduce.op, dtype, lane_count), reduce.op, dtype,
+                            node == kernel_reduce_);
     }
-    Lanes src_lanes = lanes;
+    // Copies of the body (unrolled, in order) and partial accumulators (upcast) per output lane.
+    int64_t copies = 1, parts = 1;
+    for (const ReduceAxisOpts& opts : axis_opts) copies *= opts.unroll, parts *= opts.upcast;
+    std::vector<int> accumulators = define_accumulators(reduce.op, dtype, lane_count * parts);
+
     std::vector<ReduceLoop> plan;
-    for (int axis : reduce.axes) {
-      const int64_t size = src->shape()[axis];
-      if (size > 1) plan.push_back({axis, size});
-      for (Index& index : src_lanes) index[axis] = Sym(0);
+    std::vector<int64_t> trips(reduce.axes.size());
+    for (size_t at = 0; at < reduce.axes.size(); ++at) {
+      const ReduceAxisOpts& opts = axis_opts[at];
+      const int64_t chunk = opts.unroll * opts.upcast * opts.group;
+      trips[at] = (src->shape()[reduce.axes[at]] + chunk - 1) / chunk;
+      if (trips[at] > 1) plan.push_back({static_cast<int>(at), trips[at]});
     }
-    const BlockedSum blocked =
-        reduce.op == ReduceOp::Sum && dtype.is_float() ? plan_blocked_sum(plan) : BlockedSum{};
+    const BlockedSum blocked = reduce.op == ReduceOp::Sum && dtype.is_float()
+                                   ? plan_blocked_sum(plan, copies)
+                                   : BlockedSum{};
 
     std::vector<int> loops;
     auto open_loop = [&](int64_t size) {
@@ -490,6 +536,7 @@ class Lowerer {
       scopes_.emplace_back();
       return Sym::var(name, 0, size - 1);
     };
+    std::vector<Sym> trip(reduce.axes.size(), Sym(0));
     std::vector<int> targets = accumulators;
     size_t inner_begin = 0;  // loops from here on run inside the block accumulators
     Sym in_range(1);         // false for the steps past the end of a split loop
@@ -497,51 +544,127 @@ class Lowerer {
       const ReduceLoop& loop = plan[level];
       if (blocked.enabled && level == blocked.level && blocked.length > 0) {
         const Sym block = open_loop((loop.size + blocked.length - 1) / blocked.length);
-        targets = define_accumulators(ReduceOp::Sum, dtype, lanes.size());
+        targets = define_accumulators(ReduceOp::Sum, dtype, accumulators.size());
         inner_begin = loops.size();
-        const Sym position = block * Sym(blocked.length) + open_loop(blocked.length);
-        if (loop.size % blocked.length != 0) in_range = lt(position, Sym(loop.size));
-        for (Index& index : src_lanes) index[loop.axis] = position;
+        trip[loop.axis] = block * Sym(blocked.length) + open_loop(blocked.length);
+        if (loop.size % blocked.length != 0) in_range = lt(trip[loop.axis], Sym(loop.size));
         continue;
       }
       if (blocked.enabled && level == blocked.level) {
-        targets = define_accumulators(ReduceOp::Sum, dtype, lanes.size());
+        targets = define_accumulators(ReduceOp::Sum, dtype, accumulators.size());
         inner_begin = loops.size();
       }
-      const Sym position = open_loop(loop.size);
-      for (Index& index : src_lanes) index[loop.axis] = position;
+      trip[loop.axis] = open_loop(loop.size);
     }
     const size_t body_start = program_.instrs.size();
-    const std::vector<int> values = in_range == Sym(1)
-                                        ? lower(src, src_lanes)
-                                        : gated(in_range, [&] { return lower(src, src_lanes); });
-    for (size_t lane = 0; lane < lanes.size(); ++lane) {
-      int value = cast_to(values[lane], dtype);
-      if (in_range != Sym(1)) value = masked(value, in_range, dtype);
-      accumulate(targets[lane], value, reduce.op);
+    // Each combination of copy and part reads its own position along every reduce axis.
+    for (int64_t copy = 0; copy < copies; ++copy) {
+      for (int64_t part = 0; part < parts; ++part) {
+        Lanes src_lanes = lanes;
+        Sym valid = in_range;
+        int64_t copy_rest = copy, part_rest = part;
+        for (size_t at = reduce.axes.size(); at-- > 0;) {
+          const ReduceAxisOpts& opts = axis_opts[at];
+          const int64_t copy_at = copy_rest % opts.unroll, part_at = part_rest % opts.upcast;
+          copy_rest /= opts.unroll, part_rest /= opts.upcast;
+          const Sym lane = opts.group > 1 ? group_lane_ : Sym(0);
+          const Sym position =
+              ((trip[at] * Sym(opts.unroll) + Sym(copy_at)) * Sym(opts.upcast) + Sym(part_at)) *
+                  Sym(opts.group) +
+              lane;
+          const int64_t size = src->shape()[reduce.axes[at]];
+          if (trips[at] * opts.unroll * opts.upcast * opts.group != size)
+            valid = logical_and(valid, lt(position, Sym(size)));
+          for (Index& index : src_lanes) index[reduce.axes[at]] = position;
+        }
+        const std::vector<int> values = valid == Sym(1)
+                                            ? lower(src, src_lanes)
+                                            : gated(valid, [&] { return lower(src, src_lanes); });
+        for (size_t lane = 0; lane < lane_count; ++lane) {
+          int value = cast_to(values[lane], dtype);
+          if (!(valid == Sym(1))) value = masked_identity(value, valid, reduce.op, dtype);
+          accumulate(targets[lane * parts + part], value, reduce.op);
+        }
+      }
     }
-    if (!loops.empty() && innermost_body(body_start)) {
+    if (!loops.empty() && innermost_body(body_start) && targets.size() == 1 && dtype.is_float() &&
+        reduce.op != ReduceOp::Prod) {
+      // One float sum, max or min: the dialect may reassociate it (a pragma).
       LinInstr& innermost = program_.instrs[loops.back()];
-      // Float sums, maxes and mins may be reassociated (the renderer decides how: a pragma, or
-      // partial sums); the rest the compiler may not reorder: unroll them.
-      const bool reassociable =
-          lanes.size() == 1 && dtype.is_float() && reduce.op != ReduceOp::Prod;
-      if (reassociable) {
-        innermost.reduction_acc = targets[0];
-        innermost.reduce = reduce.op;
-      }
-      if (!(reassociable && reduce.op == ReduceOp::Sum) &&
-          innermost.loop_end % kUnrollFactor == 0) {
-        innermost.unroll = kUnrollFactor;
-      }
+      innermost.reduction_acc = targets[0];
+      innermost.reduce = reduce.op;
     }
     while (loops.size() > inner_begin) close_loop(loops);
     if (blocked.enabled) {
-      for (size_t lane = 0; lane < lanes.size(); ++lane)
-        accumulate(accumulators[lane], targets[lane], ReduceOp::Sum);
+      for (size_t at = 0; at < accumulators.size(); ++at)
+        accumulate(accumulators[at], targets[at], ReduceOp::Sum);
     }
     while (!loops.empty()) close_loop(loops);
-    return accumulators;
+    std::vector<int> results;
+    for (size_t lane = 0; lane < lane_count; ++lane) {
+      results.push_back(combine(std::vector<int>(accumulators.begin() + lane * parts,
+                                                 accumulators.begin() + (lane + 1) * parts),
+                                reduce.op, dtype));
+    }
+    return finish_group(std::move(results), reduce.op, dtype, node == kernel_reduce_);
+  }
+
+  // `value` where `valid` holds, else the reduction's identity (a masked step adds nothing).
+  int masked_identity(int value, const Sym& valid, ReduceOp op, DType dtype) {
+    const int condition = index_value(valid, dtypes::bool_);
+    return alu(Op::Where, dtype, {condition, value, constant(dtype, reduce_identity(op, dtype))});
+  }
+
+  // Partial results combined pairwise, in a fixed order.
+  int combine(std::vector<int> terms, ReduceOp op, DType dtype) {
+    static constexpr Op kCombine[] = {Op::Add, Op::Mul, Op::Max, Op::Min};
+    while (terms.size() > 1) {
+      std::vector<int> pairs;
+      for (size_t at = 0; at + 1 < terms.size(); at += 2)
+        pairs.push_back(alu(kCombine[static_cast<int>(op)], dtype, {terms[at], terms[at + 1]}));
+      if (terms.size() % 2) pairs.push_back(terms.back());
+      terms = std::move(pairs);
+    }
+    return terms[0];
+  }
+
+  // GROUP: every work item of the group puts its partial results in local memory; after a
+  // barrier each combines all of them in the same order (one of them then stores).
+  std::vector<int> finish_group(std::vector<int> values, ReduceOp op, DType dtype, bool grouped) {
+    int64_t group = 1;
+    for (const ReduceAxisOpts& opts : reduce_opts_) group = std::max(group, opts.group);
+    if (!grouped || group == 1) return values;
+    const int64_t lanes = static_cast<int64_t>(values.size());
+    LinInstr define{LinOp::DefineLocal, dtype};
+    define.local_size = group * lanes;
+    const int local = emit(std::move(define));
+    for (int64_t lane = 0; lane < lanes; ++lane) {
+      LinInstr store{LinOp::Store, dtype};
+      store.srcs = {values[lane]};
+      store.buffer = local;
+      store.local = true;
+      store.index = Sym(lane * group) + group_lane_;
+      emit(std::move(store));
+    }
+    emit(LinInstr{LinOp::Barrier, dtypes::int64});
+    std::vector<int> totals = define_accumulators(op, dtype, values.size());
+    std::vector<int> loops;
+    const std::string name = "r" + std::to_string(loop_counter_++);
+    LinInstr begin{LinOp::LoopBegin, dtypes::int64};
+    begin.loop_var = name;
+    begin.loop_end = group;
+    loops.push_back(emit(std::move(begin)));
+    scopes_.emplace_back();
+    const Sym member = Sym::var(name, 0, group - 1);
+    for (int64_t lane = 0; lane < lanes; ++lane) {
+      LinInstr load{LinOp::Load, dtype};
+      load.buffer = local;
+      load.local = true;
+      load.index = Sym(lane * group) + member;
+      accumulate(totals[lane], emit(std::move(load)), op);
+    }
+    close_loop(loops);
+    return totals;
   }
 
   std::vector<int> define_accumulators(ReduceOp op, DType dtype, size_t count) {
@@ -576,32 +699,20 @@ class Lowerer {
   }
 
   const ScheduleItem& item_;
-  const Upcast upcast_;
+  const KernelAxes& axes_;
+  const std::vector<Opt>& opts_;
+  UOpRef kernel_reduce_;  // the Reduce the reduction opts apply to
+  std::vector<ReduceAxisOpts> reduce_opts_;
+  std::vector<int64_t> upcast_;  // per output axis
+  Sym group_lane_ = Sym(0);      // GROUP: the work item's place in its group
+  Sym store_guard_ = Sym(1);     // which work items store the outputs
   LinearProgram program_;
   std::unordered_map<const UOp*, int> param_of_;
   std::vector<std::unordered_map<std::string, int>> scopes_;
   int loop_counter_ = 0;
-  bool contiguous_lane_load_ = false;
   // Where the values being lowered are needed; loads outside it read nothing (see lower_view).
   Sym gate_ = Sym(1);
 };
-
-// How many divisions and modulos the program's load and store indices hold: a rough cost of the
-// index arithmetic done per element.
-int index_divisions(const LinearProgram& program) {
-  int count = 0;
-  auto count_in = [&count](const std::string& text) {
-    for (size_t at = text.find("//"); at != std::string::npos; at = text.find("//", at + 2))
-      ++count;
-    count += static_cast<int>(std::count(text.begin(), text.end(), '%'));
-  };
-  for (const LinInstr& instr : program.instrs) {
-    if (instr.op != LinOp::Load && instr.op != LinOp::Store && instr.op != LinOp::Index) continue;
-    count_in(instr.index.key());
-    count_in(instr.valid.key());
-  }
-  return count;
-}
 
 // A short stable name: what the kernel does and a hash of its program.
 std::string kernel_name(const LinearProgram& program) {
@@ -617,62 +728,15 @@ std::string kernel_name(const LinearProgram& program) {
 
 }  // namespace
 
-LinearProgram lower_kernel(const ScheduleItem& item, const Dialect& dialect) {
-  std::optional<LinearProgram> chosen;
-  for (const Upcast& upcast : upcast_candidates(item.ast)) {
-    Lowerer lowerer(item, upcast);
-    LinearProgram candidate = lowerer.run();
-    if (lowerer.lanes_load_contiguously()) {
-      chosen = std::move(candidate);
-      break;
-    }
-  }
-  LinearProgram program = chosen ? std::move(*chosen) : Lowerer(item, Upcast{}).run();
-  // An elementwise kernel whose flat indices divide (a broadcast along the last axis, a permute):
-  // where work items are a loop, try rows and columns, which moves such divisions out of the inner
-  // loop. (With one work item per index the split only rewrites the index, and PoCL then no longer
-  // sees contiguous loads: 16 -> 24 ms on softmax's last kernel.)
-  const Shape& shape = item.ast->shape();
-  if (dialect.launch_style == Dialect::LaunchStyle::kCpuLoop && !chosen && shape.size() >= 2 &&
-      shape.back() >= kMinRowLength && item.ast->numel() / shape.back() >= 2 &&
-      !holds_reduce(item.ast) && index_divisions(program) > 0) {
-    LinearProgram split = Lowerer(item, Upcast{}, shape.back()).run();
-    if (index_divisions(split) < index_divisions(program)) program = std::move(split);
-  }
+LinearProgram lower_kernel(const ScheduleItem& item, const std::vector<Opt>& opts,
+                           const OptTarget& target) {
+  const KernelAxes axes = kernel_axes(item.ast);
+  check_opts(axes, opts, target,
+             std::string("storing ") + item.output->dtype().name() + "[" +
+                 std::to_string(item.output->numel()) + "]");
+  LinearProgram program = Lowerer(item, axes, opts).run();
   program.name = kernel_name(program);
   return program;
-}
-
-std::string LinearProgram::to_string() const {
-  static const char* const kOpNames[] = {"CONST", "INDEX",  "LOAD",       "STORE",      "ALU",
-                                         "CAST",  "DEFACC", "ACC_UPDATE", "LOOP_BEGIN", "LOOP_END"};
-  std::ostringstream text;
-  text << "kernel " << name << " global=" << global_size << "\n";
-  for (size_t param = 0; param < params.size(); ++param) {
-    text << "  param " << param << ": " << params[param].dtype.name() << "[" << params[param].numel
-         << "]" << (params[param].is_output ? " out" : "") << "\n";
-  }
-  for (size_t index = 0; index < instrs.size(); ++index) {
-    const LinInstr& instr = instrs[index];
-    text << "  %" << index << " = " << kOpNames[static_cast<int>(instr.op)] << " "
-         << instr.dtype.name();
-    if (instr.op == LinOp::Alu) text << " " << op_name(instr.alu);
-    if (instr.op == LinOp::AccUpdate) text << " " << reduce_op_name(instr.reduce);
-    for (int src : instr.srcs) text << " %" << src;
-    if (instr.op == LinOp::Const || instr.op == LinOp::AccDefine) {
-      text << " "
-           << (instr.dtype.is_float() ? std::to_string(instr.value.float_value)
-                                      : std::to_string(instr.value.int_value));
-    }
-    if (instr.buffer >= 0) text << " buf" << instr.buffer;
-    if (instr.op == LinOp::Load || instr.op == LinOp::Store || instr.op == LinOp::Index) {
-      text << " [" << instr.index.key() << "]";
-    }
-    if (instr.op == LinOp::Load && !(instr.valid == Sym(1))) text << " if " << instr.valid.key();
-    if (instr.op == LinOp::LoopBegin) text << " " << instr.loop_var << " < " << instr.loop_end;
-    text << "\n";
-  }
-  return text.str();
 }
 
 }  // namespace kiln

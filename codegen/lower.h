@@ -8,14 +8,17 @@
 
 #include <string>
 
-#include "codegen/dialect.h"
+#include <vector>
+
 #include "codegen/linear.h"
+#include "codegen/opts.h"
 #include "codegen/schedule.h"
 
 namespace kiln {
 
-// `dialect` is the target's: some choices depend on how it runs work items (a loop on the CPU,
-// one work item per index elsewhere).
-LinearProgram lower_kernel(const ScheduleItem& item, const Dialect& dialect);
+// Lowers the kernel with `opts` applied (see opts.h; choose_opts picks them). Throws OptError,
+// before building anything, where they do not fit the kernel or `target`.
+LinearProgram lower_kernel(const ScheduleItem& item, const std::vector<Opt>& opts,
+                           const OptTarget& target);
 
 }  // namespace kiln

@@ -33,14 +33,16 @@ class Renderer {
     indent_ = 1;
     render_global_index(out);
     const int count = static_cast<int>(program_.instrs.size());
+    // Local arrays first: OpenCL C wants them at the kernel's outermost scope (GLSL even outside
+    // the function), and every work item must reach their barrier.
     for (int index = 0; index < count; ++index) {
       const LinInstr& instr = program_.instrs[index];
-      if (instr.op == LinOp::LoopBegin && splits_reduction(instr)) {
-        index = render_split_reduction(out, index);
-      } else {
-        render_instr(out, index);
-      }
+      if (instr.op != LinOp::DefineLocal) continue;
+      names_[index] = "local" + std::to_string(index);
+      out << pad() << dialect_.local_qualifier << compute_type(instr.dtype) << " " << names_[index]
+          << "[" << instr.local_size << "];\n";
     }
+    for (int index = 0; index < count; ++index) render_instr(out, index);
     if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
       if (program_.row_length > 0) out << "    }\n";
       out << "  }\n";
@@ -84,8 +86,11 @@ class Renderer {
   }
 
   void render_global_index(std::ostringstream& out) {
-    const std::string& gid = program_.global_var;
     if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
+      if (program_.launch.size() > 1)
+        throw InternalError("[render_kernel] a loop-style dialect runs one launch dimension, " +
+                            program_.name + " has " + std::to_string(program_.launch.size()));
+      const std::string gid = program_.launch.empty() ? "gidx0" : program_.launch[0].var;
       const bool has_loops =
           std::any_of(program_.instrs.begin(), program_.instrs.end(),
                       [](const LinInstr& instr) { return instr.op == LinOp::LoopBegin; });
@@ -112,20 +117,17 @@ class Renderer {
       indent_ = 2;
       return;
     }
-    out << "  const " << dialect_.index_type << " " << gid << " = "
-        << dialect_.global_index_expression << ";\n";
-    const int64_t multiple = dialect_.unguarded_multiple;
-    const bool launched_exactly = multiple > 0 && program_.global_size % multiple == 0;
-    if (!launched_exactly) {
-      out << "  if (" << gid << " >= " << int_literal(program_.global_size, dialect_)
-          << ") return;\n";
+    for (size_t dim = 0; dim < program_.launch.size(); ++dim) {
+      const LaunchDim& launch = program_.launch[dim];
+      out << "  const " << dialect_.index_type << " " << launch.var << " = "
+          << dialect_.launch_id(launch.local_id, static_cast<int>(dim)) << ";\n";
     }
-    if (program_.row_length > 0) {
-      const std::string length = int_literal(program_.row_length, dialect_);
-      out << "  const " << dialect_.index_type << " " << program_.row_var << " = " << gid << " / "
-          << length << ";\n";
-      out << "  const " << dialect_.index_type << " " << program_.column_var << " = " << gid
-          << " % " << length << ";\n";
+    // Work items past the end of a launch rounded up to whole groups (never in a kernel with a
+    // barrier: its opts divide every dimension).
+    for (const LaunchDim& launch : program_.launch) {
+      if (launch.global > launch.size)
+        out << "  if (" << launch.var << " >= " << int_literal(launch.size, dialect_)
+            << ") return;\n";
     }
   }
 
@@ -303,8 +305,7 @@ class Renderer {
       default:
         break;
     }
-    throw Error(std::string("[render_kernel] internal error: no rendering for ") +
-                op_name(instr.alu));
+    throw InternalError(std::string("[render_kernel] no rendering for ") + op_name(instr.alu));
   }
 
   // Rounds a float to the precision of a half type, keeping it in a float.
@@ -353,11 +354,17 @@ class Renderer {
            max_literal + " : (" + type + ")" + value + ")))";
   }
 
+  std::string buffer_name(const LinInstr& instr) const {
+    return instr.local ? names_[instr.buffer] : "data" + std::to_string(instr.buffer);
+  }
+
   std::string load_expression(const LinInstr& instr) const {
-    std::string element =
-        "data" + std::to_string(instr.buffer) + "[" + sym_text(instr.index, dialect_) + "]";
-    if (instr.dtype == dtypes::float16) element = dialect_.half_to_float + "(" + element + ")";
-    if (instr.dtype == dtypes::bfloat16) element = dialect_.bfloat16_to_float + "(" + element + ")";
+    const std::string buffer = buffer_name(instr);
+    const std::string index = sym_text(instr.index, dialect_);
+    // Local memory holds half types as floats (their compute type).
+    std::string element = instr.dtype.is_half() && !instr.local
+                              ? dialect_.load_half(instr.dtype, buffer, index)
+                              : buffer + "[" + index + "]";
     if (instr.valid == Sym(1)) return element;
     return "(" + sym_text(instr.valid, dialect_) + " ? " + element + " : " +
            literal(instr.dtype, ConstArg{}) + ")";
@@ -408,94 +415,6 @@ class Renderer {
     }
   }
 
-  // A loop whose only state is one float sum, max or min, in a dialect whose compiler will not
-  // reassociate it by itself: long enough to be worth splitting into partial results.
-  bool splits_reduction(const LinInstr& loop) const {
-    const int lanes = dialect_.reduction_lanes;
-    return lanes > 1 && loop.reduction_acc >= 0 && loop.loop_end >= 2 * lanes;
-  }
-
-  // Renders the loop at `begin` as `lanes` interleaved partial results, combined at the end: they
-  // do not wait on each other, so the loop runs at memory (or vector) speed instead of one float
-  // operation's latency per element. Returns the index of the loop's LoopEnd.
-  int render_split_reduction(std::ostringstream& out, int begin) {
-    const LinInstr& loop = program_.instrs[begin];
-    int end = begin + 1;
-    for (int depth = 1; depth > 0; ++end) {
-      if (program_.instrs[end].op == LinOp::LoopBegin) ++depth;
-      if (program_.instrs[end].op == LinOp::LoopEnd) --depth;
-    }
-    --end;  // the matching LoopEnd
-    const int accumulator = loop.reduction_acc;
-    const std::string total = names_[accumulator];
-    const std::string partials = total + "_lanes";
-    const std::string lane = loop.loop_var + "_lane";
-    const std::string base = loop.loop_var + "_base";
-    const std::string& index_type = dialect_.index_type;
-    const DType dtype = program_.instrs[accumulator].dtype;
-    const int lanes = dialect_.reduction_lanes;
-    const int64_t whole = loop.loop_end / lanes * lanes;
-    auto render_body = [&] {
-      for (int index = begin + 1; index < end; ++index) render_instr(out, index);
-    };
-
-    out << pad() << "{\n";
-    ++indent_;
-    out << pad() << compute_type(dtype) << " " << partials << "[" << lanes << "];\n";
-    out << pad() << "for (int " << lane << " = 0; " << lane << " < " << lanes << "; " << lane
-        << "++) " << partials << "[" << lane
-        << "] = " << literal(dtype, program_.instrs[accumulator].value) << ";\n";
-    out << pad() << "for (" << index_type << " " << base << " = 0; " << base << " < "
-        << int_literal(whole, dialect_) << "; " << base << " += " << lanes << ") {\n";
-    ++indent_;
-    out << pad() << "for (int " << lane << " = 0; " << lane << " < " << lanes << "; " << lane
-        << "++) {\n";
-    ++indent_;
-    out << pad() << "const " << index_type << " " << loop.loop_var << " = " << base << " + " << lane
-        << ";\n";
-    names_[accumulator] = partials + "[" + lane + "]";
-    render_body();
-    names_[accumulator] = total;
-    --indent_;
-    out << pad() << "}\n";
-    --indent_;
-    out << pad() << "}\n";
-    if (whole < loop.loop_end) {
-      out << pad() << "for (" << index_type << " " << loop.loop_var << " = "
-          << int_literal(whole, dialect_) << "; " << loop.loop_var << " < "
-          << int_literal(loop.loop_end, dialect_) << "; " << loop.loop_var << "++) {\n";
-      ++indent_;
-      render_body();
-      --indent_;
-      out << pad() << "}\n";
-    }
-    const ReduceOp op = loop.reduce;
-    if (op != ReduceOp::Sum) {
-      for (int index = 0; index < lanes; ++index) {
-        out << pad() << accumulate(op, dtype, total, partials + "[" + std::to_string(index) + "]")
-            << ";\n";
-      }
-      --indent_;
-      out << pad() << "}\n";
-      return end;
-    }
-    // Pairwise, so the order is fixed by the source and the rounding error grows slowly.
-    std::vector<std::string> terms;
-    for (int index = 0; index < lanes; ++index)
-      terms.push_back(partials + "[" + std::to_string(index) + "]");
-    while (terms.size() > 1) {
-      std::vector<std::string> pairs;
-      for (size_t index = 0; index + 1 < terms.size(); index += 2)
-        pairs.push_back("(" + terms[index] + " + " + terms[index + 1] + ")");
-      if (terms.size() % 2) pairs.push_back(terms.back());
-      terms = std::move(pairs);
-    }
-    out << pad() << total << " += " << terms[0] << ";\n";
-    --indent_;
-    out << pad() << "}\n";
-    return end;
-  }
-
   void render_instr(std::ostringstream& out, int index) {
     const LinInstr& instr = program_.instrs[index];
     const std::string value_name = "v" + std::to_string(index);
@@ -536,8 +455,6 @@ class Renderer {
         if (const std::string clause = reduction_clause(instr); !clause.empty()) {
           out << pad() << dialect_.reduce_loop_pragma << "(" << clause << ":"
               << names_[instr.reduction_acc] << ")\n";
-        } else if (instr.unroll > 1 && !dialect_.unroll_pragma.empty()) {
-          out << pad() << dialect_.unroll_pragma << " " << instr.unroll << "\n";
         }
         out << pad() << "for (" << dialect_.index_type << " " << instr.loop_var << " = 0; "
             << instr.loop_var << " < " << int_literal(instr.loop_end, dialect_) << "; "
@@ -549,13 +466,23 @@ class Renderer {
         out << pad() << "}\n";
         return;
       case LinOp::Store: {
-        std::string value = name_of(instr.srcs[0]);
-        if (instr.dtype == dtypes::float16) value = dialect_.float_to_half + "(" + value + ")";
-        if (instr.dtype == dtypes::bfloat16) value = dialect_.float_to_bfloat16 + "(" + value + ")";
-        out << pad() << "data" << instr.buffer << "[" << sym_text(instr.index, dialect_)
-            << "] = " << value << ";\n";
+        const std::string buffer = buffer_name(instr);
+        const std::string element_index = sym_text(instr.index, dialect_);
+        const std::string value = name_of(instr.srcs[0]);
+        const std::string statement =
+            instr.dtype.is_half() && !instr.local
+                ? dialect_.store_half(instr.dtype, buffer, element_index, value)
+                : buffer + "[" + element_index + "] = " + value;
+        out << pad();
+        if (!(instr.valid == Sym(1))) out << "if (" << sym_text(instr.valid, dialect_) << ") ";
+        out << statement << ";\n";
         return;
       }
+      case LinOp::DefineLocal:  // rendered first
+        return;
+      case LinOp::Barrier:
+        out << pad() << dialect_.barrier << "\n";
+        return;
     }
   }
 

@@ -62,7 +62,7 @@ void Buffer::copy_out(void* host) {
 
 Buffer& buffer_of(const UOp& node) {
   auto* buffer = dynamic_cast<Buffer*>(node.storage().get());
-  if (!buffer) throw Error("[buffer_of] internal error: a Buffer node without runtime storage");
+  if (!buffer) throw InternalError("[buffer_of] a Buffer node without runtime storage");
   return *buffer;
 }
 

@@ -81,6 +81,7 @@ struct DeviceProperties {
   std::string driver;       // e.g. "gcc 12.2 via dlopen", "PoCL 3.1"
   std::string description;  // the device's own name
   int64_t max_workgroup_size = 1;
+  int64_t max_workgroup_dims[3] = {1, 1, 1};  // work items per workgroup along x, y and z
   int64_t local_memory_bytes = 0;
   int warp_width = 1;
   int compute_units = 1;

@@ -8,12 +8,14 @@
 #include <set>
 #include <unordered_map>
 
+#include "codegen/heuristics.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
 #include "codegen/schedule.h"
 #include "core/rewrite.h"
 #include "runtime/buffer.h"
 #include "runtime/debug.h"
+#include "runtime/opt_policy.h"
 #include "runtime/registry.h"
 #include "runtime/trace.h"
 
@@ -62,6 +64,7 @@ struct PreparedKernel {
   LinearProgram program;
   std::string source;
   DeviceContext* context = nullptr;
+  OptSettings settings;  // the policy its opts came from
 };
 
 // Lowered and rendered kernels, by device and kernel: the ast with its buffers replaced by
@@ -113,15 +116,31 @@ std::shared_ptr<const PreparedKernel> prepare_kernel(const ScheduleItem& item) {
     auto found = placeholder_of.find(node.get());
     return found == placeholder_of.end() ? nullptr : found->second;
   })[0];
-  if (auto cached = prepared_kernels().find(context, generic.ast.get())) return cached;
+  const OptSettings settings = opt_settings();
+  if (auto cached = prepared_kernels().find(context, generic.ast.get());
+      cached && cached->settings == settings)
+    return cached;
 
   auto prepared = std::make_shared<PreparedKernel>();
   prepared->context = context;
-  prepared->program = lower_kernel(generic, context->device().dialect());
+  prepared->settings = settings;
+  const OptTarget target = opt_target(context->device());
+  OptChoice choice;
+  if (settings.policy == OptPolicy::Default) choice = choose_opts(generic, target);
+  if (settings.policy == OptPolicy::Random) {
+    choice.opts = random_opts(generic, target, settings.seed);
+    choice.reasons.push_back("random (seed " + std::to_string(settings.seed) + ")");
+  }
   if (debug_level() >= 5) {
     logger().info("kernel ast:\n{}", graph_to_string({generic.ast}));
-    logger().info("linear program:\n{}", prepared->program.to_string());
+    std::string reasons;
+    for (const std::string& reason : choice.reasons) reasons += "\n  " + reason;
+    logger().info("axes {} on {}; opts ({}): {}{}", kernel_axes(generic.ast).to_string(),
+                  target.device, opt_settings_to_string(settings), opts_to_string(choice.opts),
+                  reasons);
   }
+  prepared->program = lower_kernel(generic, choice.opts, target);
+  if (debug_level() >= 5) logger().info("after lower_kernel:\n{}", prepared->program.to_string());
   check_dtypes(prepared->program, context->device());
   prepared->source = render_kernel(prepared->program, context->device().dialect());
   if (debug_level() >= 4)
@@ -137,7 +156,12 @@ void run_kernel(const ScheduleItem& item, const PreparedKernel& prepared) {
   LaunchRequest request;
   request.buffers.push_back(buffer_of(*item.output).memory());
   for (const UOpRef& input : item.inputs) request.buffers.push_back(buffer_of(*input).memory());
-  request.global.x = program.global_size;
+  int64_t* global_dims[3] = {&request.global.x, &request.global.y, &request.global.z};
+  int64_t* local_dims[3] = {&request.local.x, &request.local.y, &request.local.z};
+  for (size_t dim = 0; dim < program.launch.size(); ++dim) {
+    *global_dims[dim] = program.launch[dim].global;
+    *local_dims[dim] = program.launch[dim].local;
+  }
   request.wait = debug_level() >= 2 || tracing_enabled();
   request.work_per_item = estimate_flops(program) / static_cast<double>(program.global_size) + 1;
   const bool timed = debug_level() >= 2;

@@ -66,6 +66,12 @@ case "$mode" in
     if build/bin/kiln devices | grep -qE '^[ *]+CL +available'; then
       KILN_DEVICE=CL ctest --test-dir build --output-on-failure -j2 -E 'conformance|install_and_build'
     fi
+    # The battery once more with a random valid opts list per kernel (a fixed seed): proves every
+    # optimisation on the CPU and on OpenCL, not only the heuristics' choices.
+    build/bin/kiln conformance --device CPU --opts random --seed 1
+    if build/bin/kiln devices | grep -qE '^[ *]+CL +available'; then
+      build/bin/kiln conformance --device CL --opts random --seed 1
+    fi
     build/bin/kiln devices
     ;;
 esac

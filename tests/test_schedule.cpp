@@ -4,40 +4,20 @@
 
 #include <kiln/kiln.h>
 
+#include "codegen/heuristics.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
 #include "codegen/schedule.h"
 #include "core/uop.h"
+#include "tests/codegen_helpers.h"
 
 using namespace kiln;
+using namespace kiln::testing;
 
 namespace {
 
-// Storage that is never allocated: the scheduler only needs something to point at.
-class PlaceholderStorage : public Storage {
- public:
-  explicit PlaceholderStorage(size_t nbytes) : nbytes_(nbytes) {}
-  const std::string& device() const override { return device_; }
-  size_t nbytes() const override { return nbytes_; }
-
- private:
-  std::string device_ = "CPU";
-  size_t nbytes_;
-};
-
-Schedule schedule_of(const Tensor& tensor) {
-  const BufferFactory factory = [](const std::string&, DType dtype, int64_t numel) {
-    return std::make_shared<PlaceholderStorage>(static_cast<size_t>(numel) * dtype.itemsize());
-  };
-  return create_schedule({tensor.node()}, "CPU", factory);
-}
-
 size_t kernel_count(const Tensor& tensor) {
   return schedule_of(tensor).items.size();
-}
-
-Tensor input(Shape shape, uint64_t seed) {
-  return Tensor::rand(std::move(shape), seed, "CPU").realize();
 }
 
 }  // namespace
@@ -91,21 +71,20 @@ TEST_CASE("reduction kernels are upcast where a load is contiguous across output
   const Tensor a = input({64, 32}, 1), b = input({32, 64}, 2);
   Schedule schedule = schedule_of(matmul(a, b));
   REQUIRE(schedule.items.size() == 1);
-  const LinearProgram program = lower_kernel(schedule.items[0], c_dialect());
+  const LinearProgram program = lowered(schedule.items[0], cpu_target());
   CHECK(program.global_size < 64 * 64);  // several outputs per work item
   // A row sum reads rows with a stride: no upcast.
   schedule = schedule_of(a.sum({1}));
-  CHECK(lower_kernel(schedule.items[0], c_dialect()).global_size == 64);
+  CHECK(lowered(schedule.items[0], cpu_target()).global_size == 64);
 }
 
 TEST_CASE("index arithmetic is simplified in rendered kernels", "[schedule]") {
   const Tensor a = input({64, 32}, 1), b = input({64, 32}, 2);
   Schedule schedule = schedule_of(a + b);
-  const std::string source =
-      render_kernel(lower_kernel(schedule.items[0], c_dialect()), c_dialect());
+  const std::string source = render_kernel(lowered(schedule.items[0], cpu_target()), c_dialect());
   const std::string body = source.substr(source.find("void e_"));
   // Contiguous operands are read at gid itself: no division or modulo survives.
-  CHECK(body.find("data1[gid]") != std::string::npos);
+  CHECK(body.find("data1[gidx0]") != std::string::npos);
   CHECK(body.find('%') == std::string::npos);
   CHECK(body.find('/') == std::string::npos);
 }
@@ -115,7 +94,7 @@ TEST_CASE("an elementwise kernel reading a row broadcast loops over rows and col
   const Tensor a = input({64, 32}, 1), row_max = input({64, 1}, 2);
   Schedule schedule = schedule_of(a - row_max);
   REQUIRE(schedule.items.size() == 1);
-  const LinearProgram program = lower_kernel(schedule.items[0], c_dialect());
+  const LinearProgram program = lowered(schedule.items[0], cpu_target());
   CHECK(program.row_length == 32);
   const std::string source = render_kernel(program, c_dialect());
   const std::string body = source.substr(source.find("void e_"));
@@ -123,13 +102,12 @@ TEST_CASE("an elementwise kernel reading a row broadcast loops over rows and col
   CHECK(body.find("data2[gid_row]") != std::string::npos);
   CHECK(body.find("gid_col + gid_row * 32") != std::string::npos);
   CHECK(body.find('%') == std::string::npos);
-  // The OpenCL renderer derives the row and column from the work item; OpenCL lowering keeps
-  // such kernels flat (PoCL vectorizes contiguous flat indices better).
-  const std::string opencl = render_kernel(program, opencl_dialect(false, false));
-  CHECK(opencl.find("gid_row = gid / 32") != std::string::npos);
-  CHECK(lower_kernel(schedule.items[0], opencl_dialect(false, false)).row_length == 0);
+  // ROWS is for loop-style devices; OpenCL kernels stay flat (PoCL vectorizes contiguous flat
+  // indices better), and asking for it there is refused.
+  CHECK(lowered(schedule.items[0], cl_target()).row_length == 0);
+  CHECK_THROWS_AS(lower_kernel(schedule.items[0], {{OptKind::Rows, 1, 32}}, cl_target()), OptError);
   // A contiguous kernel stays one flat loop.
-  CHECK(lower_kernel(schedule_of(a + a).items[0], c_dialect()).row_length == 0);
+  CHECK(lowered(schedule_of(a + a).items[0], cpu_target()).row_length == 0);
 }
 
 TEST_CASE("float sum, max and min reduction loops may be reassociated on the CPU", "[schedule]") {
@@ -138,19 +116,19 @@ TEST_CASE("float sum, max and min reduction loops may be reassociated on the CPU
        {std::pair{a.sum({1}), "(+:"}, {a.max({1}), "(kiln_max:"}, {a.min({1}), "(kiln_min:"}}) {
     Schedule schedule = schedule_of(reduced);
     REQUIRE(schedule.items.size() == 1);
-    const std::string source =
-        render_kernel(lower_kernel(schedule.items[0], c_dialect()), c_dialect());
+    const std::string source = render_kernel(lowered(schedule.items[0], cpu_target()), c_dialect());
     CHECK(source.find(std::string("#pragma omp simd reduction") + clause) != std::string::npos);
   }
-  // OpenCL C has no such pragma: a max is split into 8 partial maxes, combined NaN-safely.
+  // OpenCL C has no such pragma: a max gets 8 partial maxes (an UPCAST of its reduce axis),
+  // combined NaN-safely.
   Schedule max_schedule = schedule_of(a.max({1}));
-  const Dialect opencl = opencl_dialect(false, false);
-  const std::string max_source = render_kernel(lower_kernel(max_schedule.items[0], opencl), opencl);
-  CHECK(max_source.find("_lanes[8]") != std::string::npos);
-  CHECK(max_source.find("_lanes[7] != ") != std::string::npos);
+  const LinearProgram max_program = lowered(max_schedule.items[0], cl_target());
+  INFO(max_program.opts);
+  CHECK(max_program.opts == "UPCAST(axis 1, 8) LOCAL(flat, 4)");
+  const std::string max_source = render_kernel(max_program, opencl_dialect(false));
+  CHECK(max_source.find(" != ") != std::string::npos);
   // A product is not reassociated.
   Schedule schedule = schedule_of(a.prod({1}));
-  const std::string source =
-      render_kernel(lower_kernel(schedule.items[0], c_dialect()), c_dialect());
+  const std::string source = render_kernel(lowered(schedule.items[0], cpu_target()), c_dialect());
   CHECK(source.find("#pragma omp simd reduction") == std::string::npos);
 }

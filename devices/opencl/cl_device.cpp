@@ -15,26 +15,6 @@
 namespace kiln::opencl {
 namespace {
 
-// Work items per group, before the device's and the kernel's limits. GPUs want a few warps per
-// group. PoCL's CPU driver runs each group as one task that loops (and vectorizes) over its items,
-// so bigger groups cost less scheduling per element; small launches are split further below.
-constexpr size_t kGpuGroupSize = 256;
-constexpr size_t kCpuGroupSize = 1024;
-
-size_t round_down_to_power_of_two(size_t value) {
-  size_t power = 1;
-  while (power * 2 <= value) power *= 2;
-  return power;
-}
-
-// Launch geometry that does not change between launches of one kernel.
-struct GroupLimits {
-  size_t largest = 1;   // a power of two within every device and kernel limit
-  size_t smallest = 1;  // below this, groups waste SIMD lanes
-  size_t compute_units = 1;
-  size_t unguarded_multiple = 0;  // the dialect's: such launches must be exact
-};
-
 class ClAllocator : public Allocator {
  public:
   ClAllocator(cl_context context, cl_command_queue queue, size_t largest_allocation,
@@ -95,16 +75,30 @@ class ClAllocator : public Allocator {
 
 class ClKernelProgram : public Program {
  public:
-  ClKernelProgram(ClProgram program, ClKernel kernel, cl_command_queue queue, GroupLimits limits)
-      : program_(std::move(program)), kernel_(std::move(kernel)), queue_(queue), limits_(limits) {}
+  ClKernelProgram(ClProgram program, ClKernel kernel, cl_command_queue queue,
+                  size_t kernel_group_size, std::string name)
+      : program_(std::move(program)),
+        kernel_(std::move(kernel)),
+        queue_(queue),
+        kernel_group_size_(kernel_group_size),
+        name_(std::move(name)) {}
 
   double launch(const LaunchRequest& request) override {
-    // Kernels are rendered one-dimensional (one flat index per item).
-    const size_t total =
-        static_cast<size_t>(request.global.x * request.global.y * request.global.z);
-    if (total == 0) return 0;
-    size_t global = 0, local = 0;
-    launch_geometry(total, global, local);
+    // The geometry is the kernel's own (its opts chose it): launched as given.
+    const size_t global[3] = {static_cast<size_t>(request.global.x),
+                              static_cast<size_t>(request.global.y),
+                              static_cast<size_t>(request.global.z)};
+    const size_t local[3] = {static_cast<size_t>(request.local.x),
+                             static_cast<size_t>(request.local.y),
+                             static_cast<size_t>(request.local.z)};
+    if (global[0] * global[1] * global[2] == 0) return 0;
+    if (local[0] * local[1] * local[2] > kernel_group_size_) {
+      throw DeviceError("[CL launch] kernel " + name_ + " asks for workgroups of " +
+                        std::to_string(local[0] * local[1] * local[2]) +
+                        " work items; the driver allows this kernel at most " +
+                        std::to_string(kernel_group_size_) +
+                        " (CL_KERNEL_WORK_GROUP_SIZE); KILN_NOOPT=1 launches without groups");
+    }
     // Arguments live in the kernel object: one launch sets and enqueues at a time.
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t index = 0; index < request.buffers.size(); ++index) {
@@ -113,12 +107,12 @@ class ClKernelProgram : public Program {
           clSetKernelArg(kernel_.get(), static_cast<cl_uint>(index), sizeof(memory), &memory));
     }
     if (!request.wait) {
-      KILN_CL_CHECK(clEnqueueNDRangeKernel(queue_, kernel_.get(), 1, nullptr, &global, &local, 0,
+      KILN_CL_CHECK(clEnqueueNDRangeKernel(queue_, kernel_.get(), 3, nullptr, global, local, 0,
                                            nullptr, nullptr));
       return 0;
     }
     cl_event raw_event = nullptr;
-    KILN_CL_CHECK(clEnqueueNDRangeKernel(queue_, kernel_.get(), 1, nullptr, &global, &local, 0,
+    KILN_CL_CHECK(clEnqueueNDRangeKernel(queue_, kernel_.get(), 3, nullptr, global, local, 0,
                                          nullptr, &raw_event));
     const ClEvent event(raw_event);
     KILN_CL_CHECK(clWaitForEvents(1, &raw_event));
@@ -131,34 +125,15 @@ class ClKernelProgram : public Program {
   }
 
  private:
-  // Work items (global) and group size (local, a power of two) for `total` items.
-  void launch_geometry(size_t total, size_t& global, size_t& local) const {
-    local = limits_.largest;
-    // No group much larger than the launch itself...
-    while (local > 1 && local / 2 >= total) local /= 2;
-    // ...and enough groups that every compute unit gets one (a few heavy items: a reduction).
-    while (local / 2 >= limits_.smallest && (total + local - 1) / local < limits_.compute_units)
-      local /= 2;
-    const size_t multiple = limits_.unguarded_multiple;
-    if (multiple > 0 && total % multiple == 0) {
-      // Rendered without its bounds check: launch exactly `total` items, in groups of the largest
-      // power of two that divides it (at least min(local, multiple), both being powers of two).
-      while (total % local != 0) local /= 2;
-      global = total;
-      return;
-    }
-    global = (total + local - 1) / local * local;  // the kernel skips ids >= total
-  }
-
   ClProgram program_;
   ClKernel kernel_;
   cl_command_queue queue_;
-  GroupLimits limits_;
+  size_t kernel_group_size_;
+  std::string name_;
   std::mutex mutex_;
 };
 
 struct Capabilities {
-  bool fp16 = false;
   bool fp64 = false;
   bool int64 = false;
   bool correctly_rounded_divide_sqrt = false;
@@ -167,7 +142,6 @@ struct Capabilities {
 Capabilities capabilities_of(cl_device_id device) {
   Capabilities found;
   // The dialect enables these through their extension pragmas, so the extension must be listed.
-  found.fp16 = has_extension(device, "cl_khr_fp16");
   found.fp64 = has_extension(device, "cl_khr_fp64");
   // 64-bit integers are core in the full profile; the embedded profile needs cles_khr_int64.
   found.int64 = device_string(device, CL_DEVICE_PROFILE) == "FULL_PROFILE" ||
@@ -210,10 +184,11 @@ class ClDevice : public Device {
                           ScalarType::Int32,  ScalarType::UInt8,   ScalarType::UInt16,
                           ScalarType::UInt32, ScalarType::Float32, ScalarType::BFloat16};
     if (capabilities.int64) properties_.dtypes.insert({ScalarType::Int64, ScalarType::UInt64});
-    if (capabilities.fp16) properties_.dtypes.insert(ScalarType::Float16);
+    // float16 is stored with vload_half/vstore_half and computed in float: core OpenCL C.
+    properties_.dtypes.insert(ScalarType::Float16);
     if (capabilities.fp64) properties_.dtypes.insert(ScalarType::Float64);
 
-    dialect_ = opencl_dialect(capabilities.fp16, capabilities.fp64);
+    dialect_ = opencl_dialect(capabilities.fp64);
     // -w: generated code may divide by a literal 0 behind a guard, and some drivers (PoCL) print
     // the compiler's warning count on the user's stderr. Errors still come back in the build log.
     build_options_ = "-w";
@@ -240,8 +215,11 @@ class ClDevice : public Device {
     size_t item_sizes[3] = {1, 1, 1};
     KILN_CL_CHECK(clGetDeviceInfo(device_id_, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(item_sizes),
                                   item_sizes, nullptr));
-    largest_group_ = std::min({static_cast<size_t>(properties_.max_workgroup_size), item_sizes[0],
-                               is_gpu_ ? kGpuGroupSize : kCpuGroupSize});
+    for (int dim = 0; dim < 3; ++dim)
+      properties_.max_workgroup_dims[dim] = static_cast<int64_t>(item_sizes[dim]);
+    // OpenCL has no query for the SIMD width before a kernel exists: 32 is NVIDIA's warp and a
+    // multiple of the others' (Intel 8-32); the optimiser uses it only as a smallest group.
+    properties_.warp_width = is_gpu_ ? 32 : 1;
   }
 
   ~ClDevice() override {
@@ -260,24 +238,11 @@ class ClDevice : public Device {
     ClProgram program =
         load_binary(context_.get(), device_id_, binary, build_options_, kernel_name);
     ClKernel kernel(KILN_CL_CREATE(clCreateKernel, program.get(), kernel_name.c_str()));
-    size_t kernel_group_size = 1, group_multiple = 1;
+    size_t kernel_group_size = 1;
     KILN_CL_CHECK(clGetKernelWorkGroupInfo(kernel.get(), device_id_, CL_KERNEL_WORK_GROUP_SIZE,
                                            sizeof(kernel_group_size), &kernel_group_size, nullptr));
-    KILN_CL_CHECK(clGetKernelWorkGroupInfo(kernel.get(), device_id_,
-                                           CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
-                                           sizeof(group_multiple), &group_multiple, nullptr));
-    GroupLimits limits;
-    limits.largest = round_down_to_power_of_two(
-        std::max<size_t>(1, std::min(largest_group_, kernel_group_size)));
-    // On a CPU a group of one item costs little; on a GPU a group below the SIMD width idles lanes.
-    limits.smallest =
-        is_gpu_ ? std::min(limits.largest,
-                           round_down_to_power_of_two(std::max<size_t>(1, group_multiple)))
-                : 1;
-    limits.compute_units = static_cast<size_t>(std::max(1, properties_.compute_units));
-    limits.unguarded_multiple = static_cast<size_t>(dialect_.unguarded_multiple);
     return std::make_unique<ClKernelProgram>(std::move(program), std::move(kernel), queue_.get(),
-                                             limits);
+                                             kernel_group_size, kernel_name);
   }
 
   void synchronize() override { KILN_CL_CHECK(clFinish(queue_.get())); }
@@ -294,7 +259,6 @@ class ClDevice : public Device {
   std::string build_options_;
   std::unique_ptr<Compiler> compiler_;
   std::unique_ptr<ClAllocator> allocator_;
-  size_t largest_group_ = 1;
 };
 
 ProbeResult probe() {

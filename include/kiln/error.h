@@ -45,6 +45,22 @@ class CompileError : public Error {
   std::string source_;
 };
 
+// An optimisation (an entry of a kernel's opts list) that does not fit the kernel or the device:
+// the message names the opt, the kernel and the limit it breaks. Such a list is refused whole; no
+// kernel is built from it.
+class OptError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A broken internal invariant: a bug in kiln, not in the caller's program. Please report it with
+// the message (KILN_DEBUG=5 shows the kernel it was building).
+class InternalError : public Error {
+ public:
+  explicit InternalError(const std::string& message)
+      : Error("internal error (a kiln bug, please report it): " + message) {}
+};
+
 // The device ran out of memory even after its allocator released every cached block.
 class OutOfMemoryError : public DeviceError {
  public:

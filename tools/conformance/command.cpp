@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "runtime/opt_policy.h"
 #include "runtime/registry.h"
 #include "tools/commands.h"
 #include "tools/conformance/battery.h"
@@ -37,7 +38,11 @@ options:
   --failures N     print at most N failing cases in detail (default 20)
   --fuzz N         instead of the battery, check N random graphs (elementwise, reductions and
                    movement ops mixed) against the reference
-  --seed S         the fuzzer's first seed (default 1); graph i uses seed S + i
+  --opts MODE      the kernels' optimisations: default (the heuristics' choice), none, or random
+                   (a valid random opts list per kernel, drawn from --seed), so that every opt is
+                   proven on the device (default: default, or KILN_OPTS / KILN_NOOPT)
+  --seed S         the fuzzer's first seed (default 1); graph i uses seed S + i; with
+                   --opts random, the opts' seed
   --verbose        with --fuzz: print every graph as kiln C++
   --jobs N         run the battery in N worker processes, so N kernels compile at once
                    (default: the number of CPUs, at most 8; 1 runs everything in this process)
@@ -55,6 +60,7 @@ struct Options {
   size_t failures = 20;
   int64_t fuzz = 0;
   uint64_t seed = 1;
+  std::string opts;  // empty: as the environment says
   int jobs = 0;
   bool verbose = false;
   int worker_shard = -1, worker_count = 0;  // --worker i/N (internal: see parallel.h)
@@ -84,6 +90,11 @@ bool parse(const std::vector<std::string>& args, Options& options) {
       options.failures = std::stoul(value("--failures"));
     } else if (arg == "--fuzz") {
       options.fuzz = std::stoll(value("--fuzz"));
+    } else if (arg == "--opts") {
+      options.opts = value("--opts");
+      if (options.opts != "default" && options.opts != "none" && options.opts != "random")
+        throw std::invalid_argument("--opts takes default, none or random, not '" + options.opts +
+                                    "'");
     } else if (arg == "--seed") {
       options.seed = std::stoull(value("--seed"));
     } else if (arg == "--verbose") {
@@ -162,7 +173,8 @@ conformance::DeviceRun run_battery(const std::string& device,
   progress.finish();
   const DeviceProperties& properties = context->device().properties();
   run.description = properties.description + " (" + properties.driver + ")" +
-                    (jobs > 1 ? ", " + std::to_string(jobs) + " worker processes" : "");
+                    (jobs > 1 ? ", " + std::to_string(jobs) + " worker processes" : "") +
+                    ", opts " + opt_settings_to_string(opt_settings());
   run.guards = runner.guards();
   return run;
 }
@@ -177,6 +189,17 @@ int conformance_main(const std::vector<std::string>& args) {
   } catch (const std::exception& error) {
     std::fprintf(stderr, "kiln conformance: %s\n\n%s", error.what(), kUsage);
     return 2;
+  }
+  if (!options.opts.empty()) {
+    OptSettings settings;
+    settings.policy = options.opts == "none"     ? OptPolicy::None
+                      : options.opts == "random" ? OptPolicy::Random
+                                                 : OptPolicy::Default;
+    settings.seed = options.seed;
+    set_opt_settings(settings);
+    // Worker processes read it from the environment.
+    setenv("KILN_OPTS", opt_settings_to_string(settings).c_str(), 1);
+    unsetenv("KILN_NOOPT");
   }
   std::regex filter;
   try {

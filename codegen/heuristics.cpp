@@ -1,0 +1,273 @@
+#include "codegen/heuristics.h"
+
+#include <kiln/error.h>
+
+#include <algorithm>
+#include <random>
+
+#include "codegen/lower.h"
+
+namespace kiln {
+namespace {
+
+// Rows shorter than this leave the inner loop of a ROWS kernel too short to vectorize well.
+constexpr int64_t kMinRowLength = 16;
+// Workgroup sizes: a GPU's usual best, and PoCL's (a CPU runs a group as one vectorized loop).
+constexpr int64_t kGpuGroupSize = 256;
+constexpr int64_t kCpuGroupSize = 1024;
+
+bool holds_reduce(const UOpRef& ast) {
+  for (const UOpRef& node : toposort({ast})) {
+    if (node->op() == Op::Reduce) return true;
+  }
+  return false;
+}
+
+// Whether some load reads neighbouring elements in neighbouring upcast lanes (what makes a tile
+// pay): two loads of one buffer whose indices differ by one.
+bool lanes_load_contiguously(const LinearProgram& program) {
+  std::vector<const LinInstr*> loads;
+  for (const LinInstr& instr : program.instrs) {
+    if (instr.op == LinOp::Load && !instr.local) loads.push_back(&instr);
+  }
+  for (size_t at = 1; at < loads.size(); ++at) {
+    const LinInstr& load = *loads[at];
+    const LinInstr& before = *loads[at - 1];
+    if (load.buffer == before.buffer && load.index - before.index == Sym(1)) return true;
+  }
+  return false;
+}
+
+// How many divisions and modulos the program's load and store indices hold: a rough cost of the
+// index arithmetic done per element.
+int index_divisions(const LinearProgram& program) {
+  int count = 0;
+  auto count_in = [&count](const std::string& text) {
+    for (size_t at = text.find("//"); at != std::string::npos; at = text.find("//", at + 2))
+      ++count;
+    count += static_cast<int>(std::count(text.begin(), text.end(), '%'));
+  };
+  for (const LinInstr& instr : program.instrs) {
+    if (instr.op != LinOp::Load && instr.op != LinOp::Store && instr.op != LinOp::Index) continue;
+    count_in(instr.index.key());
+    count_in(instr.valid.key());
+  }
+  return count;
+}
+
+int64_t round_down_to_power_of_two(int64_t value) {
+  int64_t power = 1;
+  while (power * 2 <= value) power *= 2;
+  return power;
+}
+
+class Chooser {
+ public:
+  Chooser(const ScheduleItem& item, const OptTarget& target)
+      : item_(item), target_(target), axes_(kernel_axes(item.ast)) {}
+
+  OptChoice run() {
+    if (item_.output->numel() == 0) return {};
+    const bool reduces = holds_reduce(item_.ast);
+    if (reduces) choose_tile();
+    if (!axes_.reduce.empty()) choose_reduce();
+    if (target_.loop_launch) {
+      if (!reduces) choose_rows();
+    } else {
+      choose_workgroup();
+    }
+    return std::move(choice_);
+  }
+
+ private:
+  void add(Opt opt, std::string reason) {
+    choice_.opts.push_back(opt);
+    choice_.reasons.push_back(opt.to_string() + ": " + std::move(reason));
+  }
+
+  int64_t output_lanes() const {
+    int64_t lanes = 1;
+    for (const Opt& opt : choice_.opts) {
+      if (opt.kind == OptKind::Upcast && !axes_.is_reduce_axis(opt.axis)) lanes *= opt.amount;
+    }
+    return lanes;
+  }
+
+  // Reduction kernels compute a small tile of outputs per work item (rows x columns of the last
+  // two axes), so that loads shared by the tile are made once and its lanes vectorize. The
+  // largest tile whose lanes read neighbouring elements wins.
+  void choose_tile() {
+    const Shape& shape = axes_.output;
+    if (shape.empty()) return;
+    const int last = static_cast<int>(shape.size()) - 1;
+    const int64_t before_last = shape.size() >= 2 ? shape[last - 1] : 1;
+    struct Tile {
+      int64_t rows, columns;
+    };
+    for (const Tile& tile : {Tile{4, 16}, Tile{1, 16}, Tile{4, 8}, Tile{1, 8}, Tile{1, 4}}) {
+      if (shape[last] % tile.columns != 0 || before_last % tile.rows != 0) continue;
+      if (item_.output->numel() / (tile.rows * tile.columns) < 4) continue;  // work for several
+      std::vector<Opt> opts{{OptKind::Upcast, last, tile.columns}};
+      if (tile.rows > 1) opts.push_back({OptKind::Upcast, last - 1, tile.rows});
+      if (!lanes_load_contiguously(lower_kernel(item_, opts, target_))) continue;
+      const std::string what = std::to_string(tile.rows) + "x" + std::to_string(tile.columns);
+      for (const Opt& opt : opts) add(opt, "a " + what + " tile of outputs shares its loads");
+      return;
+    }
+  }
+
+  // The innermost loop of the kernel's reduction: partial results where the dialect will not
+  // reassociate one accumulator itself (a float sum is one add latency per element), otherwise
+  // an unrolled body.
+  void choose_reduce() {
+    int axis = -1;
+    for (size_t at = axes_.reduce.size(); at-- > 0;) {
+      if (axes_.reduce_sizes[at] > 1) {
+        axis = static_cast<int>(axes_.output.size() + at);
+        break;
+      }
+    }
+    if (axis < 0) return;
+    int64_t size = axes_.size(axis);
+    if (!target_.loop_launch && target_.is_gpu && axes_.reassociable && output_lanes() == 1 &&
+        item_.output->numel() < target_.compute_units * 4 && size >= 4096) {
+      const int64_t group = round_down_to_power_of_two(
+          std::min({kGpuGroupSize, target_.max_workgroup_size, target_.max_workgroup_dims[0]}));
+      if (group >= 2) {
+        add({OptKind::Group, axis, group},
+            "too few outputs to fill the device: a workgroup shares each reduction");
+        size /= group;
+      }
+    }
+    const bool one_float_accumulator =
+        output_lanes() == 1 && axes_.reduce_dtype.is_float() && axes_.reduce_op != ReduceOp::Prod;
+    if (one_float_accumulator && target_.loop_launch) return;  // the dialect's pragma
+    if (one_float_accumulator) {
+      for (int64_t parts : {8, 4, 2}) {
+        if (size % parts == 0 && size >= 2 * parts) {
+          add({OptKind::Upcast, axis, parts},
+              "independent partial results hide the add latency and fill vector lanes");
+          return;
+        }
+      }
+    }
+    if (one_float_accumulator && axes_.reduce_op == ReduceOp::Sum) return;
+    // A tile of outputs is a long body already: unrolled further, gcc no longer keeps the tile's
+    // accumulators in registers (matmul 1024: 44 -> 74 ms).
+    if (output_lanes() > 4) return;
+    if (size % 4 == 0 && size >= 8)
+      add({OptKind::Unroll, axis, 4}, "an ordered reduction: unrolled, not reassociated");
+  }
+
+  // An elementwise kernel whose flat indices divide (a broadcast along the last axis, a permute):
+  // where work items are a loop, rows and columns move such divisions out of the inner loop.
+  // (With one work item per index the split only rewrites the index, and PoCL then no longer sees
+  // contiguous loads.)
+  void choose_rows() {
+    const Shape& shape = axes_.output;
+    if (shape.size() < 2 || shape.back() < kMinRowLength ||
+        item_.output->numel() / shape.back() < 2 || !choice_.opts.empty())
+      return;
+    const int divisions = index_divisions(lower_kernel(item_, {}, target_));
+    if (divisions == 0) return;
+    const Opt rows{OptKind::Rows, static_cast<int>(shape.size()) - 1, shape.back()};
+    if (index_divisions(lower_kernel(item_, {rows}, target_)) < divisions)
+      add(rows, "the inner loop over a row has fewer index divisions");
+  }
+
+  // Work items in groups: as large as the device likes, no larger than the launch, and enough
+  // groups for every compute unit. A launch that is a multiple of 64 is split exactly (the kernel
+  // then needs no bounds check, which keeps PoCL vectorizing across work items).
+  void choose_workgroup() {
+    if (std::any_of(choice_.opts.begin(), choice_.opts.end(),
+                    [](const Opt& opt) { return opt.kind == OptKind::Group; }))
+      return;
+    const int64_t items = item_.output->numel() / output_lanes();
+    int64_t local = round_down_to_power_of_two(
+        std::min({target_.is_gpu ? kGpuGroupSize : kCpuGroupSize, target_.max_workgroup_size,
+                  target_.max_workgroup_dims[0]}));
+    while (local > 1 && local / 2 >= items) local /= 2;
+    const int64_t smallest = target_.is_gpu ? std::min(local, target_.simd_width) : 1;
+    while (local / 2 >= smallest && (items + local - 1) / local < target_.compute_units) local /= 2;
+    if (items % 64 == 0) {
+      while (items % local != 0) local /= 2;
+    }
+    if (local >= 2)
+      add({OptKind::Local, Opt::kFlatAxis, local}, "workgroups of " + std::to_string(local) +
+                                                       " over " + std::to_string(items) +
+                                                       " work items");
+  }
+
+  const ScheduleItem& item_;
+  const OptTarget& target_;
+  const KernelAxes axes_;
+  OptChoice choice_;
+};
+
+uint64_t mix(uint64_t value) {
+  value += 0x9e3779b97f4a7c15ull;
+  value = (value ^ (value >> 30)) * 0xbf58476d1ce4e5b9ull;
+  value = (value ^ (value >> 27)) * 0x94d049bb133111ebull;
+  return value ^ (value >> 31);
+}
+
+}  // namespace
+
+OptChoice choose_opts(const ScheduleItem& item, const OptTarget& target) {
+  return Chooser(item, target).run();
+}
+
+std::vector<Opt> random_opts(const ScheduleItem& item, const OptTarget& target, uint64_t seed) {
+  const KernelAxes axes = kernel_axes(item.ast);
+  // The kernel's identity: its axes, its dtypes and the shapes it reads.
+  uint64_t state = mix(seed);
+  std::string identity = axes.to_string() + item.output->dtype().name();
+  for (const UOpRef& input : item.inputs)
+    identity += input->dtype().name() + std::to_string(input->numel());
+  for (char c : identity) state = mix(state ^ static_cast<uint8_t>(c));
+  std::mt19937_64 random(state);
+
+  std::vector<Opt> candidates;
+  for (int axis = 0; axis < axes.rank(); ++axis) {
+    const int64_t size = axes.size(axis);
+    for (int64_t amount : {2, 3, 4, 8}) {
+      if (size % amount != 0 || size < amount) continue;
+      candidates.push_back({OptKind::Upcast, axis, amount});
+      if (axes.is_reduce_axis(axis)) candidates.push_back({OptKind::Unroll, axis, amount});
+    }
+    for (int64_t amount : {2, 4, 16, 64}) {
+      candidates.push_back(
+          {axes.is_reduce_axis(axis) ? OptKind::Group : OptKind::Local, axis, amount});
+    }
+  }
+  for (int64_t amount : {2, 8, 64, 256})
+    candidates.push_back({OptKind::Local, Opt::kFlatAxis, amount});
+  if (!axes.output.empty()) {
+    const int last = static_cast<int>(axes.output.size()) - 1;
+    candidates.push_back({OptKind::Rows, last, axes.output.back()});
+  }
+  std::shuffle(candidates.begin(), candidates.end(), random);
+  const size_t wanted = static_cast<size_t>(random() % 5);
+  std::vector<Opt> opts;
+  for (const Opt& candidate : candidates) {
+    if (opts.size() >= wanted) break;
+    std::vector<Opt> trial = opts;
+    trial.push_back(candidate);
+    // Keep kernels small: at most 64 lanes of work per work item.
+    int64_t lanes = 1;
+    for (const Opt& opt : trial) {
+      if (opt.kind == OptKind::Upcast || opt.kind == OptKind::Unroll) lanes *= opt.amount;
+    }
+    if (lanes > 64) continue;
+    try {
+      check_opts(axes, trial, target, "random");
+    } catch (const OptError&) {
+      continue;
+    }
+    opts = std::move(trial);
+  }
+  // ROWS must name the last axis' size after upcasts: the check above accepted it as given.
+  return opts;
+}
+
+}  // namespace kiln

@@ -1,0 +1,48 @@
+#include "codegen/linear.h"
+
+#include <sstream>
+
+namespace kiln {
+
+std::string LinearProgram::to_string() const {
+  static const char* const kOpNames[] = {"CONST",      "INDEX",    "LOAD",         "STORE",
+                                         "ALU",        "CAST",     "DEFACC",       "ACC_UPDATE",
+                                         "LOOP_BEGIN", "LOOP_END", "DEFINE_LOCAL", "BARRIER"};
+  std::ostringstream text;
+  text << "kernel " << name << " opts: " << opts << "\n  launch:";
+  for (const LaunchDim& dim : launch) {
+    text << " " << dim.var << (dim.local_id ? "(local)" : "") << " < " << dim.size << " [global "
+         << dim.global << ", local " << dim.local << "]";
+  }
+  if (row_length > 0) text << " in rows of " << row_length;
+  text << "\n";
+  for (size_t param = 0; param < params.size(); ++param) {
+    text << "  param " << param << ": " << params[param].dtype.name() << "[" << params[param].numel
+         << "]" << (params[param].is_output ? " out" : "") << "\n";
+  }
+  for (size_t index = 0; index < instrs.size(); ++index) {
+    const LinInstr& instr = instrs[index];
+    text << "  %" << index << " = " << kOpNames[static_cast<int>(instr.op)] << " "
+         << instr.dtype.name();
+    if (instr.op == LinOp::Alu) text << " " << op_name(instr.alu);
+    if (instr.op == LinOp::AccUpdate) text << " " << reduce_op_name(instr.reduce);
+    for (int src : instr.srcs) text << " %" << src;
+    if (instr.op == LinOp::Const || instr.op == LinOp::AccDefine) {
+      text << " "
+           << (instr.dtype.is_float() ? std::to_string(instr.value.float_value)
+                                      : std::to_string(instr.value.int_value));
+    }
+    if (instr.buffer >= 0) text << (instr.local ? " local%" : " buf") << instr.buffer;
+    if (instr.op == LinOp::DefineLocal) text << " [" << instr.local_size << "]";
+    if (instr.op == LinOp::Load || instr.op == LinOp::Store || instr.op == LinOp::Index) {
+      text << " [" << instr.index.key() << "]";
+    }
+    if ((instr.op == LinOp::Load || instr.op == LinOp::Store) && !(instr.valid == Sym(1)))
+      text << " if " << instr.valid.key();
+    if (instr.op == LinOp::LoopBegin) text << " " << instr.loop_var << " < " << instr.loop_end;
+    text << "\n";
+  }
+  return text.str();
+}
+
+}  // namespace kiln

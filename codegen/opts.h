@@ -1,0 +1,109 @@
+#pragma once
+// A kernel as the optimiser sees it: its axes, and a list of optimisations (opts) applied to them.
+//
+// A kernel's axes are its output axes (the shape it stores) followed by the axes of its reduction
+// (the one Reduce its output is computed from, through elementwise ops and Views but no other
+// Reduce, where there is exactly one). An opt is a plain value `{kind, axis, amount}`; lowering
+// applies the list, and check_opts refuses a list that does not fit the kernel or the device before
+// anything is built, so an invalid list never produces a wrong kernel.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <kiln/dtype.h>
+
+#include "core/uop.h"
+
+namespace kiln {
+
+enum class OptKind : uint8_t {
+  // Output axis, or kFlatAxis: split it across the work items of a workgroup of `amount` items,
+  // as one launch dimension (at most three). kFlatAxis is the flat index over the output axes
+  // that have no LOCAL of their own. An amount that does not divide the axis rounds the launch
+  // up, and the surplus work items return at once.
+  Local,
+  // Output axis: each work item computes `amount` neighbouring outputs along it. Reduce axis:
+  // `amount` partial accumulators per output, combined at the end (the reduction is
+  // reassociated). The amount divides the axis.
+  Upcast,
+  // Reduce axis: the loop body is repeated `amount` times per trip, into the same accumulator in
+  // the same order. The amount divides the axis.
+  Unroll,
+  // Reduce axis: the `amount` work items of a workgroup each reduce every amount-th element, then
+  // combine their partial results through local memory after a barrier. The workgroup is those
+  // work items only (no LOCAL beside a GROUP), and none of them returns early.
+  Group,
+  // The last output axis, on devices that run work items as a loop (the CPU): an inner loop over
+  // it inside a loop over the other axes, so what depends only on the outer index (a broadcast
+  // operand) is computed once per row. `amount` is the row length (the axis' size).
+  Rows,
+};
+
+const char* opt_kind_name(OptKind kind);
+
+struct Opt {
+  OptKind kind;
+  int axis = 0;  // a kernel axis; kFlatAxis for LOCAL over the flat output index
+  int64_t amount = 0;
+
+  static constexpr int kFlatAxis = -1;
+  std::string to_string() const;  // "UPCAST(axis 1, 4)"
+  bool operator==(const Opt& other) const {
+    return kind == other.kind && axis == other.axis && amount == other.amount;
+  }
+};
+
+std::string opts_to_string(const std::vector<Opt>& opts);
+
+// The axes of one kernel.
+struct KernelAxes {
+  Shape output;             // the kernel's output shape: axes 0 .. output.size() - 1
+  std::vector<int> reduce;  // the reduced axes of the kernel's reduction, in the source's shape
+  std::vector<int64_t> reduce_sizes;  // their sizes: kernel axes output.size() ...
+  ReduceOp reduce_op = ReduceOp::Sum;
+  DType reduce_dtype = dtypes::float32;
+  // Whether the reduction may be reassociated (split into partial results): every integer and
+  // bool reduction, and float sums, maxima and minima. Not a float product.
+  bool reassociable = false;
+
+  int rank() const { return static_cast<int>(output.size() + reduce.size()); }
+  bool is_reduce_axis(int axis) const { return axis >= static_cast<int>(output.size()); }
+  int64_t size(int axis) const;
+  std::string to_string() const;  // "[64 128 | r 4096]"
+};
+
+// The node a kernel's reduction opts apply to: the one Reduce reached from `ast` through
+// elementwise ops and Views only; null where there is none, or more than one.
+UOpRef kernel_reduce(const UOpRef& ast);
+
+KernelAxes kernel_axes(const UOpRef& ast);
+
+// The launch dimensions a list of opts gives a kernel, in order (x, y, z): the GROUP's work items,
+// then each LOCAL output axis from the last to the first, then the flat index over the other
+// output axes (omitted where every output axis has a LOCAL). More than three is invalid.
+struct LaunchAxis {
+  enum class Role { GroupLanes, Axis, Flat } role;
+  int axis;       // the kernel axis (GroupLanes, Axis); kFlatAxis for Flat
+  int64_t local;  // work items per workgroup along this dimension
+};
+std::vector<LaunchAxis> launch_layout(const KernelAxes& axes, const std::vector<Opt>& opts);
+
+// What a device offers the optimiser (from its DeviceProperties) and how its dialect launches.
+struct OptTarget {
+  std::string device = "?";  // for messages
+  bool loop_launch = true;   // work items run as a loop (the CPU): no workgroups
+  bool is_gpu = false;
+  int64_t max_workgroup_size = 1;
+  int64_t max_workgroup_dims[3] = {1, 1, 1};
+  int64_t local_memory_bytes = 0;
+  int64_t compute_units = 1;
+  int64_t simd_width = 1;  // a GPU's warp or wavefront
+};
+
+// Throws OptError naming the opt, the kernel and the limit it breaks, where the list does not
+// fit. `kernel` names the kernel in the message.
+void check_opts(const KernelAxes& axes, const std::vector<Opt>& opts, const OptTarget& target,
+                const std::string& kernel);
+
+}  // namespace kiln

@@ -1,0 +1,81 @@
+#include "runtime/opt_policy.h"
+
+#include <kiln/error.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+
+namespace kiln {
+namespace {
+
+OptSettings settings_from_environment() {
+  OptSettings settings;
+  const char* noopt = std::getenv("KILN_NOOPT");
+  if (noopt && *noopt && std::string(noopt) != "0") settings.policy = OptPolicy::None;
+  const char* value = std::getenv("KILN_OPTS");
+  if (!value || !*value) return settings;
+  const std::string text = value;
+  if (text == "default") {
+    settings.policy = OptPolicy::Default;
+  } else if (text == "none") {
+    settings.policy = OptPolicy::None;
+  } else if (text.rfind("random", 0) == 0) {
+    settings.policy = OptPolicy::Random;
+    if (text.size() > 6) {
+      char* end = nullptr;
+      const std::string seed = text.substr(7);
+      settings.seed = std::strtoull(seed.c_str(), &end, 10);
+      if (text[6] != ':' || seed.empty() || *end != '\0')
+        throw Error("[KILN_OPTS] '" + text + "' is not valid: random takes ':<seed>' (digits)");
+    }
+  } else {
+    throw Error("[KILN_OPTS] '" + text + "' is not valid: use default, none or random:<seed>");
+  }
+  return settings;
+}
+
+std::mutex settings_mutex;
+std::optional<OptSettings> current_settings;
+
+}  // namespace
+
+OptSettings opt_settings() {
+  std::lock_guard<std::mutex> lock(settings_mutex);
+  if (!current_settings) current_settings = settings_from_environment();
+  return *current_settings;
+}
+
+void set_opt_settings(const OptSettings& settings) {
+  std::lock_guard<std::mutex> lock(settings_mutex);
+  current_settings = settings;
+}
+
+std::string opt_settings_to_string(const OptSettings& settings) {
+  switch (settings.policy) {
+    case OptPolicy::Default:
+      return "default";
+    case OptPolicy::None:
+      return "none";
+    case OptPolicy::Random:
+      return "random:" + std::to_string(settings.seed);
+  }
+  return "?";
+}
+
+OptTarget opt_target(const Device& device) {
+  const DeviceProperties& properties = device.properties();
+  OptTarget target;
+  target.device = device.name();
+  target.loop_launch = device.dialect().launch_style == Dialect::LaunchStyle::kCpuLoop;
+  target.is_gpu = properties.kind == DeviceKind::GPU;
+  target.max_workgroup_size = properties.max_workgroup_size;
+  for (int dim = 0; dim < 3; ++dim)
+    target.max_workgroup_dims[dim] = properties.max_workgroup_dims[dim];
+  target.local_memory_bytes = properties.local_memory_bytes;
+  target.compute_units = properties.compute_units;
+  target.simd_width = properties.warp_width;
+  return target;
+}
+
+}  // namespace kiln

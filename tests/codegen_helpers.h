@@ -1,0 +1,59 @@
+#pragma once
+// Scheduling and lowering kernels in tests without running them: placeholder buffers, and
+// optimiser targets like this machine's CPU and PoCL devices.
+
+#include <kiln/kiln.h>
+
+#include "codegen/heuristics.h"
+#include "codegen/lower.h"
+#include "codegen/schedule.h"
+#include "core/uop.h"
+
+namespace kiln::testing {
+
+inline OptTarget cpu_target() {
+  OptTarget target;
+  target.device = "CPU (test)";
+  return target;
+}
+
+// An OpenCL device like PoCL on this machine.
+inline OptTarget cl_target() {
+  OptTarget target;
+  target.device = "CL (test)";
+  target.loop_launch = false;
+  target.max_workgroup_size = 4096;
+  for (int64_t& dim : target.max_workgroup_dims) dim = 4096;
+  target.local_memory_bytes = 65536;
+  target.compute_units = 2;
+  return target;
+}
+
+inline LinearProgram lowered(const ScheduleItem& item, const OptTarget& target) {
+  return lower_kernel(item, choose_opts(item, target).opts, target);
+}
+
+// Storage that is never allocated: the scheduler only needs something to point at.
+class PlaceholderStorage : public Storage {
+ public:
+  explicit PlaceholderStorage(size_t nbytes) : nbytes_(nbytes) {}
+  const std::string& device() const override { return device_; }
+  size_t nbytes() const override { return nbytes_; }
+
+ private:
+  std::string device_ = "CPU";
+  size_t nbytes_;
+};
+
+inline Schedule schedule_of(const Tensor& tensor) {
+  const BufferFactory factory = [](const std::string&, DType dtype, int64_t numel) {
+    return std::make_shared<PlaceholderStorage>(static_cast<size_t>(numel) * dtype.itemsize());
+  };
+  return create_schedule({tensor.node()}, "CPU", factory);
+}
+
+inline Tensor input(Shape shape, uint64_t seed) {
+  return Tensor::rand(std::move(shape), seed, "CPU").realize();
+}
+
+}  // namespace kiln::testing

@@ -1,0 +1,163 @@
+// The optimiser: opts print readably, invalid lists are refused with the opt, the kernel and the
+// limit named, and every valid list computes what no opts compute (on the device under test:
+// KILN_DEVICE=CL runs these on OpenCL too).
+
+#include <catch2/catch.hpp>
+
+#include <kiln/error.h>
+#include <kiln/kiln.h>
+
+#include <cmath>
+#include <vector>
+
+#include "codegen/render.h"
+#include "runtime/opt_policy.h"
+#include "tests/codegen_helpers.h"
+
+using namespace kiln;
+using namespace kiln::testing;
+
+namespace {
+
+ScheduleItem only_kernel(const Tensor& tensor) {
+  Schedule schedule = schedule_of(tensor);
+  REQUIRE(schedule.items.size() == 1);
+  return schedule.items[0];
+}
+
+std::string refusal(const ScheduleItem& item, const std::vector<Opt>& opts,
+                    const OptTarget& target) {
+  try {
+    lower_kernel(item, opts, target);
+  } catch (const OptError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Restores the default opt policy when a test ends.
+struct PolicyScope {
+  ~PolicyScope() { set_opt_settings({}); }
+};
+
+}  // namespace
+
+TEST_CASE("opts print as kind, axis and amount", "[opts]") {
+  CHECK(Opt{OptKind::Upcast, 1, 4}.to_string() == "UPCAST(axis 1, 4)");
+  CHECK(Opt{OptKind::Local, Opt::kFlatAxis, 64}.to_string() == "LOCAL(flat, 64)");
+  CHECK(opts_to_string({{OptKind::Group, 2, 256}, {OptKind::Unroll, 2, 4}}) ==
+        "GROUP(axis 2, 256) UNROLL(axis 2, 4)");
+  CHECK(opts_to_string({}) == "none");
+  const ScheduleItem item = only_kernel(input({64, 32}, 1).sum({1}));
+  CHECK(kernel_axes(item.ast).to_string() == "[64 | SUM float32 32]");
+}
+
+TEST_CASE("an opt that does not fit the kernel or the device is refused by name", "[opts]") {
+  const ScheduleItem row_sum = only_kernel(input({64, 30}, 1).sum({1}));
+  // axes: 0 is the output's 64 rows, 1 the reduced 30 columns.
+  std::string message = refusal(row_sum, {{OptKind::Upcast, 1, 4}}, cpu_target());
+  CHECK(contains(message, "UPCAST(axis 1, 4)"));
+  CHECK(contains(message, "divide the axis' size 30"));
+  CHECK(contains(message, "[64 | SUM float32 30]"));
+  message = refusal(row_sum, {{OptKind::Local, 0, 16}}, cpu_target());
+  CHECK(contains(message, "has no workgroups"));
+  CHECK(contains(message, "CPU (test)"));
+  CHECK(contains(refusal(row_sum, {{OptKind::Upcast, 7, 2}}, cpu_target()), "axes 0..1"));
+  CHECK(contains(refusal(row_sum, {{OptKind::Unroll, 0, 2}}, cpu_target()), "reduce axis"));
+  CHECK(contains(refusal(row_sum, {{OptKind::Upcast, 1, 1}}, cpu_target()), "at least 2"));
+
+  OptTarget small = cl_target();
+  small.max_workgroup_size = 128;
+  small.local_memory_bytes = 256;
+  CHECK(contains(refusal(row_sum, {{OptKind::Group, 1, 256}}, small), "at most 128"));
+  CHECK(contains(refusal(row_sum, {{OptKind::Group, 1, 128}}, small),
+                 "need 512 bytes of local memory"));
+  CHECK(contains(
+      refusal(row_sum, {{OptKind::Group, 1, 16}, {OptKind::Local, Opt::kFlatAxis, 4}}, cl_target()),
+      "no LOCAL beside it"));
+  // Partial products would change a float product's rounding.
+  const ScheduleItem row_prod = only_kernel(input({64, 32}, 1).prod({1}));
+  CHECK(contains(refusal(row_prod, {{OptKind::Upcast, 1, 4}}, cl_target()), "float product"));
+  // Four launch dimensions do not exist.
+  const ScheduleItem cube = only_kernel(input({4, 4, 4, 8}, 1).sum({3}));
+  CHECK(contains(refusal(cube,
+                         {{OptKind::Group, 3, 4},
+                          {OptKind::Local, 0, 2},
+                          {OptKind::Local, 1, 2},
+                          {OptKind::Local, 2, 2}},
+                         cl_target()),
+                 "at most 3 dimensions"));
+  // ROWS is for loop-style devices.
+  const ScheduleItem broadcast = only_kernel(input({64, 32}, 1) - input({64, 1}, 2));
+  CHECK(contains(refusal(broadcast, {{OptKind::Rows, 1, 32}}, cl_target()), "as a loop"));
+  // The refusal is an Error; a broken invariant is a distinct type that says it is kiln's bug.
+  CHECK_THROWS_AS(lower_kernel(row_sum, {{OptKind::Upcast, 1, 4}}, cpu_target()), Error);
+  const InternalError internal("[test] broken");
+  CHECK(contains(internal.what(), "a kiln bug"));
+}
+
+TEST_CASE("a grouped reduction renders local memory and a barrier", "[opts]") {
+  const ScheduleItem full_sum = only_kernel(input({4000}, 1).sum());
+  const LinearProgram program = lower_kernel(full_sum, {{OptKind::Group, 0, 64}}, cl_target());
+  REQUIRE(program.launch.size() == 1);  // a full sum has no output axis
+  CHECK(program.launch[0].local_id);
+  CHECK(program.launch[0].local == 64);
+  const std::string source = render_kernel(program, opencl_dialect(false));
+  CHECK(contains(source, "__local float local"));
+  CHECK(contains(source, "barrier(CLK_LOCAL_MEM_FENCE);"));
+  CHECK(contains(source, "get_local_id(0)"));
+  CHECK(contains(source, "if ((lidx0 < 1))"));
+  CHECK_FALSE(contains(source, "return;"));  // every work item reaches the barrier
+  // Random lists for this kernel include a GROUP for some seeds on a device with workgroups.
+  bool grouped = false;
+  for (uint64_t seed = 1; seed <= 40 && !grouped; ++seed) {
+    for (const Opt& opt : random_opts(full_sum, cl_target(), seed))
+      grouped |= opt.kind == OptKind::Group;
+  }
+  CHECK(grouped);
+  // The CPU never gets workgroup opts.
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    for (const Opt& opt : random_opts(full_sum, cpu_target(), seed)) {
+      CHECK(opt.kind != OptKind::Group);
+      CHECK(opt.kind != OptKind::Local);
+    }
+  }
+}
+
+TEST_CASE("every valid opts list computes what no opts compute", "[opts]") {
+  PolicyScope restore;
+  const Tensor a = Tensor::rand({24, 40}, 3), b = Tensor::rand({40, 36}, 4);
+  const Tensor long_row = Tensor::rand({3, 5000}, 5), odd = Tensor::rand({7, 9, 11}, 6);
+  auto programs = [&] {
+    return std::vector<Tensor>{matmul(a, b),
+                               long_row.sum({1}),
+                               long_row.max({1}),
+                               long_row.sum(),
+                               odd.sum({0, 2}),
+                               (odd * 2).min({1}),
+                               odd.cast(dtypes::int32).sum({2}),
+                               a.softmax(1),
+                               a - a.max({1}, true),
+                               odd.cast(dtypes::float16).sum({1})};
+  };
+  set_opt_settings({OptPolicy::None, 0});
+  std::vector<std::vector<float>> expected;
+  for (Tensor& result : programs())
+    expected.push_back(result.cast(dtypes::float32).to_vector<float>());
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    set_opt_settings({OptPolicy::Random, seed});
+    std::vector<Tensor> results = programs();
+    for (size_t index = 0; index < results.size(); ++index) {
+      const std::vector<float> got = results[index].cast(dtypes::float32).to_vector<float>();
+      REQUIRE(got.size() == expected[index].size());
+      for (size_t at = 0; at < got.size(); ++at) {
+        INFO("program " << index << " seed " << seed << " element " << at);
+        CHECK(got[at] == Approx(expected[index][at]).epsilon(1e-3).margin(1e-3));
+      }
+    }
+  }
+}
