@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/blocked_sum.h"
 #include "core/const_fold.h"
 
 namespace kiln {
@@ -56,61 +57,6 @@ std::string index_key(const std::vector<Sym>& index) {
 
 using Index = std::vector<Sym>;
 using Lanes = std::vector<Index>;
-
-// One loop of a reduction: a reduced axis and its size (above 1).
-struct ReduceLoop {
-  int axis;
-  int64_t size;
-};
-
-// A float sum of n terms into one accumulator has an error bound that grows like n. Blocked, the
-// loops from `level` inwards add into a fresh block accumulator that is then added to the total,
-// so each accumulator takes about sqrt(n) terms and the bound grows like 2 sqrt(n) ulp. Where the
-// loops at and inside `level` are far more than sqrt(n) terms, loop `level` itself is split into
-// blocks of `length` steps (0: not split); a length that does not divide it masks the tail.
-struct BlockedSum {
-  bool enabled = false;
-  size_t level = 0;
-  int64_t length = 0;
-};
-
-// Sums of up to this many terms stay in one accumulator: their bound is small already, and most
-// kernels (softmax rows, matmul up to K = 4096) keep their loops as they are.
-constexpr int64_t kBlockedSumMinTerms = 4096;
-
-// `per_trip` terms are added on each trip of the innermost loop (an unrolled body).
-BlockedSum plan_blocked_sum(const std::vector<ReduceLoop>& loops, int64_t per_trip) {
-  int64_t terms = per_trip;
-  for (const ReduceLoop& loop : loops) terms *= loop.size;
-  if (terms <= kBlockedSumMinTerms) return {};
-  const int64_t target = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(terms))));
-  if (loops.empty()) return {};
-  BlockedSum plan;
-  plan.enabled = true;
-  plan.level = loops.size();
-  int64_t inner = per_trip;
-  do {
-    inner *= loops[--plan.level].size;
-  } while (plan.level > 0 && inner < target);
-  const int64_t size = loops[plan.level].size;
-  const int64_t inside = inner / size;  // terms per step of loop `level`
-  if (inner <= 2 * target && plan.level > 0) return plan;
-  const int64_t wanted = std::max<int64_t>(2, (target + inside - 1) / inside);
-  if (wanted >= size) return plan.level > 0 ? plan : BlockedSum{};
-  // A divisor of the loop near the wanted length needs no mask.
-  plan.length = wanted;
-  for (int64_t offset = 0; offset <= wanted / 2; ++offset) {
-    if (size % (wanted + offset) == 0) {
-      plan.length = wanted + offset;
-      break;
-    }
-    if (wanted - offset >= 2 && size % (wanted - offset) == 0) {
-      plan.length = wanted - offset;
-      break;
-    }
-  }
-  return plan;
-}
 
 // The reduction opts of one reduce axis (amounts of 1: none).
 struct ReduceAxisOpts {
@@ -527,15 +473,7 @@ class Lowerer {
                                    : BlockedSum{};
 
     std::vector<int> loops;
-    auto open_loop = [&](int64_t size) {
-      const std::string name = "r" + std::to_string(loop_counter_++);
-      LinInstr begin{LinOp::LoopBegin, dtypes::int64};
-      begin.loop_var = name;
-      begin.loop_end = size;
-      loops.push_back(emit(std::move(begin)));
-      scopes_.emplace_back();
-      return Sym::var(name, 0, size - 1);
-    };
+    auto open_loop = [&](int64_t size) { return open_loop_in(loops, size); };
     std::vector<Sym> trip(reduce.axes.size(), Sym(0));
     std::vector<int> targets = accumulators;
     size_t inner_begin = 0;  // loops from here on run inside the block accumulators
@@ -649,13 +587,7 @@ class Lowerer {
     emit(LinInstr{LinOp::Barrier, dtypes::int64});
     std::vector<int> totals = define_accumulators(op, dtype, values.size());
     std::vector<int> loops;
-    const std::string name = "r" + std::to_string(loop_counter_++);
-    LinInstr begin{LinOp::LoopBegin, dtypes::int64};
-    begin.loop_var = name;
-    begin.loop_end = group;
-    loops.push_back(emit(std::move(begin)));
-    scopes_.emplace_back();
-    const Sym member = Sym::var(name, 0, group - 1);
+    const Sym member = open_loop_in(loops, group);
     for (int64_t lane = 0; lane < lanes; ++lane) {
       LinInstr load{LinOp::Load, dtype};
       load.buffer = local;
@@ -682,6 +614,17 @@ class Lowerer {
     update.srcs = {accumulator, value};
     update.reduce = op;
     emit(std::move(update));
+  }
+
+  // Opens `for var in [0, size)` with its own scope; returns var.
+  Sym open_loop_in(std::vector<int>& loops, int64_t size) {
+    const std::string name = "r" + std::to_string(loop_counter_++);
+    LinInstr begin{LinOp::LoopBegin, dtypes::int64};
+    begin.loop_var = name;
+    begin.loop_end = size;
+    loops.push_back(emit(std::move(begin)));
+    scopes_.emplace_back();
+    return Sym::var(name, 0, size - 1);
   }
 
   void close_loop(std::vector<int>& loops) {
