@@ -2,59 +2,106 @@
 // A renderer dialect: the data and hooks that turn the one C-style renderer into C, OpenCL C,
 // CUDA C++ or GLSL. Each device hands the renderer its dialect; the renderer holds no target
 // knowledge. Spellings that are plain text are data; what needs structure is a hook.
+//
+// What the renderer writes itself is kiln's semantics (division by zero gives 0, float max
+// propagates NaN, float-to-int conversion saturates), built from primitive operations that the
+// dialect spells: a cast, a literal, an operator (`op_spellings`), a math function, a buffer
+// element's load and store, the kernel's signature.
 
 #include <array>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
+#include <utility>
 
 #include <kiln/dtype.h>
 
+#include "core/uop.h"
+
 namespace kiln {
 
+struct LinearProgram;
+
+// The kinds of operand an operator spelling applies to.
+enum class OperandClass : uint8_t { Bool, Signed, Unsigned, Float };
+OperandClass operand_class(DType dtype);
+
+// The name of kernel parameter `index` (a buffer) in rendered source: data0, data1, ...
+std::string param_name(size_t index);
+
 struct Dialect {
-  std::string name;  // "C", "OpenCL", ...
+  std::string name;  // "C", "OpenCL", "CUDA", "GLSL"
   // Code placed before every kernel: type definitions and helper functions.
   std::string prelude;
-  // How kernels get their work: kCpuLoop renders `void name(void** buffers, const long long*
-  // variables, long long begin, long long end)` looping one flat launch dimension over
-  // [begin, end); kGlobalId renders one work item per id, from `launch_id`.
+  // How kernels get their work: kCpuLoop renders a function that loops one flat launch dimension
+  // over [begin, end) (the CPU kernel ABI, codegen/cpu_abi.h); kGlobalId renders one work item per
+  // id, from `launch_id`.
   enum class LaunchStyle { kCpuLoop, kGlobalId } launch_style = LaunchStyle::kCpuLoop;
-  std::string kernel_prefix;     // e.g. "__kernel void", "extern \"C\" __global__ void"
-  std::string buffer_qualifier;  // e.g. "__global "
+  // The kernel's signature and parameter declarations, up to and including the `{` that opens
+  // its body; buffers are named param_name(i). GLSL declares its buffers as blocks before it.
+  std::function<std::string(const LinearProgram&, const Dialect&)> signature;
   // kGlobalId: the expression of a work item's global id (local_id false) or its id within the
-  // workgroup (true) along launch dimension `dim` (0 is x), as a signed index.
+  // workgroup (true) along launch dimension `dim` (0 is x), as an index_type value.
   std::function<std::string(bool local_id, int dim)> launch_id;
-  // Workgroup-shared memory: the qualifier of its arrays, and the statement that waits for every
-  // work item of the group and makes their local memory writes visible.
+  // Workgroup-shared memory: the qualifier of its arrays, whether they are declared outside the
+  // kernel function (GLSL's `shared`) rather than at its top, and the statement that waits for
+  // every work item of the group and makes their local memory writes visible.
   std::string local_qualifier;  // e.g. "__local "
-  std::string barrier;          // e.g. "barrier(CLK_LOCAL_MEM_FENCE);"
+  bool local_arrays_outside_kernel = false;
+  std::string barrier;  // e.g. "barrier(CLK_LOCAL_MEM_FENCE);"
   std::string index_type = "long long";
+  // Qualifier of a named value computed once (C's "const "; GLSL's const wants a constant
+  // expression, so it has none).
+  std::string value_qualifier = "const ";
   // Whether the compiler makes signed integer overflow wrap (C with -fwrapv). Where it does not
   // (OpenCL C), the renderer does signed + - * << and negation in unsigned types.
   bool signed_overflow_wraps = true;
-  // Suffixes of 64-bit integer literals: C's `long long` is OpenCL C's `long`.
+  // Literals: suffixes of 64-bit integers (C's `long long` is OpenCL C's `long`), of 32-bit
+  // unsigned integers, and of floats; the bool constants; the float specials.
   std::string int64_literal_suffix = "LL";
   std::string uint64_literal_suffix = "ULL";
-  // Type names by ScalarType; for half types this is the storage type.
+  std::string uint32_literal_suffix = "u";
+  std::string float32_literal_suffix = "f";
+  std::string float64_literal_suffix;
+  std::string true_literal = "1", false_literal = "0";
+  std::string float32_infinity, float32_nan, float64_infinity, float64_nan;
+  // `value` converted to the type named `type`; C's `((type)value)`, GLSL's `type(value)`.
+  std::function<std::string(const std::string& type, const std::string& value)> cast =
+      [](const std::string& type, const std::string& value) {
+        return "((" + type + ")" + value + ")";
+      };
+  // Type names by ScalarType; for half types this is the storage type. `bool_type` is the type a
+  // bool is computed in where that differs from its storage (GLSL stores bools as bytes).
   std::array<std::string, 13> type_names;
-  // Half-typed buffer elements (stored in 16 bits, computed in float): the expression loading
-  // buffer[index] as a float, and the statement storing a float `value` there, rounded to even.
-  std::function<std::string(DType, const std::string& buffer, const std::string& index)> load_half;
+  std::string bool_type;
+  // Spellings of primitive operations that differ from C's, with $0, $1 for the operands (value
+  // names, free to repeat). The renderer builds kiln's semantics from these primitives: Add, Mul,
+  // And, Or, Xor, Div, Mod and the comparisons; for bools Add is `or` and Mul is `and`. Example:
+  // GLSL's {Or, Bool} is "($0 || $1)".
+  std::map<std::pair<Op, OperandClass>, std::string> op_spellings;
+  // Buffer elements of `dtype`: the expression loading buffer[index] as its compute type, and the
+  // statement storing a compute-type `value` there (half types round to even).
+  std::function<std::string(DType, const std::string& buffer, const std::string& index)> load;
   std::function<std::string(DType, const std::string& buffer, const std::string& index,
                             const std::string& value)>
-      store_half;
+      store;
   // Functions converting between float and the half types' bits (computed values are rounded
   // through them where they are compared or converted).
   std::string half_to_float = "kiln_half_to_float";
   std::string float_to_half = "kiln_float_to_half";
   std::string bfloat16_to_float = "kiln_bf16_to_float";
   std::string float_to_bfloat16 = "kiln_float_to_bf16";
-  // Math function suffix for float32 (C's "f": expf) and prefix (C: "__builtin_").
-  std::string float32_math_suffix = "f";
+  // Math functions, named as in C for double ("exp", "fabs", "rint", "fmod", "pow", "erf"): the
+  // target's name is math_prefix + name (+ float32_math_suffix for float32), or `math_names`'
+  // spelling of it; a function the target lacks, or gets wrong, is in `math_helpers` and is then
+  // kiln_<name> (+ suffix), which the prelude defines. A float64 function the target cannot do
+  // at all is in `missing_float64_math`: rendering it is a DTypeError.
   std::string math_prefix;
-  // Spellings that replace prefix + name + suffix for particular functions ("pow" -> "kiln_pow").
-  std::map<std::string, std::string> math_overrides;
+  std::string float32_math_suffix = "f";
+  std::map<std::string, std::string> math_names;
+  std::set<std::string> math_helpers;
+  std::set<std::string> missing_float64_math;
   // Pragma placed before a reduction loop over floats (may be empty), followed by
   // `(<operator>:<accumulator>)`: "+" for sums, and these names, declared by the prelude, for the
   // NaN-propagating max and min (empty: such loops get no pragma).
@@ -63,17 +110,22 @@ struct Dialect {
   // kCpuLoop: pragma before the loop over work items of a kernel without inner loops, promising
   // the iterations are independent so that it vectorizes (calls included); empty: none.
   std::string work_item_loop_pragma;
-  std::string restrict_keyword = "restrict";
-  // Spellings of the float specials.
-  std::string float32_infinity, float32_nan, float64_infinity, float64_nan;
 
   const std::string& type_name(DType dtype) const {
     return type_names[static_cast<int>(dtype.type())];
   }
 };
 
-// Half-typed buffer access through the dialect's conversion functions on 16-bit elements.
-void use_half_conversion_functions(Dialect& dialect);
+// Plain subscripted loads and stores, with half-typed elements (16 bits) converted through the
+// dialect's conversion functions. Dialects start from this and override what they store
+// differently.
+void use_plain_element_access(Dialect& dialect);
+
+// The float16 and bfloat16 conversions as source every dialect's prelude shares, written with
+// macros the prelude defines first: KILN_FN (a helper's qualifiers), kiln_u32 and kiln_u16 (the
+// unsigned types), KILN_U32(x), KILN_U16(x), KILN_FLOAT(x) (conversions), KILN_AS_FLOAT(bits) and
+// KILN_AS_BITS(value) (bit casts).
+extern const char* const kHalfConversionSource;
 
 // The C dialect, used by the CPU device.
 const Dialect& c_dialect();
@@ -82,5 +134,15 @@ const Dialect& c_dialect();
 // cl_khr_fp16 needed); float64 is usable only where the device reports cl_khr_fp64, and the
 // dialect then enables the extension in its prelude.
 Dialect opencl_dialect(bool has_fp64);
+
+// The CUDA C++ dialect, compiled by NVRTC: `extern "C" __global__` kernels, 3-D thread ids,
+// `__shared__` arrays and __syncthreads().
+const Dialect& cuda_dialect();
+
+// The GLSL 4.50 compute dialect for Vulkan (glslang to SPIR-V): buffers are std430 blocks bound
+// in parameter order, the workgroup size is the kernel's own (local_size_x/y/z), subscripts are
+// 32-bit, bools are stored as bytes, and 8-, 16- and 64-bit types come from the
+// GL_EXT_shader_explicit_arithmetic_types extensions.
+const Dialect& glsl_dialect();
 
 }  // namespace kiln

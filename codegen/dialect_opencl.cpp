@@ -4,6 +4,7 @@
 // the INFINITY and NAN macros.
 
 #include "codegen/dialect.h"
+#include "codegen/linear.h"
 
 namespace kiln {
 namespace {
@@ -13,43 +14,23 @@ namespace {
 const char* const kContractOff = "#pragma OPENCL FP_CONTRACT OFF\n";
 const char* const kEnableFp64 = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
 
-// Plain (not inline) functions: OpenCL C 1.1 has no `static`, and C99 `inline` alone would need
-// an external definition. bfloat16 is stored as ushort and converted with integer operations,
-// as in the C prelude: exact storage emulation, computed in float like every half type. float16
+// Helpers are plain (not inline) functions: OpenCL C 1.1 has no `static`, and C99 `inline` alone
+// would need an external definition. bfloat16 is stored as ushort and converted with the shared
+// integer conversions: exact storage emulation, computed in float like every half type. float16
 // buffers are read and written with vload_half/vstore_half_rte; a computed value is rounded to
-// float16 with the integer conversions below (a `half` variable needs cl_khr_fp16).
-const char* const kHelpers =
-    R"(float kiln_half_to_float(ushort h) {
-  uint sign = ((uint)h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-  if (exponent == 0) {
-    float magnitude = (float)mantissa * 5.9604644775390625e-8f;
-    return sign ? -magnitude : magnitude;
-  }
-  if (exponent == 31) return as_float(sign | 0x7f800000u | (mantissa << 13));
-  return as_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
-}
-ushort kiln_float_to_half(float value) {
-  uint bits = as_uint(value), sign = (bits >> 16) & 0x8000u, magnitude = bits & 0x7fffffffu;
-  if (magnitude >= 0x7f800000u) return (ushort)(sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u : 0u));
-  if (magnitude >= 0x477ff000u) return (ushort)(sign | 0x7c00u);
-  if (magnitude < 0x38800000u) {
-    if (magnitude < 0x33000000u) return (ushort)sign;
-    uint exponent = magnitude >> 23, mantissa = (magnitude & 0x7fffffu) | 0x800000u, shift = 126u - exponent;
-    uint result = mantissa >> shift, dropped = mantissa & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
-    if (dropped > halfway || (dropped == halfway && (result & 1u))) result += 1u;
-    return (ushort)(sign | result);
-  }
-  uint result = (magnitude - 0x38000000u) >> 13, dropped = magnitude & 0x1fffu;
-  if (dropped > 0x1000u || (dropped == 0x1000u && (result & 1u))) result += 1u;
-  return (ushort)(sign | result);
-}
-float kiln_bf16_to_float(ushort b) { return as_float((uint)b << 16); }
-ushort kiln_float_to_bf16(float value) {
-  uint bits = as_uint(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return (ushort)((bits >> 16) | 0x40u);
-  return (ushort)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-long kiln_floordiv(long a, long b) { long q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+// float16 with the shared conversions (a `half` variable needs cl_khr_fp16).
+const char* const kHalfMacros = R"(#define KILN_FN
+#define kiln_u32 uint
+#define kiln_u16 ushort
+#define KILN_U32(x) ((uint)(x))
+#define KILN_U16(x) ((ushort)(x))
+#define KILN_FLOAT(x) ((float)(x))
+#define KILN_AS_FLOAT(x) as_float(x)
+#define KILN_AS_BITS(x) as_uint(x)
+)";
+
+const char* const kIndexHelpers =
+    R"(long kiln_floordiv(long a, long b) { long q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 long kiln_floormod(long a, long b) { return a - kiln_floordiv(a, b) * b; }
 )";
 
@@ -68,11 +49,18 @@ Dialect opencl_dialect(bool has_fp64) {
   dialect.name = "OpenCL";
   dialect.prelude = kContractOff;
   if (has_fp64) dialect.prelude += kEnableFp64;
-  dialect.prelude += kHelpers;
+  dialect.prelude += std::string(kHalfMacros) + kHalfConversionSource + kIndexHelpers;
   dialect.prelude += kTanh;
   dialect.launch_style = Dialect::LaunchStyle::kGlobalId;
-  dialect.kernel_prefix = "__kernel void";
-  dialect.buffer_qualifier = "__global ";
+  dialect.signature = [](const LinearProgram& program, const Dialect& self) {
+    std::string text = "__kernel void " + program.name + "(";
+    for (size_t param = 0; param < program.params.size(); ++param) {
+      const KernelParam& info = program.params[param];
+      text += std::string(param > 0 ? ", " : "") + "__global " + (info.is_output ? "" : "const ") +
+              self.type_name(info.dtype) + "* restrict " + param_name(param);
+    }
+    return text + ") {\n";
+  };
   // The ids are size_t; the index arithmetic is signed 64-bit, as in the C dialect.
   dialect.launch_id = [](bool local_id, int dim) {
     return std::string(local_id ? "(long)get_local_id(" : "(long)get_global_id(") +
@@ -96,26 +84,24 @@ Dialect opencl_dialect(bool has_fp64) {
   dialect.float_to_bfloat16 = "kiln_float_to_bf16";
   dialect.math_prefix = "";
   dialect.float32_math_suffix = "";
-  dialect.math_overrides = {{"tanh", "kiln_tanh"}};
+  dialect.math_helpers = {"tanh"};
   dialect.reduce_loop_pragma = "";
-  dialect.restrict_keyword = "restrict";
   dialect.float32_infinity = "INFINITY";
   dialect.float32_nan = "NAN";
   dialect.float64_infinity = "((double)INFINITY)";
   dialect.float64_nan = "((double)NAN)";
-  use_half_conversion_functions(dialect);
-  const auto bf16_load = dialect.load_half;
-  const auto bf16_store = dialect.store_half;
-  dialect.load_half = [bf16_load](DType dtype, const std::string& buffer,
-                                  const std::string& index) {
+  use_plain_element_access(dialect);
+  const auto plain_load = dialect.load;
+  const auto plain_store = dialect.store;
+  dialect.load = [plain_load](DType dtype, const std::string& buffer, const std::string& index) {
     if (dtype == dtypes::float16) return "vload_half(" + index + ", " + buffer + ")";
-    return bf16_load(dtype, buffer, index);
+    return plain_load(dtype, buffer, index);
   };
-  dialect.store_half = [bf16_store](DType dtype, const std::string& buffer,
-                                    const std::string& index, const std::string& value) {
+  dialect.store = [plain_store](DType dtype, const std::string& buffer, const std::string& index,
+                                const std::string& value) {
     if (dtype == dtypes::float16)
       return "vstore_half_rte(" + value + ", " + index + ", " + buffer + ")";
-    return bf16_store(dtype, buffer, index, value);
+    return plain_store(dtype, buffer, index, value);
   };
   return dialect;
 }

@@ -29,19 +29,25 @@ class Renderer {
   std::string run() {
     std::ostringstream out;
     out << dialect_.prelude << "\n";
-    render_signature(out);
-    indent_ = 1;
-    render_global_index(out);
+    // Local arrays first: OpenCL C wants them at the kernel's outermost scope (GLSL outside the
+    // function), and every work item must reach their barrier.
+    std::ostringstream locals;
     const int count = static_cast<int>(program_.instrs.size());
-    // Local arrays first: OpenCL C wants them at the kernel's outermost scope (GLSL even outside
-    // the function), and every work item must reach their barrier.
     for (int index = 0; index < count; ++index) {
       const LinInstr& instr = program_.instrs[index];
       if (instr.op != LinOp::DefineLocal) continue;
       names_[index] = "local" + std::to_string(index);
-      out << pad() << dialect_.local_qualifier << compute_type(instr.dtype) << " " << names_[index]
-          << "[" << instr.local_size << "];\n";
+      locals << (dialect_.local_arrays_outside_kernel ? "" : "  ") << dialect_.local_qualifier
+             << compute_type(instr.dtype) << " " << names_[index] << "[" << instr.local_size
+             << "];\n";
     }
+    if (dialect_.local_arrays_outside_kernel) out << locals.str();
+    if (!dialect_.signature)
+      throw InternalError("[render_kernel] the " + dialect_.name + " dialect has no signature");
+    out << dialect_.signature(program_, dialect_);
+    if (!dialect_.local_arrays_outside_kernel) out << locals.str();
+    indent_ = 1;
+    render_global_index(out);
     for (int index = 0; index < count; ++index) render_instr(out, index);
     if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
       if (program_.row_length > 0) out << "    }\n";
@@ -54,36 +60,12 @@ class Renderer {
  private:
   // The type a value is computed in: half types compute in float.
   std::string compute_type(DType dtype) const {
-    return dtype.is_half() ? dialect_.type_name(dtypes::float32) : dialect_.type_name(dtype);
+    if (dtype.is_half()) return dialect_.type_name(dtypes::float32);
+    if (dtype.is_bool() && !dialect_.bool_type.empty()) return dialect_.bool_type;
+    return dialect_.type_name(dtype);
   }
 
   std::string pad() const { return std::string(indent_ * 2, ' '); }
-
-  void render_signature(std::ostringstream& out) {
-    const std::string& restrict_word = dialect_.restrict_keyword;
-    if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
-      out << "void " << program_.name << "(void** " << restrict_word
-          << " buffers, const long long* " << restrict_word
-          << " variables, long long begin, long long end) {\n";
-      for (size_t param = 0; param < program_.params.size(); ++param) {
-        const KernelParam& info = program_.params[param];
-        const std::string type = dialect_.type_name(info.dtype);
-        const std::string qualifier = info.is_output ? "" : "const ";
-        out << "  " << qualifier << type << "* " << restrict_word << " data" << param << " = ("
-            << qualifier << type << "*)buffers[" << param << "];\n";
-      }
-      out << "  (void)variables;\n";
-      return;
-    }
-    out << dialect_.kernel_prefix << " " << program_.name << "(";
-    for (size_t param = 0; param < program_.params.size(); ++param) {
-      const KernelParam& info = program_.params[param];
-      if (param > 0) out << ", ";
-      out << dialect_.buffer_qualifier << (info.is_output ? "" : "const ")
-          << dialect_.type_name(info.dtype) << "* " << restrict_word << " data" << param;
-    }
-    out << ") {\n";
-  }
 
   void render_global_index(std::ostringstream& out) {
     if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
@@ -119,7 +101,7 @@ class Renderer {
     }
     for (size_t dim = 0; dim < program_.launch.size(); ++dim) {
       const LaunchDim& launch = program_.launch[dim];
-      out << "  const " << dialect_.index_type << " " << launch.var << " = "
+      out << "  " << dialect_.value_qualifier << dialect_.index_type << " " << launch.var << " = "
           << dialect_.launch_id(launch.local_id, static_cast<int>(dim)) << ";\n";
     }
     // Work items past the end of a launch rounded up to whole groups (never in a kernel with a
@@ -131,8 +113,18 @@ class Renderer {
     }
   }
 
+  std::string float_literal(double number, bool wide) const {
+    char text[64];
+    std::snprintf(text, sizeof(text), wide ? "%.17g" : "%.9g", number);
+    std::string result = text;
+    if (result.find_first_of(".en") == std::string::npos) result += ".0";
+    return result + (wide ? dialect_.float64_literal_suffix : dialect_.float32_literal_suffix);
+  }
+
   std::string literal(DType dtype, const ConstArg& value) const {
-    if (dtype.is_bool()) return value.int_value || value.float_value != 0 ? "1" : "0";
+    if (dtype.is_bool())
+      return value.int_value || value.float_value != 0 ? dialect_.true_literal
+                                                       : dialect_.false_literal;
     if (dtype.is_float()) {
       const bool wide = dtype == dtypes::float64;
       // Narrowed first: a value beyond float's range is float's infinity, never `inff`.
@@ -143,31 +135,111 @@ class Renderer {
         const std::string& inf = wide ? dialect_.float64_infinity : dialect_.float32_infinity;
         return number < 0 ? "(-" + inf + ")" : inf;
       }
-      char text[64];
-      std::snprintf(text, sizeof(text), wide ? "%.17g" : "%.9g", number);
-      std::string result = text;
-      if (result.find_first_of(".en") == std::string::npos) result += ".0";
-      if (!wide) result += "f";
-      return "(" + result + ")";
+      return "(" + float_literal(number, wide) + ")";
     }
+    const std::string& type = dialect_.type_name(dtype);
     if (dtype.is_unsigned()) {
-      return "((" + dialect_.type_name(dtype) + ")" +
-             std::to_string(static_cast<uint64_t>(value.int_value)) +
-             dialect_.uint64_literal_suffix + ")";
+      const uint64_t number = static_cast<uint64_t>(value.int_value);
+      return dialect_.cast(
+          type, std::to_string(number) + (number <= 0xffffffffu ? dialect_.uint32_literal_suffix
+                                                                : dialect_.uint64_literal_suffix));
     }
-    return "((" + dialect_.type_name(dtype) + ")" + int_literal(value.int_value, dialect_) + ")";
+    return dialect_.cast(type, int_literal(value.int_value, dialect_));
   }
 
-  std::string math(const char* function, DType dtype, const std::string& argument) const {
-    auto override_name = dialect_.math_overrides.find(function);
-    std::string name = override_name != dialect_.math_overrides.end()
-                           ? override_name->second
-                           : dialect_.math_prefix + function;
-    if (dtype != dtypes::float64) name += dialect_.float32_math_suffix;
+  std::string zero(DType dtype) const { return literal(dtype, ConstArg{}); }
+
+  std::string math(const std::string& function, DType dtype, const std::string& argument) const {
+    const bool wide = dtype == dtypes::float64;
+    if (wide && dialect_.missing_float64_math.count(function))
+      throw DTypeError("[render_kernel] " + program_.name + ": the " + dialect_.name +
+                       " dialect has no float64 " + function +
+                       "; valid: float32 or the half types on this device");
+    std::string name;
+    if (dialect_.math_helpers.count(function)) {
+      name = "kiln_" + function;
+    } else if (auto spelled = dialect_.math_names.find(function);
+               spelled != dialect_.math_names.end()) {
+      name = spelled->second;
+    } else {
+      name = dialect_.math_prefix + function;
+    }
+    if (!wide) name += dialect_.float32_math_suffix;
     return name + "(" + argument + ")";
   }
 
+  // A primitive operation in the dialect's spelling (C's infix operator unless the dialect spells
+  // it otherwise).
+  std::string primitive(Op op, OperandClass operands, const std::string& a,
+                        const std::string& b = "") const {
+    if (auto spelled = dialect_.op_spellings.find({op, operands});
+        spelled != dialect_.op_spellings.end()) {
+      std::string text;
+      const std::string& pattern = spelled->second;
+      for (size_t at = 0; at < pattern.size(); ++at) {
+        if (pattern[at] == '$' && at + 1 < pattern.size() &&
+            (pattern[at + 1] == '0' || pattern[at + 1] == '1')) {
+          text += pattern[++at] == '0' ? a : b;
+        } else {
+          text += pattern[at];
+        }
+      }
+      return text;
+    }
+    if (op == Op::Not) return "(!" + a + ")";
+    return "(" + a + " " + c_operator(op) + " " + b + ")";
+  }
+
+  static const char* c_operator(Op op) {
+    switch (op) {
+      case Op::Add:
+        return "+";
+      case Op::Sub:
+        return "-";
+      case Op::Mul:
+        return "*";
+      case Op::Div:
+        return "/";
+      case Op::Mod:
+        return "%";
+      case Op::And:
+        return "&";
+      case Op::Or:
+        return "|";
+      case Op::Xor:
+        return "^";
+      case Op::Shl:
+        return "<<";
+      case Op::Shr:
+        return ">>";
+      case Op::CmpLt:
+        return "<";
+      case Op::CmpLe:
+        return "<=";
+      case Op::CmpGt:
+        return ">";
+      case Op::CmpGe:
+        return ">=";
+      case Op::CmpEq:
+        return "==";
+      case Op::CmpNe:
+        return "!=";
+      default:
+        break;
+    }
+    throw InternalError(std::string("[render_kernel] no operator for ") + op_name(op));
+  }
+
   std::string name_of(int value) const { return names_[value]; }
+
+  // An index expression as an index_type value (a condition is a bool in GLSL).
+  std::string index_value(const Sym& index) const {
+    const std::string text = sym_text(index, dialect_);
+    const SymKind kind = index.kind();
+    if (kind == SymKind::Lt || kind == SymKind::Eq || kind == SymKind::And)
+      return dialect_.cast(dialect_.index_type, text);
+    return text;
+  }
 
   // A half-typed value is computed in float; where it is compared or converted it is first
   // rounded to its dtype, as it would be had it been stored, so that fusing a producer into its
@@ -183,19 +255,37 @@ class Renderer {
   // `a op b` with kiln's wrapping integer semantics. Where signed overflow is undefined (OpenCL
   // C), signed operands go through the unsigned type of their width (at least 32 bits, as
   // narrower ones promote to int), where arithmetic wraps, and are converted back.
-  std::string wrapping(DType dtype, const std::string& a, const char* op,
-                       const std::string& b) const {
+  std::string wrapping(DType dtype, const std::string& a, Op op, const std::string& b) const {
     if (dialect_.signed_overflow_wraps || !dtype.is_signed_int())
-      return "(" + a + " " + op + " " + b + ")";
-    const std::string as_unsigned =
-        "(" + dialect_.type_name(dtype.itemsize() == 8 ? dtypes::uint64 : dtypes::uint32) + ")";
-    return "((" + dialect_.type_name(dtype) + ")(" + as_unsigned + a + " " + op + " " +
-           as_unsigned + b + "))";
+      return primitive(op, operand_class(dtype), a, b);
+    const std::string& as_unsigned =
+        dialect_.type_name(dtype.itemsize() == 8 ? dtypes::uint64 : dtypes::uint32);
+    return dialect_.cast(dialect_.type_name(dtype),
+                         primitive(op, OperandClass::Unsigned, dialect_.cast(as_unsigned, a),
+                                   dialect_.cast(as_unsigned, b)));
+  }
+
+  // -a for integers, wrapping (the negation of the most negative value is itself).
+  std::string negate_int(DType dtype, const std::string& a) const {
+    if (dialect_.signed_overflow_wraps)
+      return dialect_.cast(dialect_.type_name(dtype), "(0 - " + a + ")");
+    return wrapping(dtype, "0", Op::Sub, a);
+  }
+
+  // kiln's max and min: a float NaN operand wins (a's first).
+  std::string max_min(Op op, DType dtype, const std::string& a, const std::string& b) const {
+    const OperandClass operands = operand_class(dtype);
+    const Op compare = op == Op::Max ? Op::CmpGt : Op::CmpLt;
+    if (dtype.is_float())
+      return "((" + primitive(Op::CmpNe, operands, a, a) + " || " +
+             primitive(compare, operands, a, b) + ") ? " + a + " : " + b + ")";
+    return "(" + primitive(compare, operands, a, b) + " ? " + a + " : " + b + ")";
   }
 
   std::string render_alu(const LinInstr& instr) const {
     const DType dtype = instr.dtype;
     const DType operand_dtype = program_.instrs[instr.srcs[0]].dtype;
+    const OperandClass operands = operand_class(operand_dtype);
     const bool compares = is_comparison(instr.alu);
     const std::string a = compares ? exact_value(instr.srcs[0]) : name_of(instr.srcs[0]);
     const std::string b = instr.srcs.size() <= 1 ? ""
@@ -204,20 +294,18 @@ class Renderer {
     const std::string c = instr.srcs.size() > 2 ? name_of(instr.srcs[2]) : "";
     const bool is_float = operand_dtype.is_float();
     const bool is_bool = operand_dtype.is_bool();
-    const std::string type = compute_type(dtype);
     switch (instr.alu) {
       case Op::Neg:
-        if (is_bool) return "(!" + a + ")";
-        return is_float || dialect_.signed_overflow_wraps ? "(-" + a + ")"
-                                                          : wrapping(dtype, "0", "-", a);
+        if (is_bool) return primitive(Op::Not, operands, a);
+        return is_float ? "(-" + a + ")" : negate_int(dtype, a);
       case Op::Not:
-        return "(!" + a + ")";
+        return primitive(Op::Not, operands, a);
       case Op::Abs:
         if (is_float) return math("fabs", dtype, a);
-        if (dialect_.signed_overflow_wraps) return "(" + a + " < 0 ? -" + a + " : " + a + ")";
-        return "(" + a + " < 0 ? " + wrapping(dtype, "0", "-", a) + " : " + a + ")";
+        return "(" + primitive(Op::CmpLt, operands, a, zero(dtype)) + " ? " + negate_int(dtype, a) +
+               " : " + a + ")";
       case Op::Recip:
-        return "(" + literal(dtype, ConstArg{1.0, 1}) + " / " + a + ")";
+        return primitive(Op::Div, operands, literal(dtype, ConstArg{1.0, 1}), a);
       case Op::Sqrt:
         return math("sqrt", dtype, a);
       case Op::Exp:
@@ -247,59 +335,47 @@ class Renderer {
       case Op::Trunc:
         return math("trunc", dtype, a);
       case Op::Add:
-        return is_bool ? "(" + a + " | " + b + ")" : wrapping(dtype, a, "+", b);
+        return is_bool ? primitive(Op::Or, operands, a, b) : wrapping(dtype, a, Op::Add, b);
       case Op::Sub:
-        return wrapping(dtype, a, "-", b);
+        return wrapping(dtype, a, Op::Sub, b);
       case Op::Mul:
-        return is_bool ? "(" + a + " & " + b + ")" : wrapping(dtype, a, "*", b);
+        return is_bool ? primitive(Op::And, operands, a, b) : wrapping(dtype, a, Op::Mul, b);
       case Op::Div:
-        if (is_float) return "(" + a + " / " + b + ")";
-        if (operand_dtype.is_unsigned() || is_bool)
-          return "(" + b + " == 0 ? 0 : " + a + " / " + b + ")";
-        // Division by zero gives 0; MIN / -1 wraps instead of trapping.
-        if (dialect_.signed_overflow_wraps) {
-          return "(" + b + " == 0 ? (" + type + ")0 : (" + b + " == -1 ? (" + type + ")(0 - " + a +
-                 ") : " + a + " / " + b + "))";
-        }
-        return "(" + b + " == 0 ? (" + type + ")0 : (" + b + " == -1 ? " +
-               wrapping(dtype, "0", "-", a) + " : " + a + " / " + b + "))";
-      case Op::Mod:
-        if (is_float) return math("fmod", dtype, a + ", " + b);
-        if (operand_dtype.is_unsigned() || is_bool)
-          return "(" + b + " == 0 ? 0 : " + a + " % " + b + ")";
-        return "((" + b + " == 0 || " + b + " == -1) ? (" + type + ")0 : " + a + " % " + b + ")";
+      case Op::Mod: {
+        if (is_float)
+          return instr.alu == Op::Div ? primitive(Op::Div, operands, a, b)
+                                      : math("fmod", dtype, a + ", " + b);
+        // Division by zero gives 0; MIN / -1 wraps instead of trapping, and MIN % -1 is 0.
+        const std::string by_zero = primitive(Op::CmpEq, operands, b, zero(operand_dtype));
+        const std::string quotient = primitive(instr.alu, operands, a, b);
+        if (!operand_dtype.is_signed_int())
+          return "(" + by_zero + " ? " + zero(dtype) + " : " + quotient + ")";
+        const std::string by_minus_one =
+            primitive(Op::CmpEq, operands, b, literal(operand_dtype, ConstArg{-1.0, -1}));
+        if (instr.alu == Op::Mod)
+          return "((" + by_zero + " || " + by_minus_one + ") ? " + zero(dtype) + " : " + quotient +
+                 ")";
+        return "(" + by_zero + " ? " + zero(dtype) + " : (" + by_minus_one + " ? " +
+               negate_int(dtype, a) + " : " + quotient + "))";
+      }
       case Op::Max:
-        if (is_float)
-          return "((" + a + " != " + a + " || " + a + " > " + b + ") ? " + a + " : " + b + ")";
-        return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
       case Op::Min:
-        if (is_float)
-          return "((" + a + " != " + a + " || " + a + " < " + b + ") ? " + a + " : " + b + ")";
-        return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+        return max_min(instr.alu, operand_dtype, a, b);
       case Op::Pow:
         return math("pow", dtype, a + ", " + b);
       case Op::CmpLt:
-        return "(" + a + " < " + b + ")";
       case Op::CmpLe:
-        return "(" + a + " <= " + b + ")";
       case Op::CmpGt:
-        return "(" + a + " > " + b + ")";
       case Op::CmpGe:
-        return "(" + a + " >= " + b + ")";
       case Op::CmpEq:
-        return "(" + a + " == " + b + ")";
       case Op::CmpNe:
-        return "(" + a + " != " + b + ")";
       case Op::And:
-        return "(" + a + " & " + b + ")";
       case Op::Or:
-        return "(" + a + " | " + b + ")";
       case Op::Xor:
-        return "(" + a + " ^ " + b + ")";
-      case Op::Shl:
-        return wrapping(dtype, a, "<<", b);
       case Op::Shr:
-        return "(" + a + " >> " + b + ")";
+        return primitive(instr.alu, operands, a, b);
+      case Op::Shl:
+        return wrapping(dtype, a, Op::Shl, b);
       case Op::Where:
         return "(" + a + " ? " + b + " : " + c + ")";
       default:
@@ -320,51 +396,50 @@ class Renderer {
     const LinInstr& source = program_.instrs[instr.srcs[0]];
     const DType from = source.dtype;
     const std::string value = exact_value(instr.srcs[0]);
-    if (to.is_bool()) return "(" + value + " != 0)";
+    if (to.is_bool()) return primitive(Op::CmpNe, operand_class(from), value, zero(from));
     if (to.is_float()) {
-      std::string converted = "((" + compute_type(to) + ")" + value + ")";
+      std::string converted = dialect_.cast(compute_type(to), value);
       // Compilers may fold (float)(int)x into trunc(x) (gcc does without -ftrapping-math), which
       // gives -0.0 for x in (-1, 0); an integer has no -0. A select keeps the zero positive (gcc
       // drops a `+ 0.0`, reasoning that an integer converted is never -0).
       if (!from.is_float() && source.op == LinOp::Cast &&
           program_.instrs[source.srcs[0]].dtype.is_float())
-        converted = "(" + value + " == 0 ? " + literal(to, ConstArg{}) + " : " + converted + ")";
+        converted = "(" + primitive(Op::CmpEq, operand_class(from), value, zero(from)) + " ? " +
+                    zero(to) + " : " + converted + ")";
       return to.is_half() && from != to ? round_to_half(to, converted) : converted;
     }
-    const std::string type = dialect_.type_name(to);
-    if (!from.is_float()) return "((" + type + ")" + value + ")";
+    const std::string& type = dialect_.type_name(to);
+    if (!from.is_float()) return dialect_.cast(type, value);
     // Float to integer: truncate, saturate at the target's range, NaN gives 0. The bounds are
     // powers of two (exact in float), so a float value is compared in float: no double needed.
-    const char* bound_suffix = from == dtypes::float64 ? "" : "f";
-    char low[64], high[64];
-    std::snprintf(low, sizeof(low), "%.1f%s", to.min_value(), bound_suffix);
-    std::snprintf(high, sizeof(high), "%.1f%s", to.max_value() + 1.0, bound_suffix);
+    const bool wide = from == dtypes::float64;
+    const std::string low = float_literal(to.min_value(), wide);
+    const std::string high = float_literal(to.max_value() + 1.0, wide);
     const std::string min_literal =
         to.is_unsigned()
             ? "0"
             : (to == dtypes::int64 ? int_literal(std::numeric_limits<int64_t>::min(), dialect_)
                                    : std::to_string(static_cast<int64_t>(to.min_value())));
     const std::string max_literal =
-        to == dtypes::uint64 ? "18446744073709551615" + dialect_.uint64_literal_suffix
-        : to == dtypes::int64
-            ? "9223372036854775807" + dialect_.int64_literal_suffix
-            : std::to_string(static_cast<uint64_t>(to.max_value())) + (to.is_unsigned() ? "U" : "");
-    return "(" + value + " != " + value + " ? (" + type + ")0 : (" + value + " < " + low + " ? (" +
-           type + ")" + min_literal + " : (" + value + " >= " + high + " ? (" + type + ")" +
-           max_literal + " : (" + type + ")" + value + ")))";
+        to == dtypes::uint64  ? "18446744073709551615" + dialect_.uint64_literal_suffix
+        : to == dtypes::int64 ? "9223372036854775807" + dialect_.int64_literal_suffix
+                              : std::to_string(static_cast<uint64_t>(to.max_value())) +
+                                    (to.is_unsigned() ? dialect_.uint32_literal_suffix : "");
+    return "(" + value + " != " + value + " ? " + dialect_.cast(type, "0") + " : (" + value +
+           " < " + low + " ? " + dialect_.cast(type, min_literal) + " : (" + value + " >= " + high +
+           " ? " + dialect_.cast(type, max_literal) + " : " + dialect_.cast(type, value) + ")))";
   }
 
   std::string buffer_name(const LinInstr& instr) const {
-    return instr.local ? names_[instr.buffer] : "data" + std::to_string(instr.buffer);
+    return instr.local ? names_[instr.buffer] : param_name(instr.buffer);
   }
 
   std::string load_expression(const LinInstr& instr) const {
     const std::string buffer = buffer_name(instr);
     const std::string index = sym_text(instr.index, dialect_);
-    // Local memory holds half types as floats (their compute type).
-    std::string element = instr.dtype.is_half() && !instr.local
-                              ? dialect_.load_half(instr.dtype, buffer, index)
-                              : buffer + "[" + index + "]";
+    // Local memory holds values in their compute type.
+    std::string element =
+        instr.local ? buffer + "[" + index + "]" : dialect_.load(instr.dtype, buffer, index);
     if (instr.valid == Sym(1)) return element;
     return "(" + sym_text(instr.valid, dialect_) + " ? " + element + " : " +
            literal(instr.dtype, ConstArg{}) + ")";
@@ -377,25 +452,18 @@ class Renderer {
   // The statement (without ';') that folds `value` into the accumulator `acc`.
   std::string accumulate(ReduceOp op, DType dtype, const std::string& acc,
                          const std::string& value) const {
+    const OperandClass operands = operand_class(dtype);
     switch (op) {
       case ReduceOp::Sum:
-        if (dtype.is_signed_int() && !dialect_.signed_overflow_wraps)
-          return acc + " = " + wrapping(dtype, acc, "+", value);
-        return acc + (dtype.is_bool() ? " |= " : " += ") + value;
+        if (dtype.is_bool()) return acc + " = " + primitive(Op::Or, operands, acc, value);
+        return acc + " = " + wrapping(dtype, acc, Op::Add, value);
       case ReduceOp::Prod:
-        if (dtype.is_signed_int() && !dialect_.signed_overflow_wraps)
-          return acc + " = " + wrapping(dtype, acc, "*", value);
-        return acc + (dtype.is_bool() ? " &= " : " *= ") + value;
+        if (dtype.is_bool()) return acc + " = " + primitive(Op::And, operands, acc, value);
+        return acc + " = " + wrapping(dtype, acc, Op::Mul, value);
       case ReduceOp::Max:
-        if (dtype.is_float())
-          return acc + " = (" + value + " != " + value + " || " + value + " > " + acc + ") ? " +
-                 value + " : " + acc;
-        return acc + " = " + value + " > " + acc + " ? " + value + " : " + acc;
+        return acc + " = " + max_min(Op::Max, dtype, value, acc);
       case ReduceOp::Min:
-        if (dtype.is_float())
-          return acc + " = (" + value + " != " + value + " || " + value + " < " + acc + ") ? " +
-                 value + " : " + acc;
-        return acc + " = " + value + " < " + acc + " ? " + value + " : " + acc;
+        return acc + " = " + max_min(Op::Min, dtype, value, acc);
     }
     return "";
   }
@@ -425,23 +493,23 @@ class Renderer {
         return;
       case LinOp::Index:
         names_[index] = value_name;
-        out << pad() << "const " << dialect_.index_type << " " << value_name << " = "
-            << sym_text(instr.index, dialect_) << ";\n";
+        out << pad() << dialect_.value_qualifier << dialect_.index_type << " " << value_name
+            << " = " << index_value(instr.index) << ";\n";
         return;
       case LinOp::Load:
         names_[index] = value_name;
-        out << pad() << "const " << type << " " << value_name << " = " << load_expression(instr)
-            << ";\n";
+        out << pad() << dialect_.value_qualifier << type << " " << value_name << " = "
+            << load_expression(instr) << ";\n";
         return;
       case LinOp::Alu:
         names_[index] = value_name;
-        out << pad() << "const " << type << " " << value_name << " = " << render_alu(instr)
-            << ";\n";
+        out << pad() << dialect_.value_qualifier << type << " " << value_name << " = "
+            << render_alu(instr) << ";\n";
         return;
       case LinOp::Cast:
         names_[index] = value_name;
-        out << pad() << "const " << type << " " << value_name << " = " << render_cast(instr)
-            << ";\n";
+        out << pad() << dialect_.value_qualifier << type << " " << value_name << " = "
+            << render_cast(instr) << ";\n";
         return;
       case LinOp::AccDefine:
         names_[index] = "acc" + std::to_string(index);
@@ -470,9 +538,8 @@ class Renderer {
         const std::string element_index = sym_text(instr.index, dialect_);
         const std::string value = name_of(instr.srcs[0]);
         const std::string statement =
-            instr.dtype.is_half() && !instr.local
-                ? dialect_.store_half(instr.dtype, buffer, element_index, value)
-                : buffer + "[" + element_index + "] = " + value;
+            instr.local ? buffer + "[" + element_index + "] = " + value
+                        : dialect_.store(instr.dtype, buffer, element_index, value);
         out << pad();
         if (!(instr.valid == Sym(1))) out << "if (" << sym_text(instr.valid, dialect_) << ") ";
         out << statement << ";\n";

@@ -25,6 +25,7 @@ packages=(
   libspdlog-dev libfmt-dev # logging
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo  # OpenCL: loader, headers, a CPU driver
   libopenblas0-pthread     # kiln bench: the BLAS that matmul is set beside (dlopen'd, never linked)
+  glslang-tools glslang-dev  # GLSL compute shaders to SPIR-V (the Vulkan dialect's compiler)
 )
 
 missing=()

@@ -9,6 +9,7 @@
 #include <limits>
 #include <thread>
 
+#include "codegen/cpu_abi.h"
 #include "codegen/dialect.h"
 #include "devices/cpu/cpu_compiler.h"
 #include "devices/cpu/host_memory.h"
@@ -68,13 +69,11 @@ class HostAllocator : public Allocator {
   uint64_t largest_;
 };
 
-using KernelFunction = void (*)(void**, const long long*, long long, long long);
-
 class CpuProgram : public Program {
  public:
   CpuProgram(const std::vector<uint8_t>& binary, const std::string& kernel_name, ThreadPool& pool)
       : object_(binary, kernel_name), pool_(pool) {
-    function_ = reinterpret_cast<KernelFunction>(object_.symbol(kernel_name));
+    function_ = reinterpret_cast<CpuKernelFunction>(object_.symbol(kernel_name));
     if (!function_) throw DeviceError("[cpu] kernel object has no function " + kernel_name);
   }
 
@@ -99,7 +98,7 @@ class CpuProgram : public Program {
  private:
   SharedObject object_;
   ThreadPool& pool_;
-  KernelFunction function_ = nullptr;
+  CpuKernelFunction function_ = nullptr;
 };
 
 int thread_count() {

@@ -1,0 +1,86 @@
+// The CUDA C++ dialect, compiled at run time by NVRTC. Kernels are `extern "C"` (unmangled names
+// for cuModuleGetFunction), one thread per work item over 3-D ids, workgroups are thread blocks
+// with `__shared__` arrays, and the block size the kernel was lowered for is promised to the
+// compiler with __launch_bounds__. Compile with --fmad=false: a * b + c then rounds twice, as on
+// the CPU device (-ffp-contract=off), so devices agree bit for bit where rounding is correct.
+
+#include "codegen/dialect.h"
+#include "codegen/linear.h"
+
+namespace kiln {
+namespace {
+
+const char* const kHalfMacros = R"(#define KILN_FN static __device__ __forceinline__
+#define kiln_u32 unsigned int
+#define kiln_u16 unsigned short
+#define KILN_U32(x) ((unsigned int)(x))
+#define KILN_U16(x) ((unsigned short)(x))
+#define KILN_FLOAT(x) ((float)(x))
+#define KILN_AS_FLOAT(x) __uint_as_float(x)
+#define KILN_AS_BITS(x) __float_as_uint(x)
+)";
+
+const char* const kIndexHelpers =
+    R"(static __device__ __forceinline__ long long kiln_floordiv(long long a, long long b) { long long q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static __device__ __forceinline__ long long kiln_floormod(long long a, long long b) { return a - kiln_floordiv(a, b) * b; }
+)";
+
+Dialect make_cuda_dialect() {
+  Dialect dialect;
+  dialect.name = "CUDA";
+  dialect.prelude = std::string(kHalfMacros) + kHalfConversionSource + kIndexHelpers;
+  dialect.launch_style = Dialect::LaunchStyle::kGlobalId;
+  dialect.signature = [](const LinearProgram& program, const Dialect& self) {
+    int64_t block = 1;
+    for (const LaunchDim& launch : program.launch) block *= launch.local;
+    std::string text = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) +
+                       ") " + program.name + "(";
+    for (size_t param = 0; param < program.params.size(); ++param) {
+      const KernelParam& info = program.params[param];
+      text += std::string(param > 0 ? ", " : "") + (info.is_output ? "" : "const ") +
+              self.type_name(info.dtype) + "* __restrict__ " + param_name(param);
+    }
+    return text + ") {\n";
+  };
+  dialect.launch_id = [](bool local_id, int dim) {
+    const std::string axis = dim == 0 ? "x" : dim == 1 ? "y" : "z";
+    if (local_id) return "(long long)threadIdx." + axis;
+    return "((long long)blockIdx." + axis + " * blockDim." + axis + " + threadIdx." + axis + ")";
+  };
+  dialect.local_qualifier = "__shared__ ";
+  dialect.barrier = "__syncthreads();";
+  dialect.index_type = "long long";
+  // Signed overflow is undefined in C++ and NVRTC's optimiser relies on it, as OpenCL C's does.
+  dialect.signed_overflow_wraps = false;
+  dialect.type_names = {"unsigned char",
+                        "signed char",
+                        "short",
+                        "int",
+                        "long long",
+                        "unsigned char",
+                        "unsigned short",
+                        "unsigned int",
+                        "unsigned long long",
+                        "unsigned short",
+                        "unsigned short",
+                        "float",
+                        "double"};
+  dialect.math_prefix = "";
+  dialect.float32_math_suffix = "f";
+  // NVRTC has no <math.h>: the specials are bit patterns.
+  dialect.float32_infinity = "__int_as_float(0x7f800000)";
+  dialect.float32_nan = "__int_as_float(0x7fffffff)";
+  dialect.float64_infinity = "__longlong_as_double(0x7ff0000000000000LL)";
+  dialect.float64_nan = "__longlong_as_double(0x7fffffffffffffffLL)";
+  use_plain_element_access(dialect);
+  return dialect;
+}
+
+}  // namespace
+
+const Dialect& cuda_dialect() {
+  static const Dialect dialect = make_cuda_dialect();
+  return dialect;
+}
+
+}  // namespace kiln

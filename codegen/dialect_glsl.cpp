@@ -1,0 +1,197 @@
+// The GLSL 4.50 compute dialect for Vulkan, compiled to SPIR-V by glslang.
+//
+// GLSL differs from C in more than spelling, and each difference is a hook or table entry here:
+// casts are constructors (`int8_t(x)`); a value initialised at run time cannot be `const`; bools
+// have their own operators (||, &&, ^^, no ordering) and are stored as bytes; buffers are std430
+// blocks declared before `main`, bound in parameter order; `shared` arrays live outside `main`;
+// the workgroup size is part of the shader (local_size_x/y/z); math is overloaded and lacks fmod
+// and erf, and its pow is undefined for negative bases; float64 has arithmetic, sqrt and rounding
+// but no transcendental functions. Subscripts are 32-bit.
+
+#include "codegen/dialect.h"
+#include "codegen/linear.h"
+
+namespace kiln {
+namespace {
+
+const char* const kHeader = R"(#version 450
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_16bit_storage : require
+#define KILN_FN
+#define kiln_u32 uint
+#define kiln_u16 uint16_t
+#define KILN_U32(x) uint(x)
+#define KILN_U16(x) uint16_t(x)
+#define KILN_FLOAT(x) float(x)
+#define KILN_AS_FLOAT(x) uintBitsToFloat(x)
+#define KILN_AS_BITS(x) floatBitsToUint(x)
+)";
+
+// C semantics where GLSL's differ or are missing. fmod is exact (as C's is): the remainder of the
+// mantissas by long division, one exponent step at a time. erf is its Taylor series summed in
+// double, within float's precision for |x| < 4 (beyond, float's erf is +-1). Signed `%` is
+// undefined for negative operands in GLSL, so index arithmetic divides and multiplies back.
+const char* const kHelpers = R"(float kiln_fmod(float x, float y) {
+  uint bits_x = floatBitsToUint(x), bits_y = floatBitsToUint(y);
+  uint sign = bits_x & 0x80000000u, abs_x = bits_x & 0x7fffffffu, abs_y = bits_y & 0x7fffffffu;
+  if (abs_y == 0u || abs_x >= 0x7f800000u || abs_y > 0x7f800000u) return uintBitsToFloat(0x7fc00000u);
+  if (abs_x < abs_y) return x;
+  int exp_x = int(abs_x >> 23), exp_y = int(abs_y >> 23);
+  uint mant_x = abs_x & 0x7fffffu, mant_y = abs_y & 0x7fffffu;
+  if (exp_x == 0) { exp_x = 1; while ((mant_x & 0x800000u) == 0u) { mant_x <<= 1; exp_x--; } } else { mant_x |= 0x800000u; }
+  if (exp_y == 0) { exp_y = 1; while ((mant_y & 0x800000u) == 0u) { mant_y <<= 1; exp_y--; } } else { mant_y |= 0x800000u; }
+  for (; exp_x > exp_y; exp_x--) { if (mant_x >= mant_y) mant_x -= mant_y; mant_x <<= 1; }
+  if (mant_x >= mant_y) mant_x -= mant_y;
+  if (mant_x == 0u) return uintBitsToFloat(sign);
+  while ((mant_x & 0x800000u) == 0u) { mant_x <<= 1; exp_y--; }
+  uint magnitude = exp_y > 0 ? ((uint(exp_y) << 23) | (mant_x & 0x7fffffu)) : (mant_x >> uint(1 - exp_y));
+  return uintBitsToFloat(sign | magnitude);
+}
+uint64_t kiln_double_bits(double x) { uvec2 words = unpackDouble2x32(x); return (uint64_t(words.y) << 32) | uint64_t(words.x); }
+double kiln_bits_double(uint64_t bits) { return packDouble2x32(uvec2(uint(bits & 0xfffffffful), uint(bits >> 32))); }
+double kiln_fmod(double x, double y) {
+  uint64_t bits_x = kiln_double_bits(x), bits_y = kiln_double_bits(y);
+  uint64_t sign = bits_x & 0x8000000000000000ul, abs_x = bits_x & 0x7ffffffffffffffful, abs_y = bits_y & 0x7ffffffffffffffful;
+  if (abs_y == 0ul || abs_x >= 0x7ff0000000000000ul || abs_y > 0x7ff0000000000000ul) return kiln_bits_double(0x7ff8000000000000ul);
+  if (abs_x < abs_y) return x;
+  int exp_x = int(abs_x >> 52), exp_y = int(abs_y >> 52);
+  uint64_t mant_x = abs_x & 0xffffffffffffful, mant_y = abs_y & 0xffffffffffffful;
+  if (exp_x == 0) { exp_x = 1; while ((mant_x & 0x10000000000000ul) == 0ul) { mant_x <<= 1; exp_x--; } } else { mant_x |= 0x10000000000000ul; }
+  if (exp_y == 0) { exp_y = 1; while ((mant_y & 0x10000000000000ul) == 0ul) { mant_y <<= 1; exp_y--; } } else { mant_y |= 0x10000000000000ul; }
+  for (; exp_x > exp_y; exp_x--) { if (mant_x >= mant_y) mant_x -= mant_y; mant_x <<= 1; }
+  if (mant_x >= mant_y) mant_x -= mant_y;
+  if (mant_x == 0ul) return kiln_bits_double(sign);
+  while ((mant_x & 0x10000000000000ul) == 0ul) { mant_x <<= 1; exp_y--; }
+  uint64_t magnitude = exp_y > 0 ? ((uint64_t(exp_y) << 52) | (mant_x & 0xffffffffffffful)) : (mant_x >> uint(1 - exp_y));
+  return kiln_bits_double(sign | magnitude);
+}
+float kiln_erf(float x) {
+  if (isnan(x) || x == 0.0) return x;
+  if (abs(x) >= 4.0) return sign(x);
+  double z = double(x), z2 = z * z, term = z, sum = z;
+  for (int n = 1; n < 100; n++) {
+    term *= -z2 / double(n);
+    double part = term / double(2 * n + 1);
+    sum += part;
+    if (abs(part) < 1e-17lf * abs(sum)) break;
+  }
+  return float(sum * 1.1283791670955126lf);
+}
+float kiln_pow(float a, float b) {
+  const float inf = uintBitsToFloat(0x7f800000u);
+  if (b == 0.0 || a == 1.0) return 1.0;
+  if (isnan(a) || isnan(b)) return a + b;
+  bool b_integer = trunc(b) == b;
+  bool b_odd = b_integer && abs(b) < 16777216.0 && (int(abs(b)) & 1) == 1;
+  if (isinf(b)) return abs(a) == 1.0 ? 1.0 : ((abs(a) > 1.0) == (b > 0.0) ? inf : 0.0);
+  if (a == 0.0) return b < 0.0 ? (b_odd ? 1.0 / a : inf) : (b_odd ? a : 0.0);
+  if (isinf(a)) { float magnitude = b > 0.0 ? inf : 0.0; return a < 0.0 && b_odd ? -magnitude : magnitude; }
+  if (a < 0.0) { if (!b_integer) return uintBitsToFloat(0x7fc00000u); float magnitude = pow(-a, b); return b_odd ? -magnitude : magnitude; }
+  return pow(a, b);
+}
+float kiln_tanh(float x) { return abs(x) > 9.1 ? sign(x) : tanh(x); }
+int kiln_floordiv(int a, int b) { int q = a / b; return (a - q * b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+int kiln_floormod(int a, int b) { return a - kiln_floordiv(a, b) * b; }
+)";
+
+const char* const kAxes[3] = {"x", "y", "z"};
+
+Dialect make_glsl_dialect() {
+  Dialect dialect;
+  dialect.name = "GLSL";
+  dialect.prelude = std::string(kHeader) + kHalfConversionSource + kHelpers;
+  dialect.launch_style = Dialect::LaunchStyle::kGlobalId;
+  dialect.signature = [](const LinearProgram& program, const Dialect& self) {
+    std::string text = "layout(";
+    for (int dim = 0; dim < 3; ++dim) {
+      const int64_t local = dim < static_cast<int>(program.launch.size())
+                                ? program.launch[static_cast<size_t>(dim)].local
+                                : 1;
+      text += std::string(dim > 0 ? ", " : "") + "local_size_" + kAxes[dim] + " = " +
+              std::to_string(local);
+    }
+    text += ") in;\n";
+    for (size_t param = 0; param < program.params.size(); ++param) {
+      const KernelParam& info = program.params[param];
+      text += "layout(std430, binding = " + std::to_string(param) + ") restrict " +
+              (info.is_output ? "" : "readonly ") + "buffer KilnBuffer" + std::to_string(param) +
+              " { " + self.type_name(info.dtype) + " " + param_name(param) + "[]; };\n";
+    }
+    return text + "void main() {\n";
+  };
+  dialect.launch_id = [](bool local_id, int dim) {
+    return std::string(local_id ? "int(gl_LocalInvocationID." : "int(gl_GlobalInvocationID.") +
+           kAxes[dim] + ")";
+  };
+  dialect.local_qualifier = "shared ";
+  dialect.local_arrays_outside_kernel = true;
+  dialect.barrier = "memoryBarrierShared(); barrier();";
+  dialect.index_type = "int";
+  dialect.value_qualifier = "";
+  dialect.signed_overflow_wraps = true;  // GLSL integer arithmetic wraps
+  dialect.int64_literal_suffix = "l";
+  dialect.uint64_literal_suffix = "ul";
+  dialect.uint32_literal_suffix = "u";
+  dialect.float32_literal_suffix = "";
+  dialect.float64_literal_suffix = "lf";
+  dialect.true_literal = "true";
+  dialect.false_literal = "false";
+  dialect.float32_infinity = "uintBitsToFloat(0x7f800000u)";
+  dialect.float32_nan = "uintBitsToFloat(0x7fc00000u)";
+  dialect.float64_infinity = "packDouble2x32(uvec2(0u, 0x7ff00000u))";
+  dialect.float64_nan = "packDouble2x32(uvec2(0u, 0x7ff80000u))";
+  dialect.cast = [](const std::string& type, const std::string& value) {
+    return type + "(" + value + ")";
+  };
+  dialect.type_names = {"uint8_t",  "int8_t",   "int16_t", "int",      "int64_t",
+                        "uint8_t",  "uint16_t", "uint",    "uint64_t", "uint16_t",
+                        "uint16_t", "float",    "double"};
+  dialect.bool_type = "bool";
+  const OperandClass boolean = OperandClass::Bool;
+  dialect.op_spellings = {
+      {{Op::Or, boolean}, "($0 || $1)"},
+      {{Op::And, boolean}, "($0 && $1)"},
+      {{Op::Xor, boolean}, "($0 ^^ $1)"},
+      // For bools, a / b (b true) is a, and a % b is false.
+      {{Op::Div, boolean}, "($0 && $1)"},
+      {{Op::Mod, boolean}, "false"},
+      {{Op::CmpLt, boolean}, "(int($0) < int($1))"},
+      {{Op::CmpLe, boolean}, "(int($0) <= int($1))"},
+      {{Op::CmpGt, boolean}, "(int($0) > int($1))"},
+      {{Op::CmpGe, boolean}, "(int($0) >= int($1))"},
+      // C's remainder (the dividend's sign); GLSL's % is undefined for negative operands.
+      {{Op::Mod, OperandClass::Signed}, "($0 - $1 * ($0 / $1))"},
+  };
+  dialect.math_prefix = "";
+  dialect.float32_math_suffix = "";
+  dialect.math_names = {{"fabs", "abs"}, {"rint", "roundEven"}};
+  dialect.math_helpers = {"fmod", "erf", "pow", "tanh"};
+  dialect.missing_float64_math = {"exp", "exp2", "log",  "log2", "sin",
+                                  "cos", "tan",  "tanh", "erf",  "pow"};
+  use_plain_element_access(dialect);
+  const auto plain_load = dialect.load;
+  const auto plain_store = dialect.store;
+  dialect.load = [plain_load](DType dtype, const std::string& buffer, const std::string& index) {
+    if (dtype.is_bool()) return "(" + buffer + "[" + index + "] != uint8_t(0))";
+    return plain_load(dtype, buffer, index);
+  };
+  dialect.store = [plain_store](DType dtype, const std::string& buffer, const std::string& index,
+                                const std::string& value) {
+    if (dtype.is_bool())
+      return buffer + "[" + index + "] = " + value + " ? uint8_t(1) : uint8_t(0)";
+    return plain_store(dtype, buffer, index, value);
+  };
+  return dialect;
+}
+
+}  // namespace
+
+const Dialect& glsl_dialect() {
+  static const Dialect dialect = make_glsl_dialect();
+  return dialect;
+}
+
+}  // namespace kiln

@@ -1,0 +1,312 @@
+// The dialect hooks: the same kernels (elementwise ops of every dtype, a grouped reduction, a
+// tiled matmul) render as CUDA C++ and GLSL compute shaders and compile with the real compilers
+// where they are on the machine: NVRTC (its PTX checked by ptxas) and glslang to SPIR-V. Running
+// them is the CUDA and Vulkan devices' business.
+
+#include <catch2/catch.hpp>
+
+#include <kiln/error.h>
+#include <kiln/kiln.h>
+
+#include <dlfcn.h>
+
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <vector>
+
+#include "codegen/render.h"
+#include "tests/child_process.h"
+#include "tests/codegen_helpers.h"
+
+using namespace kiln;
+using namespace kiln::testing;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A GPU like the ones these dialects serve: 1024-item workgroups, 48 KiB of local memory.
+OptTarget gpu_target() {
+  OptTarget target;
+  target.device = "GPU (test)";
+  target.loop_launch = false;
+  target.is_gpu = true;
+  target.max_workgroup_size = 1024;
+  target.max_workgroup_dims[0] = target.max_workgroup_dims[1] = 1024;
+  target.max_workgroup_dims[2] = 64;
+  target.local_memory_bytes = 49152;
+  target.compute_units = 132;
+  target.simd_width = 32;
+  return target;
+}
+
+// Every kernel of these programs, lowered for a GPU with the heuristics' opts and with none.
+std::vector<LinearProgram> kernels_of(const std::vector<Tensor>& programs) {
+  std::vector<LinearProgram> kernels;
+  for (const Tensor& program : programs) {
+    for (const ScheduleItem& item : schedule_of(program).items) {
+      if (item.kind != ScheduleItem::Kind::Kernel) continue;
+      kernels.push_back(lowered(item, gpu_target()));
+      kernels.push_back(lower_kernel(item, {}, gpu_target()));
+    }
+  }
+  for (size_t index = 0; index < kernels.size(); ++index)
+    kernels[index].name = "kernel" + std::to_string(index);
+  return kernels;
+}
+
+// Elementwise ops, casts and reductions of one dtype; combinations the frontend refuses for it
+// (a DTypeError) are left out.
+std::vector<Tensor> programs_of(DType dtype) {
+  const Tensor a = (input({37, 5}, 1) * 20 - 10).cast(dtype).realize();
+  const Tensor b = (input({37, 5}, 2) * 20 - 10).cast(dtype).realize();
+  std::vector<std::function<Tensor()>> builders = {
+      [&] { return a + b; },
+      [&] { return a - b; },
+      [&] { return a * b; },
+      [&] { return a / b; },
+      [&] { return a % b; },
+      [&] { return maximum(a, b); },
+      [&] { return minimum(a, b); },
+      [&] { return where(a < b, a, b) + (a <= b).cast(dtype); },
+      [&] { return (a > b) | (a >= b) | (a == b) | (a != b); },
+      [&] { return (a & b) ^ (a | b); },
+      [&] { return -a; },
+      [&] { return a.abs(); },
+      [&] { return a.logical_not(); },
+      [&] { return a.sum({1}); },
+      [&] { return a.prod({0}); },
+      [&] { return a.max({1}); },
+      [&] { return a.min(); },
+      [&] { return a.sqrt() + a.exp() + a.log() + a.sin() + a.cos(); },
+      [&] { return a.tan() + a.tanh() + a.erf() + a.reciprocal(); },
+      [&] { return a.floor() + a.ceil() + a.round() + a.trunc(); },
+      [&] { return pow(a, b); },
+  };
+  for (DType to : dtypes::all) builders.push_back([&, to] { return a.cast(to); });
+  std::vector<Tensor> programs;
+  for (const auto& build : builders) {
+    try {
+      programs.push_back(build());
+    } catch (const DTypeError&) {
+    }
+  }
+  return programs;
+}
+
+// Renders every kernel; a kernel the dialect cannot express for its dtypes (GLSL's float64
+// transcendentals) must say so with a DTypeError that names the dialect.
+std::vector<std::string> render_all(const std::vector<LinearProgram>& kernels,
+                                    const Dialect& dialect, int* refused) {
+  std::vector<std::string> sources;
+  for (const LinearProgram& kernel : kernels) {
+    try {
+      sources.push_back(render_kernel(kernel, dialect));
+    } catch (const DTypeError& error) {
+      INFO(error.what());
+      CHECK(contains(error.what(), "the " + dialect.name + " dialect has no float64"));
+      ++*refused;
+    }
+  }
+  return sources;
+}
+
+// ---- NVRTC, loaded at run time like the CUDA device will ----
+
+struct Nvrtc {
+  using Program = void*;
+  int (*create)(Program*, const char*, const char*, int, const char* const*,
+                const char* const*) = nullptr;
+  int (*compile)(Program, int, const char* const*) = nullptr;
+  int (*log_size)(Program, size_t*) = nullptr;
+  int (*log)(Program, char*) = nullptr;
+  int (*ptx_size)(Program, size_t*) = nullptr;
+  int (*ptx)(Program, char*) = nullptr;
+  int (*destroy)(Program*) = nullptr;
+  void* library = nullptr;
+
+  Nvrtc() {
+    for (const char* name :
+         {"libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so",
+          "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.12"}) {
+      if ((library = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+    }
+    if (!library) return;
+    create = reinterpret_cast<decltype(create)>(dlsym(library, "nvrtcCreateProgram"));
+    compile = reinterpret_cast<decltype(compile)>(dlsym(library, "nvrtcCompileProgram"));
+    log_size = reinterpret_cast<decltype(log_size)>(dlsym(library, "nvrtcGetProgramLogSize"));
+    log = reinterpret_cast<decltype(log)>(dlsym(library, "nvrtcGetProgramLog"));
+    ptx_size = reinterpret_cast<decltype(ptx_size)>(dlsym(library, "nvrtcGetPTXSize"));
+    ptx = reinterpret_cast<decltype(ptx)>(dlsym(library, "nvrtcGetPTX"));
+    destroy = reinterpret_cast<decltype(destroy)>(dlsym(library, "nvrtcDestroyProgram"));
+  }
+  ~Nvrtc() {
+    if (library) dlclose(library);
+  }
+  bool available() const { return create && compile && log_size && log && ptx && destroy; }
+
+  // PTX for sm_90 (the H100), or the compiler's log in `failure`.
+  std::string compile_to_ptx(const std::string& source, std::string& failure) const {
+    Program program = nullptr;
+    REQUIRE(create(&program, source.c_str(), "kiln_test.cu", 0, nullptr, nullptr) == 0);
+    const char* options[] = {"--gpu-architecture=compute_90", "--fmad=false"};
+    const int status = compile(program, 2, options);
+    size_t size = 0;
+    log_size(program, &size);
+    std::string text(size, '\0');
+    log(program, text.data());
+    std::string result;
+    if (status != 0) {
+      failure = text;
+    } else {
+      ptx_size(program, &size);
+      result.assign(size, '\0');
+      ptx(program, result.data());
+      result.resize(result.find('\0'));  // the size counts the terminator
+    }
+    destroy(&program);
+    return result;
+  }
+};
+
+std::string tool_path(const std::string& name, const std::string& fallback) {
+  const test::ChildResult found = test::run_child("", "command -v " + name);
+  if (found.exit_code == 0) return found.output.substr(0, found.output.find('\n'));
+  return std::ifstream(fallback).good() ? fallback : "";
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+// Compiles CUDA sources as one translation unit (the prelude once), then assembles its PTX.
+void check_cuda_compiles(const std::vector<std::string>& sources) {
+  static const Nvrtc nvrtc;
+  if (!nvrtc.available()) {
+    WARN("NVRTC is not on this machine (no libnvrtc.so): CUDA sources rendered, not compiled");
+    return;
+  }
+  const std::string& prelude = cuda_dialect().prelude;
+  std::string unit = prelude;
+  for (const std::string& source : sources) {
+    REQUIRE(source.compare(0, prelude.size(), prelude) == 0);
+    unit += source.substr(prelude.size());
+  }
+  std::string failure;
+  const std::string ptx = nvrtc.compile_to_ptx(unit, failure);
+  INFO(unit);
+  INFO(failure);
+  REQUIRE(failure.empty());
+  const std::string ptxas = tool_path("ptxas", "/usr/local/cuda/bin/ptxas");
+  if (ptxas.empty()) {
+    WARN("ptxas is not on this machine: PTX not assembled");
+    return;
+  }
+  test::ScratchFolder folder("ptx");
+  write_file(folder.path() / "kernels.ptx", ptx);
+  const test::ChildResult assembled =
+      test::run_child("", ptxas + " -arch=sm_90 " + (folder.path() / "kernels.ptx").string() +
+                              " -o " + (folder.path() / "kernels.cubin").string());
+  INFO(assembled.output);
+  CHECK(assembled.exit_code == 0);
+}
+
+// Compiles each GLSL source to SPIR-V with glslang (installed by scripts/setup.sh).
+void check_glsl_compiles(const std::vector<std::string>& sources) {
+  const std::string glslang = tool_path("glslangValidator", "/usr/bin/glslangValidator");
+  INFO("glslangValidator missing: scripts/setup.sh installs Debian's glslang-tools");
+  REQUIRE_FALSE(glslang.empty());
+  test::ScratchFolder folder("glsl");
+  std::string files;
+  for (size_t index = 0; index < sources.size(); ++index) {
+    const std::filesystem::path path = folder.path() / ("kernel" + std::to_string(index) + ".comp");
+    write_file(path, sources[index]);
+    files += " " + path.string();
+  }
+  // One shader per file and per glslang run (a run links its files into one program); a shell
+  // loop saves a process start per shader.
+  const test::ChildResult compiled = test::run_child(
+      "", "sh -c 'for file in" + files + "; do " + glslang +
+              " -V --target-env vulkan1.2 -o \"$file.spv\" \"$file\" >\"$file.log\" || echo "
+              "\"$file\"; done'");
+  REQUIRE(compiled.exit_code == 0);
+  for (size_t index = 0; index < sources.size() && !compiled.output.empty(); ++index) {
+    const std::string file =
+        (folder.path() / ("kernel" + std::to_string(index) + ".comp")).string();
+    if (!contains(compiled.output, file + "\n")) continue;
+    std::ifstream log(file + ".log");
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    INFO(sources[index]);
+    INFO(text);
+    FAIL("glslang refused " << file);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the CUDA and GLSL dialects render kiln's spellings", "[dialects]") {
+  const Tensor a = input({64, 40}, 1), b = input({64, 40}, 2);
+  const std::vector<LinearProgram> kernels =
+      kernels_of({(a.cast(dtypes::int8) / b.cast(dtypes::int8)) > b.cast(dtypes::int8), a.sum({1}),
+                  (a % b).erf()});
+  const std::string cuda = render_kernel(kernels[0], cuda_dialect());
+  CHECK(contains(cuda, "extern \"C\" __global__ void __launch_bounds__("));
+  CHECK(contains(cuda, "const float* __restrict__ data1"));
+  CHECK(contains(cuda, "blockIdx.x * blockDim.x + threadIdx.x"));
+  const std::string glsl = render_kernel(kernels[0], glsl_dialect());
+  CHECK(glsl.rfind("#version 450", 0) == 0);
+  CHECK(contains(glsl, "layout(local_size_x = "));
+  CHECK(contains(glsl, "layout(std430, binding = 1) restrict readonly buffer KilnBuffer1"));
+  CHECK(contains(glsl, "int8_t(0)"));  // casts are constructors
+  CHECK(contains(glsl, "data0[gidx0] = "));
+  CHECK(contains(glsl, "? uint8_t(1) : uint8_t(0)"));  // bools are stored as bytes
+  CHECK_FALSE(contains(glsl.substr(glsl_dialect().prelude.size()), "const "));
+  const std::string glsl_erf = render_kernel(kernels[4], glsl_dialect());
+  CHECK(contains(glsl_erf, "kiln_fmod("));  // helpers for what GLSL lacks
+  CHECK(contains(glsl_erf, "kiln_erf("));
+  // The C dialect keeps the CPU kernel ABI.
+  const std::string c =
+      render_kernel(lower_kernel(schedule_of(a + b).items[0], {}, cpu_target()), c_dialect());
+  CHECK(contains(c,
+                 "(void** restrict buffers, const long long* restrict variables, long long "
+                 "begin, long long end) {"));
+}
+
+TEST_CASE("every dtype's ops render and compile as CUDA C++ and GLSL", "[dialects]") {
+  for (DType dtype : dtypes::all) {
+    DYNAMIC_SECTION(dtype.name()) {
+      const std::vector<LinearProgram> kernels = kernels_of(programs_of(dtype));
+      REQUIRE(kernels.size() > 10);
+      int cuda_refused = 0, glsl_refused = 0;
+      check_cuda_compiles(render_all(kernels, cuda_dialect(), &cuda_refused));
+      CHECK(cuda_refused == 0);
+      check_glsl_compiles(render_all(kernels, glsl_dialect(), &glsl_refused));
+      CHECK((glsl_refused > 0) == (dtype == dtypes::float64));
+    }
+  }
+}
+
+TEST_CASE("grouped reductions render and compile as CUDA C++ and GLSL", "[dialects]") {
+  const Tensor rows = input({3, 5000}, 3);
+  const ScheduleItem full_sum = schedule_of(input({4000}, 1).sum()).items[0];
+  std::vector<LinearProgram> kernels = kernels_of({rows.sum({1}), rows.max({1}), rows.softmax(1)});
+  kernels.push_back(lower_kernel(full_sum, {{OptKind::Group, 0, 256}}, gpu_target()));
+  kernels.back().name = "grouped_sum";
+  bool grouped = false;
+  for (const LinearProgram& kernel : kernels)
+    grouped |= kernel.opts.find("GROUP") != std::string::npos;
+  CHECK(grouped);
+  int refused = 0;
+  const std::vector<std::string> cuda = render_all(kernels, cuda_dialect(), &refused);
+  CHECK(contains(cuda.back(), "__shared__ float local"));
+  CHECK(contains(cuda.back(), "__syncthreads();"));
+  check_cuda_compiles(cuda);
+  const std::vector<std::string> glsl = render_all(kernels, glsl_dialect(), &refused);
+  CHECK(contains(glsl.back(), "shared float local"));
+  CHECK(contains(glsl.back(), "barrier();"));
+  check_glsl_compiles(glsl);
+  CHECK(refused == 0);
+}
