@@ -5,49 +5,18 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "codegen/blocked_sum.h"
+#include "codegen/linear_builder.h"
 #include "core/const_fold.h"
 
 namespace kiln {
 namespace {
-
-ConstArg const_of(DType dtype, double value) {
-  ConstArg arg;
-  arg.float_value = value;
-  arg.int_value = std::isfinite(value) ? static_cast<int64_t>(value) : 0;
-  if (dtype.is_unsigned() && value >= 9223372036854775808.0) {
-    arg.int_value = static_cast<int64_t>(static_cast<uint64_t>(value));
-  }
-  return arg;
-}
-
-ConstArg reduce_identity(ReduceOp op, DType dtype) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return const_of(dtype, 0);
-    case ReduceOp::Prod:
-      return const_of(dtype, 1);
-    case ReduceOp::Max: {
-      if (dtype.is_float()) return const_of(dtype, -std::numeric_limits<double>::infinity());
-      ConstArg arg = const_of(dtype, dtype.min_value());
-      if (dtype == dtypes::int64) arg.int_value = std::numeric_limits<int64_t>::min();
-      return arg;
-    }
-    case ReduceOp::Min: {
-      if (dtype.is_float()) return const_of(dtype, std::numeric_limits<double>::infinity());
-      ConstArg arg = const_of(dtype, dtype.max_value());
-      if (dtype == dtypes::int64) arg.int_value = std::numeric_limits<int64_t>::max();
-      if (dtype == dtypes::uint64) arg.int_value = -1;  // all bits set
-      return arg;
-    }
-  }
-  return {};
-}
 
 std::string index_key(const std::vector<Sym>& index) {
   std::string key;
@@ -58,12 +27,21 @@ std::string index_key(const std::vector<Sym>& index) {
 using Index = std::vector<Sym>;
 using Lanes = std::vector<Index>;
 
+// TILE: an input's chunk in local memory, and where it lies along the output axes its index
+// depends on (input->output_axes): the workgroup's first output and the extent.
+struct StagedInput {
+  const KernelAxes::ReduceInput* input = nullptr;
+  int local = -1;  // the DefineLocal
+  std::vector<Sym> bases, extents;
+  int64_t per_step = 1;  // elements per reduce step: the product of the extents
+};
+
 // The reduction opts of one reduce axis (amounts of 1: none).
 struct ReduceAxisOpts {
   int64_t upcast = 1, unroll = 1, group = 1;
 };
 
-class Lowerer {
+class Lowerer : public LinearBuilder {
  public:
   Lowerer(const ScheduleItem& item, const KernelAxes& axes, const std::vector<Opt>& opts)
       : item_(item), axes_(axes), opts_(opts) {
@@ -71,7 +49,10 @@ class Lowerer {
     reduce_opts_.resize(axes.reduce.size());
     upcast_.assign(axes.output.size(), 1);
     for (const Opt& opt : opts) {
-      if (opt.axis == Opt::kFlatAxis) continue;
+      if (opt.axis == Opt::kFlatAxis) {
+        local_of_[opt.axis] = opt.amount;
+        continue;
+      }
       const bool on_reduce = axes.is_reduce_axis(opt.axis);
       const size_t reduce_index = opt.axis - axes.output.size();
       switch (opt.kind) {
@@ -84,8 +65,13 @@ class Lowerer {
         case OptKind::Group:
           reduce_opts_[reduce_index].group = opt.amount;
           break;
-        case OptKind::Rows:
+        case OptKind::Tile:
+          tile_chunk_ = opt.amount;
+          break;
         case OptKind::Local:
+          local_of_[opt.axis] = opt.amount;
+          break;
+        case OptKind::Rows:
           break;
       }
     }
@@ -101,7 +87,6 @@ class Lowerer {
       param_of_[input.get()] = static_cast<int>(program_.params.size());
       program_.params.push_back({input->dtype(), input->numel(), false});
     }
-    scopes_.emplace_back();
     const Shape& shape = item_.ast->shape();
     const size_t ndim = shape.size();
     if (item_.output->numel() == 0) return std::move(program_);
@@ -110,6 +95,7 @@ class Lowerer {
     Shape tiles = shape;
     for (size_t axis = 0; axis < ndim; ++axis) tiles[axis] /= upcast_[axis];
     const Index tile = launch_index(tiles);
+    tile_index_ = tile;
     Lanes lanes{tile};
     for (size_t axis = 0; axis < ndim; ++axis) {
       if (upcast_[axis] == 1) continue;
@@ -194,61 +180,6 @@ class Lowerer {
     return tile;
   }
 
-  int emit(LinInstr instr) {
-    program_.instrs.push_back(std::move(instr));
-    return static_cast<int>(program_.instrs.size()) - 1;
-  }
-
-  int constant(DType dtype, ConstArg value) {
-    LinInstr instr{LinOp::Const, dtype};
-    instr.value = value;
-    return emit(std::move(instr));
-  }
-
-  int index_value(const Sym& index, DType dtype) {
-    LinInstr instr{LinOp::Index, dtypes::int64};
-    instr.index = index;
-    int value = emit(std::move(instr));
-    return cast_to(value, dtype);
-  }
-
-  int cast_to(int value, DType dtype) {
-    if (program_.instrs[value].dtype == dtype) return value;
-    if (const std::optional<int> constant = folded(Op::Cast, dtype, {value})) return *constant;
-    LinInstr instr{LinOp::Cast, dtype};
-    instr.srcs = {value};
-    return emit(std::move(instr));
-  }
-
-  // A constant for an op whose operands are all constants (none of its work left to the device
-  // compiler); nullopt otherwise.
-  std::optional<int> folded(Op op, DType dtype, const std::vector<int>& srcs) {
-    std::vector<TypedConst> operands;
-    for (int src : srcs) {
-      const LinInstr& instr = program_.instrs[src];
-      if (instr.op != LinOp::Const) return std::nullopt;
-      operands.push_back({instr.dtype, instr.value});
-    }
-    const std::optional<ConstArg> value = fold_constant(op, dtype, operands);
-    if (!value) return std::nullopt;
-    return constant(dtype, *value);
-  }
-
-  int alu(Op op, DType dtype, std::vector<int> srcs) {
-    if (const std::optional<int> constant = folded(op, dtype, srcs)) return *constant;
-    LinInstr instr{LinOp::Alu, dtype};
-    instr.alu = op;
-    instr.srcs = std::move(srcs);
-    return emit(std::move(instr));
-  }
-
-  // value where `valid` holds, else zero of the value's dtype.
-  int masked(int value, const Sym& valid, DType dtype) {
-    if (valid.is_const()) return valid.const_value() ? value : constant(dtype, ConstArg{});
-    const int condition = index_value(valid, dtypes::bool_);
-    return alu(Op::Where, dtype, {condition, value, constant(dtype, ConstArg{})});
-  }
-
   // Runs `lower` with `condition` added to the gate that loads check.
   template <typename LowerFn>
   auto gated(const Sym& condition, LowerFn&& lower_fn) {
@@ -267,14 +198,6 @@ class Lowerer {
     return key;
   }
 
-  const int* find_memo(const std::string& key) const {
-    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
-      auto found = scope->find(key);
-      if (found != scope->end()) return &found->second;
-    }
-    return nullptr;
-  }
-
   // The node's value at each lane's index. Lanes already lowered in an enclosing scope, and
   // lanes with equal indices, are lowered once.
   std::vector<int> lower(const UOpRef& node, const Lanes& lanes) {
@@ -283,7 +206,7 @@ class Lowerer {
     std::vector<std::string> missing_keys;
     for (const Index& index : lanes) {
       std::string key = memo_key(node, index);
-      if (find_memo(key) ||
+      if (find_value(key) ||
           std::find(missing_keys.begin(), missing_keys.end(), key) != missing_keys.end())
         continue;
       missing.push_back(index);
@@ -292,10 +215,10 @@ class Lowerer {
     if (!missing.empty()) {
       const std::vector<int> computed = lower_uncached(node, missing);
       for (size_t lane = 0; lane < missing.size(); ++lane)
-        scopes_.back()[missing_keys[lane]] = computed[lane];
+        remember(missing_keys[lane], computed[lane]);
     }
     std::vector<int> values;
-    for (const Index& index : lanes) values.push_back(*find_memo(memo_key(node, index)));
+    for (const Index& index : lanes) values.push_back(*find_value(memo_key(node, index)));
     return values;
   }
 
@@ -303,7 +226,7 @@ class Lowerer {
 
   bool is_lowered(const UOpRef& node, const Lanes& lanes) const {
     return std::all_of(lanes.begin(), lanes.end(),
-                       [&](const Index& index) { return find_memo(memo_key(node, index)); });
+                       [&](const Index& index) { return find_value(memo_key(node, index)); });
   }
 
   // A chain of elementwise ops (a graph built by an unrolled loop: 100,000 deep) would recurse
@@ -327,6 +250,10 @@ class Lowerer {
   }
 
   std::vector<int> lower_uncached(const UOpRef& node, const Lanes& lanes) {
+    if (reading_chunks_) {
+      if (auto staged = staged_.find(node.get()); staged != staged_.end())
+        return chunk_loads(staged->second, lanes);
+    }
     const DType dtype = node->dtype();
     std::vector<int> values;
     switch (node->op()) {
@@ -352,18 +279,9 @@ class Lowerer {
         return lower_view(node, lanes);
       case Op::Reduce:
         return lower_reduce(node, lanes);
-      case Op::Cast: {
-        for (int src : lower(node->src(), lanes)) {
-          if (const std::optional<int> constant = folded(Op::Cast, dtype, {src})) {
-            values.push_back(*constant);
-            continue;
-          }
-          LinInstr instr{LinOp::Cast, dtype};
-          instr.srcs = {src};
-          values.push_back(emit(std::move(instr)));
-        }
+      case Op::Cast:
+        for (int src : lower(node->src(), lanes)) values.push_back(cast_to(src, dtype));
         return values;
-      }
       default:
         break;
     }
@@ -387,13 +305,13 @@ class Lowerer {
     if (valid.is_const() && valid.const_value() == 0) return constant(buffer->dtype(), ConstArg{});
     const int param = param_of_.at(buffer.get());
     const std::string key = "load" + std::to_string(param) + "@" + flat.key() + "?" + valid.key();
-    if (const int* known = find_memo(key)) return *known;
+    if (const int* known = find_value(key)) return *known;
     LinInstr instr{LinOp::Load, buffer->dtype()};
     instr.buffer = param;
     instr.index = flat;
     instr.valid = valid;
     const int value = emit(std::move(instr));
-    scopes_.back()[key] = value;
+    remember(key, value);
     return value;
   }
 
@@ -448,6 +366,7 @@ class Lowerer {
     const UOpRef& src = node->src();
     const DType dtype = node->dtype();
     const size_t lane_count = lanes.size();
+    if (node == kernel_reduce_ && tile_chunk_ > 0) return lower_tiled_reduce(node, lanes);
     std::vector<ReduceAxisOpts> axis_opts(reduce.axes.size());
     if (node == kernel_reduce_) axis_opts = reduce_opts_;
     for (int axis : reduce.axes) {
@@ -473,7 +392,7 @@ class Lowerer {
                                    : BlockedSum{};
 
     std::vector<int> loops;
-    auto open_loop = [&](int64_t size) { return open_loop_in(loops, size); };
+    auto open_reduce_loop = [&](int64_t size) { return open_loop(loops, size); };
     std::vector<Sym> trip(reduce.axes.size(), Sym(0));
     std::vector<int> targets = accumulators;
     size_t inner_begin = 0;  // loops from here on run inside the block accumulators
@@ -481,10 +400,10 @@ class Lowerer {
     for (size_t level = 0; level < plan.size(); ++level) {
       const ReduceLoop& loop = plan[level];
       if (blocked.enabled && level == blocked.level && blocked.length > 0) {
-        const Sym block = open_loop((loop.size + blocked.length - 1) / blocked.length);
+        const Sym block = open_reduce_loop((loop.size + blocked.length - 1) / blocked.length);
         targets = define_accumulators(ReduceOp::Sum, dtype, accumulators.size());
         inner_begin = loops.size();
-        trip[loop.axis] = block * Sym(blocked.length) + open_loop(blocked.length);
+        trip[loop.axis] = block * Sym(blocked.length) + open_reduce_loop(blocked.length);
         if (loop.size % blocked.length != 0) in_range = lt(trip[loop.axis], Sym(loop.size));
         continue;
       }
@@ -492,7 +411,7 @@ class Lowerer {
         targets = define_accumulators(ReduceOp::Sum, dtype, accumulators.size());
         inner_begin = loops.size();
       }
-      trip[loop.axis] = open_loop(loop.size);
+      trip[loop.axis] = open_reduce_loop(loop.size);
     }
     const size_t body_start = program_.instrs.size();
     // Each combination of copy and part reads its own position along every reduce axis.
@@ -547,98 +466,114 @@ class Lowerer {
     return finish_group(std::move(results), reduce.op, dtype, node == kernel_reduce_);
   }
 
-  // `value` where `valid` holds, else the reduction's identity (a masked step adds nothing).
-  int masked_identity(int value, const Sym& valid, ReduceOp op, DType dtype) {
-    const int condition = index_value(valid, dtypes::bool_);
-    return alu(Op::Where, dtype, {condition, value, constant(dtype, reduce_identity(op, dtype))});
-  }
-
-  // Partial results combined pairwise, in a fixed order.
-  int combine(std::vector<int> terms, ReduceOp op, DType dtype) {
-    static constexpr Op kCombine[] = {Op::Add, Op::Mul, Op::Max, Op::Min};
-    while (terms.size() > 1) {
-      std::vector<int> pairs;
-      for (size_t at = 0; at + 1 < terms.size(); at += 2)
-        pairs.push_back(alu(kCombine[static_cast<int>(op)], dtype, {terms[at], terms[at + 1]}));
-      if (terms.size() % 2) pairs.push_back(terms.back());
-      terms = std::move(pairs);
+  // TILE: the reduction in chunks. For each chunk the workgroup copies what its work items will
+  // read of each input into local memory (work item i copies elements i, i + workgroup, ...),
+  // waits at a barrier, reduces its lanes from local memory, and waits again before the next
+  // chunk overwrites it. An input's chunk is laid out [step][coordinates along its output axes],
+  // the coordinates relative to the workgroup's first output.
+  std::vector<int> lower_tiled_reduce(const UOpRef& node, const Lanes& lanes) {
+    const UOpRef& src = node->src();
+    const int reduce_axis = node->reduce_arg().axes[0];
+    const ReduceOp op = node->reduce_arg().op;
+    std::vector<int> accumulators = define_accumulators(op, node->dtype(), lanes.size());
+    Sym local_id(0);
+    int64_t workgroup = 1;
+    for (const auto& [axis, amount] : local_of_) {
+      local_id = local_id + mod(tile_index_[axis], Sym(amount)) * Sym(workgroup);
+      workgroup *= amount;
     }
-    return terms[0];
+    for (const KernelAxes::ReduceInput& input : axes_.reduce_inputs) {
+      StagedInput staged;
+      staged.input = &input;
+      for (int axis : input.output_axes) {
+        const auto local = local_of_.find(axis);
+        const int64_t amount = local == local_of_.end() ? 1 : local->second;
+        staged.extents.push_back(Sym(amount * upcast_[axis]));
+        staged.bases.push_back((tile_index_[axis] - mod(tile_index_[axis], Sym(amount))) *
+                               Sym(upcast_[axis]));
+        staged.per_step *= amount * upcast_[axis];
+      }
+      LinInstr define{LinOp::DefineLocal, input.node->dtype()};
+      define.local_size = staged.per_step * tile_chunk_;
+      staged.local = emit(std::move(define));
+      staged_[input.node.get()] = std::move(staged);
+    }
+    std::vector<int> loops;
+    const int64_t chunks = src->shape()[reduce_axis] / tile_chunk_;
+    chunk_start_ = open_loop(loops, chunks) * Sym(tile_chunk_);
+    for (const KernelAxes::ReduceInput& input : axes_.reduce_inputs) {
+      const StagedInput& staged = staged_.at(input.node.get());
+      const int64_t elements = staged.per_step * tile_chunk_;
+      for (int64_t first = 0; first < elements; first += workgroup) {
+        const Sym element = local_id + Sym(first);
+        const Sym inside = first + workgroup <= elements ? Sym(1) : lt(element, Sym(elements));
+        const Index coordinates = unravel_index(mod(element, Sym(staged.per_step)), staged.extents);
+        Index index(src->shape().size(), Sym(0));
+        for (size_t output = 0; output < axes_.source_axis.size(); ++output)
+          index[axes_.source_axis[output]] = tile_index_[output] * Sym(upcast_[output]);
+        for (size_t at = 0; at < input.output_axes.size(); ++at)
+          index[axes_.source_axis[input.output_axes[at]]] = staged.bases[at] + coordinates[at];
+        index[reduce_axis] = chunk_start_ + floordiv(element, Sym(staged.per_step));
+        const int value = gated(inside, [&] { return lower_one(input.node, index); });
+        LinInstr store{LinOp::Store, input.node->dtype()};
+        store.srcs = {value};
+        store.buffer = staged.local;
+        store.local = true;
+        store.index = element;
+        store.valid = inside;
+        emit(std::move(store));
+      }
+    }
+    emit(LinInstr{LinOp::Barrier, dtypes::int64});
+    const Sym step = open_loop(loops, tile_chunk_);
+    Lanes source_lanes = lanes;
+    for (Index& lane : source_lanes) lane[reduce_axis] = chunk_start_ + step;
+    reading_chunks_ = true;
+    const std::vector<int> values = lower(src, source_lanes);
+    reading_chunks_ = false;
+    for (size_t lane = 0; lane < lanes.size(); ++lane)
+      accumulate(accumulators[lane], values[lane], op);
+    close_loop(loops);
+    emit(LinInstr{LinOp::Barrier, dtypes::int64});
+    close_loop(loops);
+    staged_.clear();
+    return accumulators;
   }
 
-  // GROUP: every work item of the group puts its partial results in local memory; after a
-  // barrier each combines all of them in the same order (one of them then stores).
+  // TILE: an input's values at `lanes`, from its chunk in local memory.
+  std::vector<int> chunk_loads(const StagedInput& staged, const Lanes& lanes) {
+    const int reduce_axis = kernel_reduce_->reduce_arg().axes[0];
+    std::vector<int> values;
+    for (const Index& lane : lanes) {
+      Sym position = (lane[reduce_axis] - chunk_start_) * Sym(staged.per_step);
+      Sym stride(1);
+      for (size_t at = staged.bases.size(); at-- > 0;) {
+        const int output = staged.input->output_axes[at];
+        position = position + (lane[axes_.source_axis[output]] - staged.bases[at]) * stride;
+        stride = stride * staged.extents[at];
+      }
+      const std::string key = "chunk" + std::to_string(staged.local) + "@" + position.key();
+      if (const int* known = find_value(key)) {
+        values.push_back(*known);
+        continue;
+      }
+      LinInstr load{LinOp::Load, staged.input->node->dtype()};
+      load.buffer = staged.local;
+      load.local = true;
+      load.index = position;
+      values.push_back(emit(std::move(load)));
+      remember(key, values.back());
+    }
+    return values;
+  }
+
+  // GROUP: the kernel's reduction combines its partial results across the workgroup (one work
+  // item then stores them).
   std::vector<int> finish_group(std::vector<int> values, ReduceOp op, DType dtype, bool grouped) {
     int64_t group = 1;
     for (const ReduceAxisOpts& opts : reduce_opts_) group = std::max(group, opts.group);
     if (!grouped || group == 1) return values;
-    const int64_t lanes = static_cast<int64_t>(values.size());
-    LinInstr define{LinOp::DefineLocal, dtype};
-    define.local_size = group * lanes;
-    const int local = emit(std::move(define));
-    for (int64_t lane = 0; lane < lanes; ++lane) {
-      LinInstr store{LinOp::Store, dtype};
-      store.srcs = {values[lane]};
-      store.buffer = local;
-      store.local = true;
-      store.index = Sym(lane * group) + group_lane_;
-      emit(std::move(store));
-    }
-    emit(LinInstr{LinOp::Barrier, dtypes::int64});
-    std::vector<int> totals = define_accumulators(op, dtype, values.size());
-    std::vector<int> loops;
-    const Sym member = open_loop_in(loops, group);
-    for (int64_t lane = 0; lane < lanes; ++lane) {
-      LinInstr load{LinOp::Load, dtype};
-      load.buffer = local;
-      load.local = true;
-      load.index = Sym(lane * group) + member;
-      accumulate(totals[lane], emit(std::move(load)), op);
-    }
-    close_loop(loops);
-    return totals;
-  }
-
-  std::vector<int> define_accumulators(ReduceOp op, DType dtype, size_t count) {
-    std::vector<int> accumulators;
-    for (size_t lane = 0; lane < count; ++lane) {
-      LinInstr define{LinOp::AccDefine, dtype};
-      define.value = reduce_identity(op, dtype);
-      accumulators.push_back(emit(std::move(define)));
-    }
-    return accumulators;
-  }
-
-  void accumulate(int accumulator, int value, ReduceOp op) {
-    LinInstr update{LinOp::AccUpdate, program_.instrs[accumulator].dtype};
-    update.srcs = {accumulator, value};
-    update.reduce = op;
-    emit(std::move(update));
-  }
-
-  // Opens `for var in [0, size)` with its own scope; returns var.
-  Sym open_loop_in(std::vector<int>& loops, int64_t size) {
-    const std::string name = "r" + std::to_string(loop_counter_++);
-    LinInstr begin{LinOp::LoopBegin, dtypes::int64};
-    begin.loop_var = name;
-    begin.loop_end = size;
-    loops.push_back(emit(std::move(begin)));
-    scopes_.emplace_back();
-    return Sym::var(name, 0, size - 1);
-  }
-
-  void close_loop(std::vector<int>& loops) {
-    emit(LinInstr{LinOp::LoopEnd, dtypes::int64});
-    scopes_.pop_back();
-    loops.pop_back();
-  }
-
-  // True when no loop opens between `start` and the end of the program.
-  bool innermost_body(size_t start) const {
-    for (size_t index = start; index < program_.instrs.size(); ++index) {
-      if (program_.instrs[index].op == LinOp::LoopBegin) return false;
-    }
-    return true;
+    return combine_across_group(std::move(values), op, dtype, group, group_lane_);
   }
 
   const ScheduleItem& item_;
@@ -646,13 +581,16 @@ class Lowerer {
   const std::vector<Opt>& opts_;
   UOpRef kernel_reduce_;  // the Reduce the reduction opts apply to
   std::vector<ReduceAxisOpts> reduce_opts_;
-  std::vector<int64_t> upcast_;  // per output axis
-  Sym group_lane_ = Sym(0);      // GROUP: the work item's place in its group
+  std::vector<int64_t> upcast_;      // per output axis
+  Sym group_lane_ = Sym(0);          // GROUP: the work item's place in its group
+  std::map<int, int64_t> local_of_;  // LOCAL amounts by output axis (kFlatAxis: the flat index)
+  Index tile_index_;                 // the work item's tile index along each output axis
+  int64_t tile_chunk_ = 0;           // TILE: the reduction's chunk (0: no TILE)
+  std::unordered_map<const UOp*, StagedInput> staged_;  // TILE: the inputs' chunks, by node
+  Sym chunk_start_ = Sym(0);     // TILE: the reduce index where the current chunk starts
+  bool reading_chunks_ = false;  // TILE: inputs are read from their chunks
   Sym store_guard_ = Sym(1);     // which work items store the outputs
-  LinearProgram program_;
   std::unordered_map<const UOp*, int> param_of_;
-  std::vector<std::unordered_map<std::string, int>> scopes_;
-  int loop_counter_ = 0;
   // Where the values being lowered are needed; loads outside it read nothing (see lower_view).
   Sym gate_ = Sym(1);
 };

@@ -5,8 +5,12 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_set>
+
+#include "core/view.h"
 
 namespace kiln {
 
@@ -22,6 +26,8 @@ const char* opt_kind_name(OptKind kind) {
       return "GROUP";
     case OptKind::Rows:
       return "ROWS";
+    case OptKind::Tile:
+      return "TILE";
   }
   return "?";
 }
@@ -74,6 +80,113 @@ UOpRef kernel_reduce(const UOpRef& ast) {
   return found;
 }
 
+namespace {
+
+bool mentions(const Sym& value, const std::string& var) {
+  return value.substitute({{var, Sym(0)}}).key() != value.key();
+}
+
+// Fills source_axis and reduce_inputs where the reduction's source axes are the output axes plus
+// the reduce axis: an output index of probe variables is carried through the Views between the
+// output and the Reduce, and each must arrive as its own variable.
+void find_matmul_shape(const UOpRef& ast, const UOpRef& reduce, KernelAxes& axes) {
+  const Shape& source_shape = reduce->src()->shape();
+  const int reduce_axis = reduce->reduce_arg().axes[0];
+  if (std::count(source_shape.begin(), source_shape.end(), 0) > 0) return;  // nothing to stage
+  // Every path from the output down to the Reduce must carry the output index there the same
+  // way (elementwise ops keep it, Views map it).
+  std::vector<Sym> probes;
+  for (size_t axis = 0; axis < axes.output.size(); ++axis)
+    probes.push_back(Sym::var("probe" + std::to_string(axis), 0, axes.output[axis] - 1));
+  std::optional<std::vector<Sym>> arrived;
+  bool consistent = true;
+  std::unordered_set<std::string> walked;
+  std::function<void(const UOpRef&, const std::vector<Sym>&)> walk =
+      [&](const UOpRef& node, const std::vector<Sym>& index) {
+        std::string key = std::to_string(reinterpret_cast<uintptr_t>(node.get()));
+        for (const Sym& value : index) key += "," + value.key();
+        if (!consistent || !walked.insert(key).second) return;
+        if (node == reduce) {
+          if (arrived && *arrived != index) consistent = false;
+          arrived = index;
+          return;
+        }
+        if (node->op() == Op::View) {
+          auto [flat, valid] = node->tracker().to_index(index);
+          if (!(valid == Sym(1))) {
+            consistent = false;
+            return;
+          }
+          walk(node->src(), unravel_index(flat, to_sym_shape(node->src()->shape())));
+          return;
+        }
+        for (const UOpRef& src : node->srcs()) {
+          if (kernel_reduce(src) == reduce) walk(src, index);
+        }
+      };
+  walk(ast, probes);
+  if (!consistent || !arrived) return;
+  const std::vector<Sym>& index = *arrived;
+  if (index.size() != source_shape.size()) return;
+  std::vector<int> source_axis(axes.output.size(), -1);
+  for (size_t axis = 0; axis < index.size(); ++axis) {
+    if (static_cast<int>(axis) == reduce_axis) {
+      if (!(index[axis] == Sym(0))) return;
+      continue;
+    }
+    if (index[axis].kind() != SymKind::Var) return;
+    const std::string& name = index[axis].var_name();
+    const int output = std::stoi(name.substr(5));
+    if (source_axis[output] != -1 || index[axis].vmax() != source_shape[axis] - 1) return;
+    source_axis[output] = static_cast<int>(axis);
+  }
+  if (std::count(source_axis.begin(), source_axis.end(), -1) > 0) return;
+  for (size_t output = 1; output < source_axis.size(); ++output) {
+    if (source_axis[output] < source_axis[output - 1]) return;  // the axes keep their order
+  }
+  // The source's index in probe variables; the reduce axis is a probe of its own.
+  std::vector<Sym> source_index(source_shape.size());
+  for (size_t output = 0; output < source_axis.size(); ++output)
+    source_index[source_axis[output]] = index[source_axis[output]];
+  source_index[reduce_axis] = Sym::var("probe_r", 0, source_shape[reduce_axis] - 1);
+  std::vector<UOpRef> stack{reduce->src()};
+  std::unordered_set<const UOp*> seen{reduce->src().get()};
+  while (!stack.empty()) {
+    const UOpRef node = stack.back();
+    stack.pop_back();
+    if (node->op() == Op::Reduce) return;  // a nested reduction: not matmul-shaped
+    // A View of a constant or of indices reads no buffer.
+    if (node->op() == Op::View && (node->src()->op() == Op::Const || node->src()->op() == Op::Iota))
+      continue;
+    if (node->op() == Op::View || node->op() == Op::Buffer) {
+      Sym flat, valid(1);
+      if (node->op() == Op::View) {
+        std::tie(flat, valid) = node->tracker().to_index(source_index);
+      } else {
+        const SymShape strides = View::contiguous_strides(to_sym_shape(node->shape()));
+        flat = Sym(0);
+        for (size_t dim = 0; dim < source_index.size(); ++dim)
+          flat = flat + source_index[dim] * strides[dim];
+      }
+      KernelAxes::ReduceInput input{node, {}};
+      for (size_t output = 0; output < source_axis.size(); ++output) {
+        const std::string var = "probe" + std::to_string(output);
+        if (mentions(flat, var) || mentions(valid, var))
+          input.output_axes.push_back(static_cast<int>(output));
+      }
+      axes.reduce_inputs.push_back(std::move(input));
+      continue;
+    }
+    if (!is_elementwise(node->op()) && node->op() != Op::Cast) continue;
+    for (const UOpRef& src : node->srcs()) {
+      if (seen.insert(src.get()).second) stack.push_back(src);
+    }
+  }
+  axes.source_axis = std::move(source_axis);
+}
+
+}  // namespace
+
 KernelAxes kernel_axes(const UOpRef& ast) {
   KernelAxes axes;
   axes.output = ast->shape();
@@ -86,6 +199,7 @@ KernelAxes kernel_axes(const UOpRef& ast) {
     axes.reduce_op = arg.op;
     axes.reduce_dtype = reduce->dtype();
     axes.reassociable = !reduce->dtype().is_float() || arg.op != ReduceOp::Prod;
+    if (arg.axes.size() == 1) find_matmul_shape(ast, reduce, axes);
   }
   return axes;
 }
@@ -122,6 +236,7 @@ class OptChecker {
     std::set<std::pair<OptKind, int>> seen;
     std::map<int, int64_t> upcast_of, local_of;
     int64_t group = 0, workgroup = 1;
+    const Opt* tile = nullptr;
 
     for (const Opt& opt : opts) {
       opt_ = &opt;
@@ -181,9 +296,27 @@ class OptChecker {
           if (opt.amount != size)
             refuse("the amount is the row length, the axis' size " + std::to_string(size));
           break;
+        case OptKind::Tile:
+          if (!reduce_axis) refuse("TILE applies to a reduce axis");
+          if (axes_.source_axis.empty())
+            refuse(
+                "TILE needs a matmul-shaped kernel: one reduce axis, and a reduction whose "
+                "source is indexed by the output axes and that axis (no nested reduction, no "
+                "View of a computed value)");
+          needs_workgroups();
+          if (target_.local_memory_bytes <= 0) refuse(target_.device + " has no local memory");
+          if (size % opt.amount != 0)
+            refuse("the amount must divide the axis' size " + std::to_string(size));
+          if (axes_.reduce_dtype.is_float() && axes_.reduce_op == ReduceOp::Sum && size > 4096)
+            refuse(
+                "a float sum of more than 4096 terms is added in blocks (its error grows like "
+                "sqrt(n)); TILE adds in order");
+          tile = &opt;
+          break;
       }
     }
     opt_ = nullptr;
+    if (tile) check_tile(*tile, opts, upcast_of, local_of);
     const std::vector<LaunchAxis> launch = launch_layout(axes_, opts);
     for (const Opt& opt : opts) {
       opt_ = &opt;
@@ -214,6 +347,39 @@ class OptChecker {
   }
 
  private:
+  void check_tile(const Opt& tile, const std::vector<Opt>& opts,
+                  const std::map<int, int64_t>& upcast_of, const std::map<int, int64_t>& local_of) {
+    opt_ = &tile;
+    for (const Opt& other : opts) {
+      if (&other != &tile && other.axis == tile.axis)
+        refuse("the reduce axis takes no other opt beside TILE (" + other.to_string() + ")");
+      if (other.kind == OptKind::Group) refuse("TILE and GROUP do not combine");
+    }
+    if (local_of.count(Opt::kFlatAxis))
+      refuse("the workgroup must split output axes (a LOCAL on an axis), not the flat index");
+    if (local_of.empty()) refuse("the workgroup is one work item: TILE needs a LOCAL");
+    for (const auto& [axis, amount] : local_of) {
+      const int64_t items = axes_.size(axis) / upcast_or_one(upcast_of, axis);
+      if (items % amount != 0)
+        refuse("LOCAL(axis " + std::to_string(axis) + ", " + std::to_string(amount) +
+               ") must divide the axis' " + std::to_string(items) +
+               " work items: every work item reaches the barriers");
+    }
+    int64_t bytes = 0;
+    for (const KernelAxes::ReduceInput& input : axes_.reduce_inputs) {
+      int64_t elements = tile.amount;
+      for (int axis : input.output_axes) {
+        auto local = local_of.find(axis);
+        elements *= (local == local_of.end() ? 1 : local->second) * upcast_or_one(upcast_of, axis);
+      }
+      bytes += elements * compute_itemsize(input.node->dtype());
+    }
+    if (bytes > target_.local_memory_bytes)
+      refuse("its inputs' chunks need " + std::to_string(bytes) + " bytes of local memory; " +
+             target_.device + " has " + std::to_string(target_.local_memory_bytes));
+    opt_ = nullptr;
+  }
+
   [[noreturn]] void refuse(const std::string& reason) const {
     throw OptError("[opts] " + (opt_ ? opt_->to_string() : std::string("the opts")) +
                    " does not fit kernel " + kernel_ + " " + axes_.to_string() + " on " +

@@ -38,6 +38,13 @@ enum class OptKind : uint8_t {
   // it inside a loop over the other axes, so what depends only on the outer index (a broadcast
   // operand) is computed once per row. `amount` is the row length (the axis' size).
   Rows,
+  // Reduce axis of a matmul-shaped kernel (see KernelAxes::source_axis): the reduction runs in
+  // chunks of `amount`, and for each chunk the workgroup first copies what its work items will
+  // read of each input (KernelAxes::reduce_inputs) into local memory, together, then
+  // reduces from there: a value one work item loaded is read by all that need it. Needs a LOCAL
+  // on an output axis, every LOCAL dividing its axis (all work items reach the barriers), no LOCAL
+  // on the flat index, no GROUP, and no other opt on the reduce axis.
+  Tile,
 };
 
 const char* opt_kind_name(OptKind kind);
@@ -66,6 +73,18 @@ struct KernelAxes {
   // Whether the reduction may be reassociated (split into partial results): every integer and
   // bool reduction, and float sums, maxima and minima. Not a float product.
   bool reassociable = false;
+
+  // Matmul-shaped kernels (one reduce axis; the reduction's source axes are the output axes, in
+  // order, with the reduce axis among them): the source axis of each output axis. Empty otherwise.
+  std::vector<int> source_axis;
+  // What the reduction's source reads (Buffers, and Views of Buffers or of computed values,
+  // reached through elementwise ops), with the output axes each one's index depends on; filled
+  // for matmul-shaped kernels.
+  struct ReduceInput {
+    UOpRef node;
+    std::vector<int> output_axes;
+  };
+  std::vector<ReduceInput> reduce_inputs;
 
   int rank() const { return static_cast<int>(output.size() + reduce.size()); }
   bool is_reduce_axis(int axis) const { return axis >= static_cast<int>(output.size()); }

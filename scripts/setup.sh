@@ -65,7 +65,8 @@ case "$mode" in
     ctest --test-dir build --output-on-failure -j2
     # The suite again on the OpenCL device where one runs (conformance already covers every device).
     if build/bin/kiln devices | grep -qE '^[ *]+CL +available'; then
-      KILN_DEVICE=CL ctest --test-dir build --output-on-failure -j2 -E 'conformance|install_and_build'
+      KILN_DEVICE=CL ctest --test-dir build --output-on-failure -j2 \
+        -E 'conformance|install_and_build|CUDA C\+\+ and GLSL'
     fi
     # The battery once more with a random valid opts list per kernel (a fixed seed): proves every
     # optimisation on the CPU and on OpenCL, not only the heuristics' choices.

@@ -10,9 +10,12 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <thread>
 #include <vector>
 
 #include "codegen/render.h"
@@ -226,12 +229,13 @@ void check_glsl_compiles(const std::vector<std::string>& sources) {
     write_file(path, sources[index]);
     files += " " + path.string();
   }
-  // One shader per file and per glslang run (a run links its files into one program); a shell
-  // loop saves a process start per shader.
+  // One shader per file and per glslang run (a run links its files into one program), as many
+  // at once as there are cores.
   const test::ChildResult compiled = test::run_child(
-      "", "sh -c 'for file in" + files + "; do " + glslang +
-              " -V --target-env vulkan1.2 -o \"$file.spv\" \"$file\" >\"$file.log\" || echo "
-              "\"$file\"; done'");
+      "", "sh -c 'for file in" + files + "; do echo \"$file\"; done | xargs -P " +
+              std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
+              " -I FILE sh -c \"" + glslang +
+              " -V --target-env vulkan1.2 -o FILE.spv FILE >FILE.log || echo FILE\"'");
   REQUIRE(compiled.exit_code == 0);
   for (size_t index = 0; index < sources.size() && !compiled.output.empty(); ++index) {
     const std::string file =
@@ -283,10 +287,33 @@ TEST_CASE("every dtype's ops render and compile as CUDA C++ and GLSL", "[dialect
       int cuda_refused = 0, glsl_refused = 0;
       check_cuda_compiles(render_all(kernels, cuda_dialect(), &cuda_refused));
       CHECK(cuda_refused == 0);
-      check_glsl_compiles(render_all(kernels, glsl_dialect(), &glsl_refused));
+      // glslang takes a process per shader: the kernels with the GPU heuristics' opts only (the
+      // CUDA unit above has those without opts too).
+      std::vector<LinearProgram> optimised;
+      for (size_t index = 0; index < kernels.size(); index += 2)
+        optimised.push_back(kernels[index]);
+      check_glsl_compiles(render_all(optimised, glsl_dialect(), &glsl_refused));
       CHECK((glsl_refused > 0) == (dtype == dtypes::float64));
     }
   }
+}
+
+TEST_CASE("tiled matmuls render and compile as CUDA C++ and GLSL", "[dialects]") {
+  const Tensor a = input({128, 96}, 1), b = input({96, 64}, 2);
+  const std::vector<LinearProgram> kernels =
+      kernels_of({matmul(a, b), matmul(a.cast(dtypes::float16), b.cast(dtypes::float16)),
+                  matmul(a.cast(dtypes::float64), b.cast(dtypes::float64)).relu(),
+                  matmul(a.reshape({2, 64, 96}), b.reshape({1, 96, 64}).expand({2, 96, 64}))});
+  int tiled = 0;
+  for (const LinearProgram& kernel : kernels)
+    tiled += kernel.opts.find("TILE") != std::string::npos;
+  CHECK(tiled == 4);  // the GPU heuristics tile every one of them
+  int refused = 0;
+  const std::vector<std::string> cuda = render_all(kernels, cuda_dialect(), &refused);
+  CHECK(contains(cuda[0], "__syncthreads();"));
+  check_cuda_compiles(cuda);
+  check_glsl_compiles(render_all(kernels, glsl_dialect(), &refused));
+  CHECK(refused == 0);
 }
 
 TEST_CASE("grouped reductions render and compile as CUDA C++ and GLSL", "[dialects]") {

@@ -128,27 +128,89 @@ TEST_CASE("a grouped reduction renders local memory and a barrier", "[opts]") {
   }
 }
 
+TEST_CASE("TILE stages a matmul's inputs through local memory, or says why it cannot", "[opts]") {
+  const ScheduleItem product = only_kernel(matmul(input({64, 48}, 1), input({48, 32}, 2)));
+  const KernelAxes axes = kernel_axes(product.ast);
+  // axes: 0 and 1 the output's rows and columns, 2 the 48 reduce steps.
+  REQUIRE(axes.source_axis.size() == 2);
+  REQUIRE(axes.reduce_inputs.size() == 2);
+  CHECK(axes.reduce_inputs[0].output_axes.size() == 1);  // a row of A: the output's row only
+  const std::vector<Opt> tiled{{OptKind::Upcast, 1, 2},
+                               {OptKind::Local, 1, 8},
+                               {OptKind::Local, 0, 4},
+                               {OptKind::Tile, 2, 16}};
+  const LinearProgram program = lower_kernel(product, tiled, cl_target());
+  int locals = 0, barriers = 0;
+  for (const LinInstr& instr : program.instrs) {
+    locals += instr.op == LinOp::DefineLocal;
+    barriers += instr.op == LinOp::Barrier;
+  }
+  CHECK(locals == 2);    // one chunk per input
+  CHECK(barriers == 2);  // after the copy, and before the next chunk overwrites it
+  const std::string source = render_kernel(program, opencl_dialect(false));
+  CHECK(contains(source, "__local float local"));
+  CHECK_FALSE(contains(source, "return;"));  // every work item reaches the barriers
+
+  CHECK(contains(refusal(product, {{OptKind::Tile, 0, 16}}, cl_target()), "reduce axis"));
+  CHECK(contains(refusal(product, {{OptKind::Tile, 2, 16}}, cl_target()), "TILE needs a LOCAL"));
+  CHECK(contains(refusal(product, {{OptKind::Local, 1, 8}, {OptKind::Tile, 2, 7}}, cl_target()),
+                 "divide the axis' size 48"));
+  CHECK(contains(refusal(product, {{OptKind::Local, 1, 12}, {OptKind::Tile, 2, 16}}, cl_target()),
+                 "every work item reaches the barriers"));
+  CHECK(contains(
+      refusal(product, {{OptKind::Local, Opt::kFlatAxis, 8}, {OptKind::Tile, 2, 16}}, cl_target()),
+      "not the flat index"));
+  CHECK(contains(
+      refusal(product, {{OptKind::Local, 1, 8}, {OptKind::Unroll, 2, 2}, {OptKind::Tile, 2, 16}},
+              cl_target()),
+      "no other opt beside TILE"));
+  OptTarget small = cl_target();
+  small.local_memory_bytes = 512;
+  CHECK(contains(refusal(product, {{OptKind::Local, 1, 8}, {OptKind::Tile, 2, 16}}, small),
+                 "need 576 bytes of local memory"));
+  CHECK(contains(refusal(product, {{OptKind::Tile, 2, 16}}, cpu_target()), "no workgroups"));
+  // Two reduce axes that do not merge: not matmul-shaped.
+  const ScheduleItem two_axes = only_kernel(input({8, 6, 4}, 3).sum({0, 2}));
+  CHECK(contains(refusal(two_axes, {{OptKind::Local, 0, 2}, {OptKind::Tile, 1, 4}}, cl_target()),
+                 "matmul-shaped"));
+  const ScheduleItem long_product = only_kernel(matmul(input({8, 8192}, 1), input({8192, 8}, 2)));
+  CHECK(
+      contains(refusal(long_product, {{OptKind::Local, 1, 8}, {OptKind::Tile, 2, 16}}, cl_target()),
+               "added in blocks"));
+  // Random lists include TILE for some seeds.
+  bool tiles = false;
+  for (uint64_t seed = 1; seed <= 40 && !tiles; ++seed) {
+    for (const Opt& opt : random_opts(product, cl_target(), seed))
+      tiles |= opt.kind == OptKind::Tile;
+  }
+  CHECK(tiles);
+}
+
 TEST_CASE("every valid opts list computes what no opts compute", "[opts]") {
   PolicyScope restore;
   const Tensor a = Tensor::rand({24, 40}, 3), b = Tensor::rand({40, 36}, 4);
   const Tensor long_row = Tensor::rand({3, 5000}, 5), odd = Tensor::rand({7, 9, 11}, 6);
   auto programs = [&] {
-    return std::vector<Tensor>{matmul(a, b),
-                               long_row.sum({1}),
-                               long_row.max({1}),
-                               long_row.sum(),
-                               odd.sum({0, 2}),
-                               (odd * 2).min({1}),
-                               odd.cast(dtypes::int32).sum({2}),
-                               a.softmax(1),
-                               a - a.max({1}, true),
-                               odd.cast(dtypes::float16).sum({1})};
+    return std::vector<Tensor>{
+        matmul(a, b),
+        matmul(a.cast(dtypes::float16), b.cast(dtypes::float16)),
+        matmul(a.reshape({2, 12, 40}), b.reshape({1, 40, 36}).expand({2, 40, 36})),
+        matmul(a, b) + b.sum({0}),
+        long_row.sum({1}),
+        long_row.max({1}),
+        long_row.sum(),
+        odd.sum({0, 2}),
+        (odd * 2).min({1}),
+        odd.cast(dtypes::int32).sum({2}),
+        a.softmax(1),
+        a - a.max({1}, true),
+        odd.cast(dtypes::float16).sum({1})};
   };
   set_opt_settings({OptPolicy::None, 0});
   std::vector<std::vector<float>> expected;
   for (Tensor& result : programs())
     expected.push_back(result.cast(dtypes::float32).to_vector<float>());
-  for (uint64_t seed = 1; seed <= 12; ++seed) {
+  for (uint64_t seed = 1; seed <= 16; ++seed) {
     set_opt_settings({OptPolicy::Random, seed});
     std::vector<Tensor> results = programs();
     for (size_t index = 0; index < results.size(); ++index) {

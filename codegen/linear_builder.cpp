@@ -1,0 +1,198 @@
+#include "codegen/linear_builder.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/const_fold.h"
+
+namespace kiln {
+
+ConstArg const_of(DType dtype, double value) {
+  ConstArg arg;
+  arg.float_value = value;
+  arg.int_value = std::isfinite(value) ? static_cast<int64_t>(value) : 0;
+  if (dtype.is_unsigned() && value >= 9223372036854775808.0) {
+    arg.int_value = static_cast<int64_t>(static_cast<uint64_t>(value));
+  }
+  return arg;
+}
+
+ConstArg reduce_identity(ReduceOp op, DType dtype) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return const_of(dtype, 0);
+    case ReduceOp::Prod:
+      return const_of(dtype, 1);
+    case ReduceOp::Max: {
+      if (dtype.is_float()) return const_of(dtype, -std::numeric_limits<double>::infinity());
+      ConstArg arg = const_of(dtype, dtype.min_value());
+      if (dtype == dtypes::int64) arg.int_value = std::numeric_limits<int64_t>::min();
+      return arg;
+    }
+    case ReduceOp::Min: {
+      if (dtype.is_float()) return const_of(dtype, std::numeric_limits<double>::infinity());
+      ConstArg arg = const_of(dtype, dtype.max_value());
+      if (dtype == dtypes::int64) arg.int_value = std::numeric_limits<int64_t>::max();
+      if (dtype == dtypes::uint64) arg.int_value = -1;  // all bits set
+      return arg;
+    }
+  }
+  return {};
+}
+
+LinearBuilder::LinearBuilder() {
+  scopes_.emplace_back();
+}
+
+void LinearBuilder::remember(const std::string& key, int value) {
+  scopes_.back()[key] = value;
+}
+
+int LinearBuilder::emit(LinInstr instr) {
+  program_.instrs.push_back(std::move(instr));
+  return static_cast<int>(program_.instrs.size()) - 1;
+}
+
+int LinearBuilder::constant(DType dtype, ConstArg value) {
+  LinInstr instr{LinOp::Const, dtype};
+  instr.value = value;
+  return emit(std::move(instr));
+}
+
+int LinearBuilder::index_value(const Sym& index, DType dtype) {
+  LinInstr instr{LinOp::Index, dtypes::int64};
+  instr.index = index;
+  int value = emit(std::move(instr));
+  return cast_to(value, dtype);
+}
+
+int LinearBuilder::cast_to(int value, DType dtype) {
+  if (program_.instrs[value].dtype == dtype) return value;
+  if (const std::optional<int> constant = folded(Op::Cast, dtype, {value})) return *constant;
+  LinInstr instr{LinOp::Cast, dtype};
+  instr.srcs = {value};
+  return emit(std::move(instr));
+}
+
+std::optional<int> LinearBuilder::folded(Op op, DType dtype, const std::vector<int>& srcs) {
+  std::vector<TypedConst> operands;
+  for (int src : srcs) {
+    const LinInstr& instr = program_.instrs[src];
+    if (instr.op != LinOp::Const) return std::nullopt;
+    operands.push_back({instr.dtype, instr.value});
+  }
+  const std::optional<ConstArg> value = fold_constant(op, dtype, operands);
+  if (!value) return std::nullopt;
+  return constant(dtype, *value);
+}
+
+int LinearBuilder::alu(Op op, DType dtype, std::vector<int> srcs) {
+  if (const std::optional<int> constant = folded(op, dtype, srcs)) return *constant;
+  LinInstr instr{LinOp::Alu, dtype};
+  instr.alu = op;
+  instr.srcs = std::move(srcs);
+  return emit(std::move(instr));
+}
+
+int LinearBuilder::masked(int value, const Sym& valid, DType dtype) {
+  if (valid.is_const()) return valid.const_value() ? value : constant(dtype, ConstArg{});
+  const int condition = index_value(valid, dtypes::bool_);
+  return alu(Op::Where, dtype, {condition, value, constant(dtype, ConstArg{})});
+}
+
+const int* LinearBuilder::find_value(const std::string& key) const {
+  for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
+    auto found = scope->find(key);
+    if (found != scope->end()) return &found->second;
+  }
+  return nullptr;
+}
+
+int LinearBuilder::masked_identity(int value, const Sym& valid, ReduceOp op, DType dtype) {
+  const int condition = index_value(valid, dtypes::bool_);
+  return alu(Op::Where, dtype, {condition, value, constant(dtype, reduce_identity(op, dtype))});
+}
+
+int LinearBuilder::combine(std::vector<int> terms, ReduceOp op, DType dtype) {
+  static constexpr Op kCombine[] = {Op::Add, Op::Mul, Op::Max, Op::Min};
+  while (terms.size() > 1) {
+    std::vector<int> pairs;
+    for (size_t at = 0; at + 1 < terms.size(); at += 2)
+      pairs.push_back(alu(kCombine[static_cast<int>(op)], dtype, {terms[at], terms[at + 1]}));
+    if (terms.size() % 2) pairs.push_back(terms.back());
+    terms = std::move(pairs);
+  }
+  return terms[0];
+}
+
+std::vector<int> LinearBuilder::combine_across_group(std::vector<int> values, ReduceOp op,
+                                                     DType dtype, int64_t group,
+                                                     const Sym& group_lane) {
+  const int64_t lanes = static_cast<int64_t>(values.size());
+  LinInstr define{LinOp::DefineLocal, dtype};
+  define.local_size = group * lanes;
+  const int local = emit(std::move(define));
+  for (int64_t lane = 0; lane < lanes; ++lane) {
+    LinInstr store{LinOp::Store, dtype};
+    store.srcs = {values[lane]};
+    store.buffer = local;
+    store.local = true;
+    store.index = Sym(lane * group) + group_lane;
+    emit(std::move(store));
+  }
+  emit(LinInstr{LinOp::Barrier, dtypes::int64});
+  std::vector<int> totals = define_accumulators(op, dtype, values.size());
+  std::vector<int> loops;
+  const Sym member = open_loop(loops, group);
+  for (int64_t lane = 0; lane < lanes; ++lane) {
+    LinInstr load{LinOp::Load, dtype};
+    load.buffer = local;
+    load.local = true;
+    load.index = Sym(lane * group) + member;
+    accumulate(totals[lane], emit(std::move(load)), op);
+  }
+  close_loop(loops);
+  return totals;
+}
+
+std::vector<int> LinearBuilder::define_accumulators(ReduceOp op, DType dtype, size_t count) {
+  std::vector<int> accumulators;
+  for (size_t lane = 0; lane < count; ++lane) {
+    LinInstr define{LinOp::AccDefine, dtype};
+    define.value = reduce_identity(op, dtype);
+    accumulators.push_back(emit(std::move(define)));
+  }
+  return accumulators;
+}
+
+void LinearBuilder::accumulate(int accumulator, int value, ReduceOp op) {
+  LinInstr update{LinOp::AccUpdate, program_.instrs[accumulator].dtype};
+  update.srcs = {accumulator, value};
+  update.reduce = op;
+  emit(std::move(update));
+}
+
+Sym LinearBuilder::open_loop(std::vector<int>& loops, int64_t size) {
+  const std::string name = "r" + std::to_string(loop_counter_++);
+  LinInstr begin{LinOp::LoopBegin, dtypes::int64};
+  begin.loop_var = name;
+  begin.loop_end = size;
+  loops.push_back(emit(std::move(begin)));
+  scopes_.emplace_back();
+  return Sym::var(name, 0, size - 1);
+}
+
+void LinearBuilder::close_loop(std::vector<int>& loops) {
+  emit(LinInstr{LinOp::LoopEnd, dtypes::int64});
+  scopes_.pop_back();
+  loops.pop_back();
+}
+
+bool LinearBuilder::innermost_body(size_t start) const {
+  for (size_t index = start; index < program_.instrs.size(); ++index) {
+    if (program_.instrs[index].op == LinOp::LoopBegin) return false;
+  }
+  return true;
+}
+
+}  // namespace kiln

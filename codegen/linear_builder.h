@@ -1,0 +1,67 @@
+#pragma once
+// Building a linear program instruction by instruction: constants folded as they are made, loops
+// that open a scope of reusable values and close it, and the reduction steps lowering shares
+// (accumulators, masked steps, pairwise combining, combining across a workgroup).
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/linear.h"
+
+namespace kiln {
+
+// `value` as a constant of `dtype` (the integer field saturates at the int64 range, except
+// uint64's upper half).
+ConstArg const_of(DType dtype, double value);
+// The value a reduction starts from: 0, 1, the lowest or the highest value of `dtype`.
+ConstArg reduce_identity(ReduceOp op, DType dtype);
+
+class LinearBuilder {
+ public:
+  LinearBuilder();
+
+  // Appends an instruction; returns its position (the value's name).
+  int emit(LinInstr instr);
+  int constant(DType dtype, ConstArg value);
+  // The integer value of an index expression, converted to `dtype`.
+  int index_value(const Sym& index, DType dtype);
+  int cast_to(int value, DType dtype);
+  int alu(Op op, DType dtype, std::vector<int> srcs);
+  // value where `valid` holds, else zero of the value's dtype.
+  int masked(int value, const Sym& valid, DType dtype);
+  // `value` where `valid` holds, else the reduction's identity (a masked step adds nothing).
+  int masked_identity(int value, const Sym& valid, ReduceOp op, DType dtype);
+  // Partial results combined pairwise, in a fixed order.
+  int combine(std::vector<int> terms, ReduceOp op, DType dtype);
+  // A workgroup of `group` work items (`group_lane` is each one's place) combines its partial
+  // results: each puts its own in local memory; after a barrier every item combines all of them
+  // in the same order. Returns the totals, one per value.
+  std::vector<int> combine_across_group(std::vector<int> values, ReduceOp op, DType dtype,
+                                        int64_t group, const Sym& group_lane);
+  std::vector<int> define_accumulators(ReduceOp op, DType dtype, size_t count);
+  void accumulate(int accumulator, int value, ReduceOp op);
+  // Opens `for var in [0, size)` with its own scope of values (pushed on `loops`); returns var.
+  Sym open_loop(std::vector<int>& loops, int64_t size);
+  void close_loop(std::vector<int>& loops);
+  // True when no loop opens between `start` and the end of the program.
+  bool innermost_body(size_t start) const;
+
+  // Values already computed, by key, in the open scopes (innermost first).
+  const int* find_value(const std::string& key) const;
+  void remember(const std::string& key, int value);
+
+ protected:
+  LinearProgram program_;
+
+ private:
+  // A constant for an op whose operands are all constants (none of its work left to the device
+  // compiler); nullopt otherwise.
+  std::optional<int> folded(Op op, DType dtype, const std::vector<int>& srcs);
+
+  std::vector<std::unordered_map<std::string, int>> scopes_;
+  int loop_counter_ = 0;
+};
+
+}  // namespace kiln
