@@ -87,7 +87,7 @@ float kiln_pow(float a, float b) {
   bool b_integer = trunc(b) == b;
   bool b_odd = b_integer && abs(b) < 16777216.0 && (int(abs(b)) & 1) == 1;
   if (isinf(b)) return abs(a) == 1.0 ? 1.0 : ((abs(a) > 1.0) == (b > 0.0) ? inf : 0.0);
-  if (a == 0.0) return b < 0.0 ? (b_odd ? 1.0 / a : inf) : (b_odd ? a : 0.0);
+  if (a == 0.0) return b < 0.0 ? (b_odd ? uintBitsToFloat(floatBitsToUint(a) | 0x7f800000u) : inf) : (b_odd ? a : 0.0);
   if (isinf(a)) { float magnitude = b > 0.0 ? inf : 0.0; return a < 0.0 && b_odd ? -magnitude : magnitude; }
   if (a < 0.0) { if (!b_integer) return uintBitsToFloat(0x7fc00000u); float magnitude = pow(-a, b); return b_odd ? -magnitude : magnitude; }
   return pow(a, b);

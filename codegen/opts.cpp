@@ -301,8 +301,7 @@ class OptChecker {
           if (axes_.source_axis.empty())
             refuse(
                 "TILE needs a matmul-shaped kernel: one reduce axis, and a reduction whose "
-                "source is indexed by the output axes and that axis (no nested reduction, no "
-                "View of a computed value)");
+                "source is indexed by the output axes and that axis (no nested reduction)");
           needs_workgroups();
           if (target_.local_memory_bytes <= 0) refuse(target_.device + " has no local memory");
           if (size % opt.amount != 0)
@@ -403,8 +402,10 @@ class OptChecker {
     return lanes;
   }
 
+  // Bytes per element of a local array: values are held in their compute type, and dialects
+  // may give a narrow one (GLSL's shared bool) a whole 32-bit word.
   static int64_t compute_itemsize(DType dtype) {
-    return dtype.is_half() ? 4 : static_cast<int64_t>(dtype.itemsize());
+    return std::max<int64_t>(4, static_cast<int64_t>(dtype.itemsize()));
   }
 
   const KernelAxes& axes_;

@@ -244,11 +244,12 @@ class Renderer {
   // A half-typed value is computed in float; where it is compared or converted it is first
   // rounded to its dtype, as it would be had it been stored, so that fusing a producer into its
   // consumer does not change a comparison (argmax compares a computed value with its stored
-  // maximum). Loads and constants hold exact half values already.
+  // maximum). Buffer loads and constants hold exact half values already; local memory holds
+  // computed values (TILE stages a computed input there) unrounded.
   std::string exact_value(int value) const {
     const LinInstr& instr = program_.instrs[value];
-    if (!instr.dtype.is_half() || instr.op == LinOp::Load || instr.op == LinOp::Const)
-      return names_[value];
+    const bool exact = (instr.op == LinOp::Load && !instr.local) || instr.op == LinOp::Const;
+    if (!instr.dtype.is_half() || exact) return names_[value];
     return round_to_half(instr.dtype, names_[value]);
   }
 
