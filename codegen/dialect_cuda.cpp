@@ -52,19 +52,7 @@ Dialect make_cuda_dialect() {
   dialect.index_type = "long long";
   // Signed overflow is undefined in C++ and NVRTC's optimiser relies on it, as OpenCL C's does.
   dialect.signed_overflow_wraps = false;
-  dialect.type_names = {"unsigned char",
-                        "signed char",
-                        "short",
-                        "int",
-                        "long long",
-                        "unsigned char",
-                        "unsigned short",
-                        "unsigned int",
-                        "unsigned long long",
-                        "unsigned short",
-                        "unsigned short",
-                        "float",
-                        "double"};
+  dialect.type_names = c_dialect().type_names;  // C's types; bool is stored as a byte
   dialect.math_prefix = "";
   dialect.float32_math_suffix = "f";
   // NVRTC has no <math.h>: the specials are bit patterns.
