@@ -157,7 +157,10 @@ class Chooser {
       }
     }
     if (axis < 0) return;
-    int64_t size = axes_.size(axis);
+    // `size` is what one work item reduces (less under a GROUP); an UPCAST or UNROLL must still
+    // divide the whole axis.
+    const int64_t axis_size = axes_.size(axis);
+    int64_t size = axis_size;
     if (!target_.loop_launch && target_.is_gpu && axes_.reassociable && output_lanes() == 1 &&
         item_.output->numel() < target_.compute_units * 4 && size >= 4096) {
       const int64_t group = round_down_to_power_of_two(
@@ -173,7 +176,7 @@ class Chooser {
     if (one_float_accumulator && target_.loop_launch) return;  // the dialect's pragma
     if (one_float_accumulator) {
       for (int64_t parts : {8, 4, 2}) {
-        if (size % parts == 0 && size >= 2 * parts) {
+        if (axis_size % parts == 0 && size >= 2 * parts) {
           add({OptKind::Upcast, axis, parts},
               "independent partial results hide the add latency and fill vector lanes");
           return;
@@ -184,7 +187,7 @@ class Chooser {
     // A tile of outputs is a long body already: unrolled further, gcc no longer keeps the tile's
     // accumulators in registers (matmul 1024: 44 -> 74 ms).
     if (output_lanes() > 4) return;
-    if (size % 4 == 0 && size >= 8)
+    if (axis_size % 4 == 0 && size >= 8)
       add({OptKind::Unroll, axis, 4}, "an ordered reduction: unrolled, not reassociated");
   }
 

@@ -343,9 +343,37 @@ class OptChecker {
           refuse("a GROUP's workgroup is its reduction's work items only: no LOCAL beside it");
       }
     }
+    check_launch_groups(launch, upcast_of, local_of);
   }
 
  private:
+  // Workgroups per launch dimension against the device's limit (CUDA's grid allows 65535 along y
+  // and z): the kernel could not be launched at all.
+  void check_launch_groups(const std::vector<LaunchAxis>& launch,
+                           const std::map<int, int64_t>& upcast_of,
+                           const std::map<int, int64_t>& local_of) const {
+    auto tiles = [&](int axis) {
+      const int64_t upcast = upcast_or_one(upcast_of, axis);
+      return (axes_.size(axis) + upcast - 1) / upcast;
+    };
+    for (size_t dim = 0; dim < launch.size() && dim < 3; ++dim) {
+      if (launch[dim].role == LaunchAxis::Role::GroupLanes) continue;  // one workgroup
+      int64_t items = 1;
+      if (launch[dim].role == LaunchAxis::Role::Axis) {
+        items = tiles(launch[dim].axis);
+      } else {
+        for (size_t axis = 0; axis < axes_.output.size(); ++axis) {
+          if (!local_of.count(static_cast<int>(axis))) items *= tiles(static_cast<int>(axis));
+        }
+      }
+      const int64_t groups = (items + launch[dim].local - 1) / launch[dim].local;
+      if (groups > target_.max_workgroups[dim])
+        refuse("launch dimension " + std::to_string(dim) + " would have " + std::to_string(groups) +
+               " workgroups; " + target_.device + " allows at most " +
+               std::to_string(target_.max_workgroups[dim]));
+    }
+  }
+
   void check_tile(const Opt& tile, const std::vector<Opt>& opts,
                   const std::map<int, int64_t>& upcast_of, const std::map<int, int64_t>& local_of) {
     opt_ = &tile;

@@ -115,6 +115,7 @@ struct OptTarget {
   bool is_gpu = false;
   int64_t max_workgroup_size = 1;
   int64_t max_workgroup_dims[3] = {1, 1, 1};
+  int64_t max_workgroups[3] = {INT64_MAX, INT64_MAX, INT64_MAX};  // per launch dimension
   int64_t local_memory_bytes = 0;
   int64_t compute_units = 1;
   int64_t simd_width = 1;  // a GPU's warp or wavefront

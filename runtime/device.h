@@ -82,6 +82,8 @@ struct DeviceProperties {
   std::string description;  // the device's own name
   int64_t max_workgroup_size = 1;
   int64_t max_workgroup_dims[3] = {1, 1, 1};  // work items per workgroup along x, y and z
+  // Workgroups a launch may have along x, y and z (CUDA's grid limits); unlimited elsewhere.
+  int64_t max_workgroups[3] = {INT64_MAX, INT64_MAX, INT64_MAX};
   int64_t local_memory_bytes = 0;
   int warp_width = 1;
   int compute_units = 1;
@@ -91,6 +93,10 @@ struct DeviceProperties {
   // OutOfMemoryError before any kernel runs.
   uint64_t memory_bytes = 0;
   uint64_t max_allocation_bytes = 0;
+  // A device that compiles kernels and runs none (opened as NAME@TARGET, e.g. "CUDA@sm_90", to
+  // check kernels for a GPU the machine lacks): realize renders and compiles, launches nothing,
+  // and its memory cannot be read back.
+  bool compile_only = false;
 };
 
 class Device {

@@ -24,18 +24,7 @@ Program& DeviceContext::program(const std::string& source, const std::string& ke
     stats_.memory_hits++;
     return *found->second;
   }
-  Compiler& compiler = device_->compiler();
-  const std::string key = kernel_cache_key(compiler.identity(), source);
-  auto compile_and_store = [&] {
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<uint8_t> binary = compiler.compile(source, kernel_name);
-    const auto elapsed = std::chrono::steady_clock::now() - start;
-    stats_.compiles++;
-    stats_.compile_microseconds +=
-        std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
-    DiskCache::instance().store(key, binary);
-    return binary;
-  };
+  const std::string key = kernel_cache_key(device_->compiler().identity(), source);
   std::unique_ptr<Program> loaded;
   if (std::optional<std::vector<uint8_t>> cached = DiskCache::instance().load(key)) {
     stats_.disk_hits++;
@@ -48,10 +37,34 @@ Program& DeviceContext::program(const std::string& source, const std::string& ke
                     error.what());
     }
   }
-  if (!loaded) loaded = device_->load_program(compile_and_store(), kernel_name);
+  if (!loaded)
+    loaded = device_->load_program(compile_and_store(key, source, kernel_name), kernel_name);
   Program& result = *loaded;
   programs_.emplace(source, std::move(loaded));
   return result;
+}
+
+void DeviceContext::compile(const std::string& source, const std::string& kernel_name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::string key = kernel_cache_key(device_->compiler().identity(), source);
+  if (DiskCache::instance().load(key)) {
+    stats_.disk_hits++;
+    return;
+  }
+  compile_and_store(key, source, kernel_name);
+}
+
+std::vector<uint8_t> DeviceContext::compile_and_store(const std::string& key,
+                                                      const std::string& source,
+                                                      const std::string& kernel_name) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<uint8_t> binary = device_->compiler().compile(source, kernel_name);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  stats_.compiles++;
+  stats_.compile_microseconds +=
+      std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
+  DiskCache::instance().store(key, binary);
+  return binary;
 }
 
 }  // namespace kiln

@@ -31,9 +31,16 @@ class DeviceContext {
 
   // The loaded program for this source: from memory, else the disk cache, else compiled now.
   Program& program(const std::string& source, const std::string& kernel_name);
+  // Compiles the source into the disk cache unless it is there already; loads nothing (for a
+  // compile-only device).
+  void compile(const std::string& source, const std::string& kernel_name);
   KernelStats& stats() { return stats_; }
 
  private:
+  // Compiles `source`, counts it and stores the binary under `key` in the disk cache.
+  std::vector<uint8_t> compile_and_store(const std::string& key, const std::string& source,
+                                         const std::string& kernel_name);
+
   std::unique_ptr<Device> device_;
   std::unique_ptr<CachingAllocator> allocator_;
   std::mutex mutex_;

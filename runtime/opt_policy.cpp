@@ -70,8 +70,10 @@ OptTarget opt_target(const Device& device) {
   target.loop_launch = device.dialect().launch_style == Dialect::LaunchStyle::kCpuLoop;
   target.is_gpu = properties.kind == DeviceKind::GPU;
   target.max_workgroup_size = properties.max_workgroup_size;
-  for (int dim = 0; dim < 3; ++dim)
+  for (int dim = 0; dim < 3; ++dim) {
     target.max_workgroup_dims[dim] = properties.max_workgroup_dims[dim];
+    target.max_workgroups[dim] = properties.max_workgroups[dim];
+  }
   target.local_memory_bytes = properties.local_memory_bytes;
   target.compute_units = properties.compute_units;
   target.simd_width = properties.warp_width;

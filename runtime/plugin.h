@@ -5,7 +5,8 @@
 //   extern "C" const kiln::PluginEntry* kiln_plugin_entry(void);
 //
 // The registry dlopens it, checks the ABI version, asks `probe` how many devices it can drive
-// here (and why none, if none), and calls `create` for the one a user selects.
+// here (and why none, if none), and calls `create` for the one a user selects ("CL", "CL:1"), or
+// `create_compile_only` for "NAME@TARGET".
 
 #include <cstdint>
 #include <memory>
@@ -17,7 +18,7 @@
 namespace kiln {
 
 // Bump whenever any interface in runtime/device.h or codegen/dialect.h changes layout.
-inline constexpr uint32_t kPluginAbiVersion = 7;
+inline constexpr uint32_t kPluginAbiVersion = 8;
 
 struct ProbeResult {
   int device_count = 0;  // 0: unavailable here
@@ -47,6 +48,9 @@ struct PluginEntry {
   const char* name;      // the device name prefix: "CPU", "CL"
   ProbeResult (*probe)();
   std::unique_ptr<Device> (*create)(int index);
+  // A compile-only device (DeviceProperties::compile_only) for `target`, such as "sm_90"; it
+  // needs no hardware. nullptr where the plugin has none.
+  std::unique_ptr<Device> (*create_compile_only)(const std::string& target);
 };
 
 }  // namespace kiln

@@ -171,10 +171,16 @@ std::string describe_devices(const Registry& state) {
 }  // namespace
 
 std::string canonical_device_name(const std::string& name) {
+  const size_t at = name.find('@');
   std::string upper;
-  for (char c : name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char c : name.substr(0, at))
+    upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (upper.size() > 2 && upper.substr(upper.size() - 2) == ":0") upper.resize(upper.size() - 2);
-  return upper;
+  if (at == std::string::npos) return upper;
+  std::string target;
+  for (char c : name.substr(at + 1))
+    target += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return upper + "@" + target;
 }
 
 std::vector<DeviceRecord> device_records() {
@@ -190,6 +196,23 @@ std::shared_ptr<DeviceContext> open_device(const std::string& requested) {
   auto open = state.open.find(name);
   if (open != state.open.end()) return open->second;
 
+  if (const size_t at = name.find('@'); at != std::string::npos) {
+    const std::string prefix = name.substr(0, at);
+    for (const LoadedPlugin& plugin : state.plugins) {
+      if (plugin.entry->name != prefix) continue;
+      if (!plugin.entry->create_compile_only) {
+        throw DeviceError("[device] '" + requested + "': the " + prefix +
+                          " plugin has no compile-only devices (NAME@TARGET)");
+      }
+      auto context =
+          std::make_shared<DeviceContext>(plugin.entry->create_compile_only(name.substr(at + 1)));
+      state.open[name] = context;
+      state.open[canonical_device_name(context->name())] = context;  // sm_90 for compute_90
+      return context;
+    }
+    throw DeviceError("[device] unknown device '" + requested + "' (no " + prefix + " plugin); " +
+                      describe_devices(state));
+  }
   const std::string prefix = name.substr(0, name.find(':'));
   // Empty: an index too large for an int, which no plugin has.
   std::optional<int> index = 0;

@@ -25,9 +25,10 @@ struct DeviceRecord {
 std::vector<DeviceRecord> device_records();
 
 // Opens (once) and returns a device; throws DeviceError naming what is available when it can't.
+// "NAME@TARGET" opens the NAME plugin's compile-only device for TARGET, e.g. "CUDA@sm_90".
 std::shared_ptr<DeviceContext> open_device(const std::string& name);
 
-// "cl:0" -> "CL", "cpu" -> "CPU", "CL:1" -> "CL:1".
+// "cl:0" -> "CL", "cpu" -> "CPU", "CL:1" -> "CL:1", "cuda@SM_90" -> "CUDA@sm_90".
 std::string canonical_device_name(const std::string& name);
 
 }  // namespace kiln

@@ -74,6 +74,12 @@ case "$mode" in
     if build/bin/kiln devices | grep -qE '^[ *]+CL +available'; then
       build/bin/kiln conformance --device CL --opts random --seed 1
     fi
+    # Every case's CUDA kernels rendered and compiled by NVRTC for an H100 (sm_90), where the CUDA
+    # toolkit is: no GPU needed (scripts/gpu-check.sh runs them on one).
+    if [[ -e build/lib/libkiln_device_cuda.so ]]; then
+      build/bin/kiln conformance --device CUDA --compile-only --arch sm_90
+      build/bin/kiln conformance --device CUDA --compile-only --arch sm_90 --opts random --seed 1
+    fi
     build/bin/kiln devices
     ;;
 esac

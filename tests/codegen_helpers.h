@@ -29,6 +29,22 @@ inline OptTarget cl_target() {
   return target;
 }
 
+// A GPU like an H100 through CUDA (its grid limits included).
+inline OptTarget gpu_target() {
+  OptTarget target;
+  target.device = "GPU (test)";
+  target.loop_launch = false;
+  target.is_gpu = true;
+  target.max_workgroup_size = 1024;
+  target.max_workgroup_dims[0] = target.max_workgroup_dims[1] = 1024;
+  target.max_workgroup_dims[2] = 64;
+  target.max_workgroups[1] = target.max_workgroups[2] = 65535;
+  target.local_memory_bytes = 48 * 1024;
+  target.compute_units = 132;
+  target.simd_width = 32;
+  return target;
+}
+
 inline LinearProgram lowered(const ScheduleItem& item, const OptTarget& target) {
   return lower_kernel(item, choose_opts(item, target).opts, target);
 }

@@ -1,14 +1,12 @@
 // The dialect hooks: the same kernels (elementwise ops of every dtype, a grouped reduction, a
 // tiled matmul) render as CUDA C++ and GLSL compute shaders and compile with the real compilers
-// where they are on the machine: NVRTC (its PTX checked by ptxas) and glslang to SPIR-V. Running
+// where they are on the machine: NVRTC (to an sm_90 cubin) and glslang to SPIR-V. Running
 // them is the CUDA and Vulkan devices' business.
 
 #include <catch2/catch.hpp>
 
 #include <kiln/error.h>
 #include <kiln/kiln.h>
-
-#include <dlfcn.h>
 
 #include <algorithm>
 
@@ -19,6 +17,7 @@
 #include <vector>
 
 #include "codegen/render.h"
+#include "runtime/registry.h"
 #include "tests/child_process.h"
 #include "tests/codegen_helpers.h"
 
@@ -29,21 +28,6 @@ namespace {
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
-}
-
-// A GPU like the ones these dialects serve: 1024-item workgroups, 48 KiB of local memory.
-OptTarget gpu_target() {
-  OptTarget target;
-  target.device = "GPU (test)";
-  target.loop_launch = false;
-  target.is_gpu = true;
-  target.max_workgroup_size = 1024;
-  target.max_workgroup_dims[0] = target.max_workgroup_dims[1] = 1024;
-  target.max_workgroup_dims[2] = 64;
-  target.local_memory_bytes = 49152;
-  target.compute_units = 132;
-  target.simd_width = 32;
-  return target;
 }
 
 // Every kernel of these programs, lowered for a GPU with the heuristics' opts and with none.
@@ -117,64 +101,6 @@ std::vector<std::string> render_all(const std::vector<LinearProgram>& kernels,
   return sources;
 }
 
-// ---- NVRTC, loaded at run time like the CUDA device will ----
-
-struct Nvrtc {
-  using Program = void*;
-  int (*create)(Program*, const char*, const char*, int, const char* const*,
-                const char* const*) = nullptr;
-  int (*compile)(Program, int, const char* const*) = nullptr;
-  int (*log_size)(Program, size_t*) = nullptr;
-  int (*log)(Program, char*) = nullptr;
-  int (*ptx_size)(Program, size_t*) = nullptr;
-  int (*ptx)(Program, char*) = nullptr;
-  int (*destroy)(Program*) = nullptr;
-  void* library = nullptr;
-
-  Nvrtc() {
-    for (const char* name :
-         {"libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so",
-          "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.12"}) {
-      if ((library = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
-    }
-    if (!library) return;
-    create = reinterpret_cast<decltype(create)>(dlsym(library, "nvrtcCreateProgram"));
-    compile = reinterpret_cast<decltype(compile)>(dlsym(library, "nvrtcCompileProgram"));
-    log_size = reinterpret_cast<decltype(log_size)>(dlsym(library, "nvrtcGetProgramLogSize"));
-    log = reinterpret_cast<decltype(log)>(dlsym(library, "nvrtcGetProgramLog"));
-    ptx_size = reinterpret_cast<decltype(ptx_size)>(dlsym(library, "nvrtcGetPTXSize"));
-    ptx = reinterpret_cast<decltype(ptx)>(dlsym(library, "nvrtcGetPTX"));
-    destroy = reinterpret_cast<decltype(destroy)>(dlsym(library, "nvrtcDestroyProgram"));
-  }
-  ~Nvrtc() {
-    if (library) dlclose(library);
-  }
-  bool available() const { return create && compile && log_size && log && ptx && destroy; }
-
-  // PTX for sm_90 (the H100), or the compiler's log in `failure`.
-  std::string compile_to_ptx(const std::string& source, std::string& failure) const {
-    Program program = nullptr;
-    REQUIRE(create(&program, source.c_str(), "kiln_test.cu", 0, nullptr, nullptr) == 0);
-    const char* options[] = {"--gpu-architecture=compute_90", "--fmad=false"};
-    const int status = compile(program, 2, options);
-    size_t size = 0;
-    log_size(program, &size);
-    std::string text(size, '\0');
-    log(program, text.data());
-    std::string result;
-    if (status != 0) {
-      failure = text;
-    } else {
-      ptx_size(program, &size);
-      result.assign(size, '\0');
-      ptx(program, result.data());
-      result.resize(result.find('\0'));  // the size counts the terminator
-    }
-    destroy(&program);
-    return result;
-  }
-};
-
 std::string tool_path(const std::string& name, const std::string& fallback) {
   const test::ChildResult found = test::run_child("", "command -v " + name);
   if (found.exit_code == 0) return found.output.substr(0, found.output.find('\n'));
@@ -185,11 +111,14 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
-// Compiles CUDA sources as one translation unit (the prelude once), then assembles its PTX.
+// Compiles CUDA sources as one translation unit (the prelude once) to a cubin for sm_90 (the
+// H100), with the CUDA device's own compiler: NVRTC, whose cubin step runs ptxas.
 void check_cuda_compiles(const std::vector<std::string>& sources) {
-  static const Nvrtc nvrtc;
-  if (!nvrtc.available()) {
-    WARN("NVRTC is not on this machine (no libnvrtc.so): CUDA sources rendered, not compiled");
+  std::shared_ptr<DeviceContext> context;
+  try {
+    context = open_device("CUDA@sm_90");
+  } catch (const DeviceError& error) {
+    WARN("CUDA sources rendered, not compiled: " << error.what());
     return;
   }
   const std::string& prelude = cuda_dialect().prelude;
@@ -198,23 +127,12 @@ void check_cuda_compiles(const std::vector<std::string>& sources) {
     REQUIRE(source.compare(0, prelude.size(), prelude) == 0);
     unit += source.substr(prelude.size());
   }
-  std::string failure;
-  const std::string ptx = nvrtc.compile_to_ptx(unit, failure);
-  INFO(unit);
-  INFO(failure);
-  REQUIRE(failure.empty());
-  const std::string ptxas = tool_path("ptxas", "/usr/local/cuda/bin/ptxas");
-  if (ptxas.empty()) {
-    WARN("ptxas is not on this machine: PTX not assembled");
-    return;
+  try {
+    CHECK_FALSE(context->device().compiler().compile(unit, "kiln_dialect_test").empty());
+  } catch (const CompileError& error) {
+    INFO(unit);
+    FAIL(error.what() << "\n" << error.log());
   }
-  test::ScratchFolder folder("ptx");
-  write_file(folder.path() / "kernels.ptx", ptx);
-  const test::ChildResult assembled =
-      test::run_child("", ptxas + " -arch=sm_90 " + (folder.path() / "kernels.ptx").string() +
-                              " -o " + (folder.path() / "kernels.cubin").string());
-  INFO(assembled.output);
-  CHECK(assembled.exit_code == 0);
 }
 
 // Compiles each GLSL source to SPIR-V with glslang (installed by scripts/setup.sh).

@@ -91,6 +91,14 @@ TEST_CASE("an opt that does not fit the kernel or the device is refused by name"
                           {OptKind::Local, 2, 2}},
                          cl_target()),
                  "at most 3 dimensions"));
+  // A launch dimension with more workgroups than the device allows (CUDA's grid: 65535 along y).
+  OptTarget grid = cl_target();
+  grid.max_workgroups[1] = 65535;
+  const ScheduleItem tall = only_kernel(input({70000, 16}, 1) * 2.0f);
+  CHECK(contains(refusal(tall, {{OptKind::Local, 1, 16}}, grid),
+                 "launch dimension 1 would have 70000 workgroups"));
+  CHECK(refusal(tall, {{OptKind::Local, 1, 16}}, cl_target()).empty());
+  CHECK(refusal(tall, {{OptKind::Local, 0, 2}, {OptKind::Local, 1, 16}}, grid).empty());
   // ROWS is for loop-style devices.
   const ScheduleItem broadcast = only_kernel(input({64, 32}, 1) - input({64, 1}, 2));
   CHECK(contains(refusal(broadcast, {{OptKind::Rows, 1, 32}}, cl_target()), "as a loop"));
@@ -98,6 +106,24 @@ TEST_CASE("an opt that does not fit the kernel or the device is refused by name"
   CHECK_THROWS_AS(lower_kernel(row_sum, {{OptKind::Upcast, 1, 4}}, cpu_target()), Error);
   const InternalError internal("[test] broken");
   CHECK(contains(internal.what(), "a kiln bug"));
+}
+
+TEST_CASE("the heuristics' choice fits the kernel on a GPU", "[opts]") {
+  // A GROUP shortens what each work item reduces; an UNROLL or UPCAST beside it must still
+  // divide the whole axis (262147 = 256 * 1024 + 3 once chose UNROLL 4).
+  for (int64_t size : {262147, 262144, 4096 * 3 + 1, 5000, 70001}) {
+    for (DType dtype : {dtypes::float32, dtypes::int32, dtypes::float16}) {
+      const Tensor values = input({size}, 1).cast(dtype);
+      for (const Tensor& reduced :
+           {values.sum(), values.max(), values.reshape({1, size}).sum({1})}) {
+        for (const ScheduleItem& item : schedule_of(reduced).items) {
+          const OptChoice choice = choose_opts(item, gpu_target());
+          INFO(size << " " << dtype.name() << " " << opts_to_string(choice.opts));
+          CHECK_NOTHROW(lower_kernel(item, choice.opts, gpu_target()));
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("a grouped reduction renders local memory and a barrier", "[opts]") {

@@ -161,7 +161,8 @@ std::unique_ptr<Device> create(int) {
   return std::make_unique<CpuDevice>();
 }
 
-const PluginEntry kEntry = {kPluginAbiVersion, plugin_layout_fingerprint(), "CPU", &probe, &create};
+const PluginEntry kEntry = {
+    kPluginAbiVersion, plugin_layout_fingerprint(), "CPU", &probe, &create, nullptr};
 
 }  // namespace
 }  // namespace kiln::cpu

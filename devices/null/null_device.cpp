@@ -82,8 +82,8 @@ std::unique_ptr<Device> create(int) {
   return std::make_unique<NullDevice>();
 }
 
-const PluginEntry kEntry = {kPluginAbiVersion, plugin_layout_fingerprint(), "NULL", &probe,
-                            &create};
+const PluginEntry kEntry = {
+    kPluginAbiVersion, plugin_layout_fingerprint(), "NULL", &probe, &create, nullptr};
 
 }  // namespace
 }  // namespace kiln::null_device

@@ -293,7 +293,8 @@ std::unique_ptr<Device> create(int index) {
   return std::make_unique<ClDevice>(index, devices[index]);
 }
 
-const PluginEntry kEntry = {kPluginAbiVersion, plugin_layout_fingerprint(), "CL", &probe, &create};
+const PluginEntry kEntry = {
+    kPluginAbiVersion, plugin_layout_fingerprint(), "CL", &probe, &create, nullptr};
 
 }  // namespace
 }  // namespace kiln::opencl

@@ -15,8 +15,12 @@ std::unique_ptr<kiln::Device> create(int) {
   return nullptr;
 }
 
-const kiln::PluginEntry kEntry = {kiln::kPluginAbiVersion, kiln::plugin_layout_fingerprint(),
-                                  "NODEVICE", &probe, &create};
+const kiln::PluginEntry kEntry = {kiln::kPluginAbiVersion,
+                                  kiln::plugin_layout_fingerprint(),
+                                  "NODEVICE",
+                                  &probe,
+                                  &create,
+                                  nullptr};
 
 }  // namespace
 

@@ -17,11 +17,15 @@ std::unique_ptr<kiln::Device> create(int) {
 
 #ifdef KILN_TEST_WRONG_LAYOUT
 // The right version, built against headers whose layouts differ.
-const kiln::PluginEntry kEntry = {kiln::kPluginAbiVersion, kiln::plugin_layout_fingerprint() + 1,
-                                  "WRONGLAYOUT", &probe, &create};
+const kiln::PluginEntry kEntry = {kiln::kPluginAbiVersion,
+                                  kiln::plugin_layout_fingerprint() + 1,
+                                  "WRONGLAYOUT",
+                                  &probe,
+                                  &create,
+                                  nullptr};
 #else
-const kiln::PluginEntry kEntry = {kWrongAbiVersion, kiln::plugin_layout_fingerprint(), "WRONGABI",
-                                  &probe, &create};
+const kiln::PluginEntry kEntry = {
+    kWrongAbiVersion, kiln::plugin_layout_fingerprint(), "WRONGABI", &probe, &create, nullptr};
 #endif
 
 }  // namespace

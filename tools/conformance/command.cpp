@@ -44,6 +44,10 @@ options:
   --seed S         the fuzzer's first seed (default 1); graph i uses seed S + i; with
                    --opts random, the opts' seed
   --verbose        with --fuzz: print every graph as kiln C++
+  --compile-only   render and compile every case's kernels for the device, run nothing: a
+                   case passes when its kernels compile (for a GPU this machine lacks)
+  --arch ARCH      with --compile-only, the target (e.g. sm_90 for CUDA; default: the GPU's, else
+                   the plugin's default); the device is then NAME@ARCH
   --jobs N         run the battery in N worker processes, so N kernels compile at once
                    (default: the number of CPUs, at most 8; 1 runs everything in this process)
   -h, --help       this text
@@ -63,6 +67,8 @@ struct Options {
   std::string opts;  // empty: as the environment says
   int jobs = 0;
   bool verbose = false;
+  bool compile_only = false;
+  std::string arch;
   int worker_shard = -1, worker_count = 0;  // --worker i/N (internal: see parallel.h)
   long resume_after = -1;
 };
@@ -99,6 +105,10 @@ bool parse(const std::vector<std::string>& args, Options& options) {
       options.seed = std::stoull(value("--seed"));
     } else if (arg == "--verbose") {
       options.verbose = true;
+    } else if (arg == "--compile-only") {
+      options.compile_only = true;
+    } else if (arg == "--arch") {
+      options.arch = value("--arch");
     } else if (arg == "--jobs") {
       options.jobs = std::stoi(value("--jobs"));
       if (options.jobs < 1) throw std::invalid_argument("--jobs needs a positive number");
@@ -112,6 +122,17 @@ bool parse(const std::vector<std::string>& args, Options& options) {
       throw std::invalid_argument("unknown option '" + arg + "'");
     }
   }
+  if (!options.arch.empty() && !options.compile_only)
+    throw std::invalid_argument("--arch goes with --compile-only");
+  if (options.compile_only) {
+    if (options.devices.empty() || options.fuzz > 0)
+      throw std::invalid_argument("--compile-only needs --device NAME and the battery");
+    // NAME@ARCH: the plugin's compile-only device.
+    for (std::string& device : options.devices) {
+      if (device == "all") throw std::invalid_argument("--compile-only takes named devices");
+      device = device.substr(0, device.find('@')) + "@" + options.arch;
+    }
+  }
   return true;
 }
 
@@ -122,8 +143,9 @@ std::vector<std::string> resolve_devices(const std::vector<std::string>& request
     if (name == "all") {
       for (const std::string& device : devices()) names.push_back(device);
     } else {
-      names.push_back(canonical_device_name(name));
-      open_device(names.back());  // throws DeviceError naming what is available
+      // Throws DeviceError naming what is available. The device's own name: "CUDA@" opens
+      // CUDA@sm_90, say.
+      names.push_back(open_device(canonical_device_name(name))->name());
     }
   }
   return names;
@@ -176,6 +198,7 @@ conformance::DeviceRun run_battery(const std::string& device,
                     (jobs > 1 ? ", " + std::to_string(jobs) + " worker processes" : "") +
                     ", opts " + opt_settings_to_string(opt_settings());
   run.guards = runner.guards();
+  run.compile_only = properties.compile_only;
   return run;
 }
 

@@ -144,17 +144,19 @@ void print_failures(FILE* out, const DeviceRun& run, size_t limit) {
 
 std::string summary_line(const DeviceRun& run) {
   char text[512];
-  std::snprintf(text, sizeof(text),
-                "%s: %zu cases: %lld pass, %lld fail, %lld error, %lld unsupported in %.1f s (%lld "
-                "kernels compiled, "
-                "%lld from the disk cache; guard regions %s)",
-                run.device.c_str(), run.results.size(),
-                static_cast<long long>(run.count(Status::Pass)),
-                static_cast<long long>(run.count(Status::Fail)),
-                static_cast<long long>(run.count(Status::Error)),
-                static_cast<long long>(run.count(Status::Unsupported)), run.seconds,
-                static_cast<long long>(run.compiles), static_cast<long long>(run.disk_hits),
-                run.guards ? "checked" : "not available (the device has no subregions)");
+  std::snprintf(
+      text, sizeof(text),
+      "%s: %zu cases: %lld %s, %lld fail, %lld error, %lld unsupported in %.1f s (%lld "
+      "kernels compiled, "
+      "%lld from the disk cache; %s)",
+      run.device.c_str(), run.results.size(), static_cast<long long>(run.count(Status::Pass)),
+      run.compile_only ? "compiled" : "pass", static_cast<long long>(run.count(Status::Fail)),
+      static_cast<long long>(run.count(Status::Error)),
+      static_cast<long long>(run.count(Status::Unsupported)), run.seconds,
+      static_cast<long long>(run.compiles), static_cast<long long>(run.disk_hits),
+      run.compile_only ? "compile only: nothing ran"
+      : run.guards     ? "guard regions checked"
+                       : "guard regions not available (the device has no subregions)");
   return text;
 }
 

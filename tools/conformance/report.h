@@ -12,8 +12,9 @@ namespace kiln::conformance {
 
 struct DeviceRun {
   std::string device;
-  std::string description;  // the device's own name and driver
-  bool guards = false;      // out-of-bounds writes detected
+  std::string description;    // the device's own name and driver
+  bool guards = false;        // out-of-bounds writes detected
+  bool compile_only = false;  // kernels compiled, none ran: a pass means "compiled"
   std::vector<const Case*> cases;
   std::vector<CaseResult> results;  // one per case
   double seconds = 0;

@@ -356,13 +356,50 @@ CaseResult compare(const Expected& expected, const HostTensor& got, const Tolera
 
 Runner::Runner(const std::string& device)
     : device_(canonical_device_name(device)), context_(open_device(device_)) {
-  guards_ = device_has_guards(*context_);
+  compile_only_ = context_->device().properties().compile_only;
+  guards_ = !compile_only_ && device_has_guards(*context_);
+}
+
+CaseResult Runner::compile_case(const Case& item) {
+  // The inputs are uploaded (a compile-only device keeps them in host memory) so that the graph
+  // is the one a real run builds; realize then compiles its kernels and runs none.
+  std::vector<Tensor> inputs;
+  for (size_t index = 0; index < item.inputs.size(); ++index) {
+    const InputSpec& spec = item.inputs[index];
+    std::optional<Layout> layout = make_layout(spec.layout, spec.shape);
+    if (!layout)
+      throw std::logic_error("layout " + spec.layout + " cannot make shape " +
+                             shape_text(spec.shape));
+    const HostTensor source =
+        generate(spec.dtype, layout->source, spec.values, spec.role, item.seed + index);
+    inputs.push_back(apply_layout(*layout, upload(source, device_)));
+  }
+  CaseResult compiled;
+  try {
+    Tensor result = item.inputs.empty() ? item.create(device_) : item.build(inputs);
+    result.contiguous().realize();
+  } catch (const DeviceError& error) {
+    // The case reads values back to the host (to_vector, item): nothing to compile on its own.
+    if (std::string(error.what()).find("only compiles kernels") == std::string::npos) throw;
+    compiled.status = Status::Unsupported;
+    compiled.detail = "reads values back to the host, which a compile-only device cannot";
+    return compiled;
+  }
+  compiled.status = Status::Pass;
+  compiled.detail = "compiled, not run";
+  return compiled;
 }
 
 CaseResult Runner::run(const Case& item) {
   const auto start = std::chrono::steady_clock::now();
   CaseResult result;
   try {
+    if (compile_only_) {
+      result = compile_case(item);
+      result.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return result;
+    }
     std::vector<HostTensor> sources, logical;
     std::vector<Layout> layouts;
     for (size_t index = 0; index < item.inputs.size(); ++index) {

@@ -20,12 +20,17 @@ class Runner {
   const std::string& device() const { return device_; }
   // Whether out-of-bounds writes are detected on this device (see runner.cpp).
   bool guards() const { return guards_; }
+  // On a compile-only device (DeviceProperties::compile_only) a case passes when its kernels
+  // render and compile; nothing runs.
   CaseResult run(const Case& item);
 
  private:
+  CaseResult compile_case(const Case& item);
+
   std::string device_;
   std::shared_ptr<DeviceContext> context_;
   bool guards_ = false;
+  bool compile_only_ = false;
 };
 
 // Checks the guard machinery itself on `device` (changes one byte on each side of a planted

@@ -1,0 +1,105 @@
+#pragma once
+// The CUDA driver API and NVRTC, loaded at run time: the plugin links neither, so one build runs
+// on machines with and without an NVIDIA driver, and `kiln devices` can say why CUDA is missing.
+//
+// Each entry point is listed once, under its versioned symbol name: cuda.h renames many functions
+// by macro (cuMemAlloc is cuMemAlloc_v2), and dlsym must ask for the real name. A call goes
+//
+//   KILN_CU_CHECK(driver().cuMemAlloc_v2(&pointer, nbytes));
+//
+// and a failure throws DeviceError("[cuda] cuMemAlloc_v2(&pointer, nbytes) failed:
+// CUDA_ERROR_OUT_OF_MEMORY (2): out of memory"), OutOfMemoryError for memory exhaustion.
+
+#include <cuda.h>
+#include <nvrtc.h>
+
+#include <string>
+
+namespace kiln::cuda {
+
+#define KILN_CUDA_DRIVER_FUNCTIONS(X) \
+  X(cuInit)                           \
+  X(cuDriverGetVersion)               \
+  X(cuGetErrorName)                   \
+  X(cuGetErrorString)                 \
+  X(cuDeviceGetCount)                 \
+  X(cuDeviceGet)                      \
+  X(cuDeviceGetName)                  \
+  X(cuDeviceGetAttribute)             \
+  X(cuDeviceGetPCIBusId)              \
+  X(cuDeviceTotalMem_v2)              \
+  X(cuDevicePrimaryCtxRetain)         \
+  X(cuDevicePrimaryCtxRelease_v2)     \
+  X(cuCtxSetCurrent)                  \
+  X(cuStreamCreate)                   \
+  X(cuStreamDestroy_v2)               \
+  X(cuStreamSynchronize)              \
+  X(cuMemAlloc_v2)                    \
+  X(cuMemFree_v2)                     \
+  X(cuMemHostAlloc)                   \
+  X(cuMemFreeHost)                    \
+  X(cuMemcpyHtoDAsync_v2)             \
+  X(cuMemcpyDtoHAsync_v2)             \
+  X(cuMemcpyDtoDAsync_v2)             \
+  X(cuModuleLoadData)                 \
+  X(cuModuleUnload)                   \
+  X(cuModuleGetFunction)              \
+  X(cuFuncGetAttribute)               \
+  X(cuLaunchKernel)                   \
+  X(cuEventCreate)                    \
+  X(cuEventRecord)                    \
+  X(cuEventSynchronize)               \
+  X(cuEventElapsedTime_v2)            \
+  X(cuEventDestroy_v2)
+
+#define KILN_NVRTC_FUNCTIONS(X) \
+  X(nvrtcVersion)               \
+  X(nvrtcGetErrorString)        \
+  X(nvrtcGetNumSupportedArchs)  \
+  X(nvrtcGetSupportedArchs)     \
+  X(nvrtcCreateProgram)         \
+  X(nvrtcDestroyProgram)        \
+  X(nvrtcCompileProgram)        \
+  X(nvrtcGetProgramLogSize)     \
+  X(nvrtcGetProgramLog)         \
+  X(nvrtcGetCUBINSize)          \
+  X(nvrtcGetCUBIN)              \
+  X(nvrtcGetPTXSize)            \
+  X(nvrtcGetPTX)
+
+#define KILN_CUDA_DECLARE_ENTRY(name) decltype(&::name) name = nullptr;
+
+// The driver's entry points. `error` is empty when every one was found and cuInit succeeded;
+// otherwise it says why CUDA cannot run here and the entries must not be called.
+struct DriverApi {
+  KILN_CUDA_DRIVER_FUNCTIONS(KILN_CUDA_DECLARE_ENTRY)
+  std::string error;
+  std::string library;  // the file loaded
+  int version = 0;      // cuDriverGetVersion: 13000 for CUDA 13.0
+};
+
+struct NvrtcApi {
+  KILN_NVRTC_FUNCTIONS(KILN_CUDA_DECLARE_ENTRY)
+  std::string error;
+  std::string library;
+  int major = 0, minor = 0;
+};
+
+#undef KILN_CUDA_DECLARE_ENTRY
+
+// Loaded (and cuInit called) once per process. KILN_CUDA_DRIVER names another file than
+// libcuda.so.1 (tests point it at the toolkit's stub); KILN_NVRTC another libnvrtc.
+const DriverApi& driver();
+const NvrtcApi& nvrtc();
+
+// "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory", from the driver when it is loaded.
+std::string cu_error_text(CUresult status);
+
+// Throws DeviceError (OutOfMemoryError for CUDA_ERROR_OUT_OF_MEMORY) unless status is success.
+void check_cu(CUresult status, const char* call_text);
+void check_nvrtc(nvrtcResult status, const char* call_text);
+
+}  // namespace kiln::cuda
+
+#define KILN_CU_CHECK(call) ::kiln::cuda::check_cu((call), #call)
+#define KILN_NVRTC_CHECK(call) ::kiln::cuda::check_nvrtc((call), #call)

@@ -1,0 +1,369 @@
+// The CUDA device: kernels rendered as CUDA C++, compiled by NVRTC to a cubin for the GPU's
+// architecture, loaded as modules and launched on one stream of the device's primary context.
+// The driver and NVRTC are loaded at run time (cuda_api.h).
+//
+// "CUDA@sm_90" opens a device that only compiles: kernels are rendered and compiled for that
+// architecture, nothing runs (for checking kernels on machines without a GPU).
+
+#include <kiln/error.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "codegen/dialect.h"
+#include "devices/cuda/cuda_api.h"
+#include "devices/cuda/cuda_memory.h"
+#include "devices/cuda/nvrtc_compiler.h"
+#include "runtime/plugin.h"
+
+namespace kiln::cuda {
+namespace {
+
+// Every dtype: half types are stored in 16 bits and computed in float, by the dialect.
+std::set<ScalarType> all_dtypes() {
+  return {ScalarType::Bool,   ScalarType::Int8,    ScalarType::Int16,    ScalarType::Int32,
+          ScalarType::Int64,  ScalarType::UInt8,   ScalarType::UInt16,   ScalarType::UInt32,
+          ScalarType::UInt64, ScalarType::Float16, ScalarType::BFloat16, ScalarType::Float32,
+          ScalarType::Float64};
+}
+
+const DriverApi& loaded_driver() {
+  const DriverApi& api = driver();
+  if (!api.error.empty()) throw DeviceError("[cuda] " + api.error);
+  return api;
+}
+
+std::string version_text(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+class CudaProgram : public Program {
+ public:
+  CudaProgram(CUcontext context, CUstream stream, CUmodule module, std::string name)
+      : context_(context), stream_(stream), module_(module), name_(std::move(name)) {
+    check(driver().cuModuleGetFunction(&function_, module_, name_.c_str()), "cuModuleGetFunction");
+    check(driver().cuFuncGetAttribute(&max_threads_, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                      function_),
+          "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)");
+    check(driver().cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
+    check(driver().cuEventCreate(&end_, CU_EVENT_DEFAULT), "cuEventCreate");
+  }
+  ~CudaProgram() override {
+    driver().cuCtxSetCurrent(context_);
+    if (start_) driver().cuEventDestroy_v2(start_);
+    if (end_) driver().cuEventDestroy_v2(end_);
+    driver().cuModuleUnload(module_);  // waits for launches that use it
+  }
+  CudaProgram(const CudaProgram&) = delete;
+  CudaProgram& operator=(const CudaProgram&) = delete;
+
+  double launch(const LaunchRequest& request) override {
+    const int64_t global[3] = {request.global.x, request.global.y, request.global.z};
+    const int64_t local[3] = {request.local.x, request.local.y, request.local.z};
+    if (global[0] * global[1] * global[2] == 0) return 0;
+    // The kernel's geometry is its own (its opts chose it and checked the device's limits).
+    unsigned grid[3], block[3];
+    static constexpr int64_t kMaxGrid[3] = {INT_MAX, 65535, 65535};
+    for (int dim = 0; dim < 3; ++dim) {
+      const int64_t groups = (global[dim] + local[dim] - 1) / local[dim];
+      if (groups > kMaxGrid[dim]) {
+        throw DeviceError("[cuda launch] kernel " + name_ + " needs " + std::to_string(groups) +
+                          " blocks along grid dimension " + std::to_string(dim) +
+                          "; CUDA allows at most " + std::to_string(kMaxGrid[dim]));
+      }
+      grid[dim] = static_cast<unsigned>(groups);
+      block[dim] = static_cast<unsigned>(local[dim]);
+    }
+    if (local[0] * local[1] * local[2] > max_threads_) {
+      throw DeviceError("[cuda launch] kernel " + name_ + " asks for blocks of " +
+                        std::to_string(local[0] * local[1] * local[2]) +
+                        " threads; the compiled kernel allows at most " +
+                        std::to_string(max_threads_) +
+                        " (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK); KILN_NOOPT=1 launches "
+                        "without blocks");
+    }
+    std::vector<CUdeviceptr> pointers;
+    pointers.reserve(request.buffers.size());
+    for (DeviceMemory memory : request.buffers) pointers.push_back(device_pointer(memory));
+    std::vector<void*> arguments;
+    for (CUdeviceptr& pointer : pointers) arguments.push_back(&pointer);
+
+    std::lock_guard<std::mutex> lock(mutex_);  // the timing events
+    check(driver().cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+    if (request.wait) check(driver().cuEventRecord(start_, stream_), "cuEventRecord");
+    check(driver().cuLaunchKernel(function_, grid[0], grid[1], grid[2], block[0], block[1],
+                                  block[2], 0, stream_, arguments.data(), nullptr),
+          "cuLaunchKernel");
+    if (!request.wait) return 0;
+    check(driver().cuEventRecord(end_, stream_), "cuEventRecord");
+    // A fault inside the kernel shows here, named after it.
+    check(driver().cuEventSynchronize(end_), "cuEventSynchronize (after the kernel ran)");
+    float milliseconds = 0;
+    check(driver().cuEventElapsedTime_v2(&milliseconds, start_, end_), "cuEventElapsedTime_v2");
+    return milliseconds * 1e-3;
+  }
+
+ private:
+  void check(CUresult status, const char* call) const {
+    if (status != CUDA_SUCCESS)
+      check_cu(status, (std::string(call) + " for kernel " + name_).c_str());
+  }
+
+  CUcontext context_;
+  CUstream stream_;
+  CUmodule module_;
+  std::string name_;
+  CUfunction function_ = nullptr;
+  int max_threads_ = 0;
+  CUevent start_ = nullptr, end_ = nullptr;
+  std::mutex mutex_;
+};
+
+int attribute(CUdevice device, CUdevice_attribute which, const char* name) {
+  int value = 0;
+  const CUresult status = driver().cuDeviceGetAttribute(&value, which, device);
+  if (status != CUDA_SUCCESS)
+    check_cu(status, ("cuDeviceGetAttribute(" + std::string(name) + ")").c_str());
+  return value;
+}
+
+#define KILN_CU_ATTRIBUTE(device, name) attribute(device, CU_DEVICE_ATTRIBUTE_##name, #name)
+
+std::string device_name_of(CUdevice device) {
+  char name[256] = {};
+  KILN_CU_CHECK(driver().cuDeviceGetName(name, sizeof(name), device));
+  return name;
+}
+
+std::string pci_bus_id_of(CUdevice device) {
+  char bus_id[64] = {};
+  if (driver().cuDeviceGetPCIBusId(bus_id, sizeof(bus_id), device) != CUDA_SUCCESS) return "";
+  return bus_id;
+}
+
+class CudaDevice : public Device {
+ public:
+  CudaDevice(int index, CUdevice device) : device_(device) {
+    name_ = index == 0 ? "CUDA" : "CUDA:" + std::to_string(index);
+    const DriverApi& api = loaded_driver();
+    KILN_CU_CHECK(api.cuDevicePrimaryCtxRetain(&context_, device_));
+    KILN_CU_CHECK(api.cuCtxSetCurrent(context_));
+    KILN_CU_CHECK(api.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+
+    const int major = KILN_CU_ATTRIBUTE(device_, COMPUTE_CAPABILITY_MAJOR);
+    const int minor = KILN_CU_ATTRIBUTE(device_, COMPUTE_CAPABILITY_MINOR);
+    const std::string architecture = "sm_" + std::to_string(major * 10 + minor);
+    properties_.kind = DeviceKind::GPU;
+    properties_.driver = "CUDA driver " + version_text(api.version) + ", NVRTC " +
+                         std::to_string(nvrtc().major) + "." + std::to_string(nvrtc().minor);
+    properties_.description =
+        device_name_of(device_) + " (" + architecture + ", PCI " + pci_bus_id_of(device_) + ")";
+    properties_.max_workgroup_size = KILN_CU_ATTRIBUTE(device_, MAX_THREADS_PER_BLOCK);
+    properties_.max_workgroup_dims[0] = KILN_CU_ATTRIBUTE(device_, MAX_BLOCK_DIM_X);
+    properties_.max_workgroup_dims[1] = KILN_CU_ATTRIBUTE(device_, MAX_BLOCK_DIM_Y);
+    properties_.max_workgroup_dims[2] = KILN_CU_ATTRIBUTE(device_, MAX_BLOCK_DIM_Z);
+    properties_.max_workgroups[0] = KILN_CU_ATTRIBUTE(device_, MAX_GRID_DIM_X);
+    properties_.max_workgroups[1] = KILN_CU_ATTRIBUTE(device_, MAX_GRID_DIM_Y);
+    properties_.max_workgroups[2] = KILN_CU_ATTRIBUTE(device_, MAX_GRID_DIM_Z);
+    // Static __shared__ arrays: more than this needs dynamic shared memory and an opt-in.
+    properties_.local_memory_bytes = KILN_CU_ATTRIBUTE(device_, MAX_SHARED_MEMORY_PER_BLOCK);
+    properties_.warp_width = KILN_CU_ATTRIBUTE(device_, WARP_SIZE);
+    properties_.compute_units = KILN_CU_ATTRIBUTE(device_, MULTIPROCESSOR_COUNT);
+    properties_.dtypes = all_dtypes();
+    size_t total = 0;
+    KILN_CU_CHECK(api.cuDeviceTotalMem_v2(&total, device_));
+    properties_.memory_bytes = total;
+    properties_.max_allocation_bytes = total;
+
+    compiler_ = make_nvrtc_compiler(major * 10 + minor, api.version);
+    allocator_ = std::make_unique<CudaAllocator>(context_, stream_, total);
+  }
+
+  ~CudaDevice() override {
+    // Let queued work finish before the stream and context go; errors have no one to go to.
+    driver().cuCtxSetCurrent(context_);
+    driver().cuStreamSynchronize(stream_);
+    allocator_.reset();
+    driver().cuStreamDestroy_v2(stream_);
+    driver().cuDevicePrimaryCtxRelease_v2(device_);
+  }
+
+  const std::string& name() const override { return name_; }
+  const DeviceProperties& properties() const override { return properties_; }
+  const Dialect& dialect() const override { return cuda_dialect(); }
+  Allocator& allocator() override { return *allocator_; }
+  Compiler& compiler() override { return *compiler_; }
+
+  std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
+                                        const std::string& kernel_name) override {
+    KILN_CU_CHECK(driver().cuCtxSetCurrent(context_));
+    CUmodule module = nullptr;
+    const CUresult status = driver().cuModuleLoadData(&module, binary.data());
+    if (status != CUDA_SUCCESS) {
+      throw DeviceError("[cuda] cuModuleLoadData for kernel " + kernel_name +
+                        " failed: " + cu_error_text(status));
+    }
+    try {
+      return std::make_unique<CudaProgram>(context_, stream_, module, kernel_name);
+    } catch (...) {
+      driver().cuModuleUnload(module);
+      throw;
+    }
+  }
+
+  void synchronize() override {
+    KILN_CU_CHECK(driver().cuCtxSetCurrent(context_));
+    KILN_CU_CHECK(driver().cuStreamSynchronize(stream_));
+  }
+
+ private:
+  CUdevice device_;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+  std::string name_;
+  DeviceProperties properties_;
+  std::unique_ptr<Compiler> compiler_;
+  std::unique_ptr<CudaAllocator> allocator_;
+};
+
+// Host memory standing in for a GPU's: inputs can be uploaded and kernels planned, but there is
+// no kernel result to read back.
+class CompileOnlyAllocator : public Allocator {
+ public:
+  explicit CompileOnlyAllocator(std::string device) : device_(std::move(device)) {}
+  DeviceMemory alloc(size_t nbytes) override {
+    void* memory = std::aligned_alloc(256, (std::max<size_t>(nbytes, 1) + 255) / 256 * 256);
+    if (!memory)
+      throw OutOfMemoryError("[cuda] " + device_ + ": cannot allocate " + std::to_string(nbytes) +
+                             " bytes of host memory");
+    return memory;
+  }
+  void free(DeviceMemory memory, size_t) override { std::free(memory); }
+  void copy_in(DeviceMemory destination, const void* host, size_t nbytes) override {
+    std::memcpy(destination, host, nbytes);
+  }
+  void copy_out(void*, DeviceMemory, size_t) override {
+    throw DeviceError("[cuda] " + device_ +
+                      " only compiles kernels: nothing runs there, so there are no values to "
+                      "read (run on a GPU: KILN_DEVICE=CUDA)");
+  }
+
+ private:
+  std::string device_;
+};
+
+class CompileOnlyDevice : public Device {
+ public:
+  explicit CompileOnlyDevice(int architecture)
+      : name_("CUDA@sm_" + std::to_string(architecture)), allocator_(name_) {
+    properties_.kind = DeviceKind::GPU;
+    properties_.compile_only = true;
+    properties_.driver = "NVRTC " + std::to_string(nvrtc().major) + "." +
+                         std::to_string(nvrtc().minor) + " (compile only)";
+    properties_.description = "kernels compiled for sm_" + std::to_string(architecture) +
+                              ", not run; limits as on an H100";
+    // What every architecture since sm_50 allows, and an H100's 132 SMs, so the optimiser
+    // makes the choices it makes on a real part.
+    properties_.max_workgroup_size = 1024;
+    properties_.max_workgroup_dims[0] = 1024;
+    properties_.max_workgroup_dims[1] = 1024;
+    properties_.max_workgroup_dims[2] = 64;
+    properties_.max_workgroups[0] = INT_MAX;
+    properties_.max_workgroups[1] = 65535;
+    properties_.max_workgroups[2] = 65535;
+    properties_.local_memory_bytes = 48 * 1024;
+    properties_.warp_width = 32;
+    properties_.compute_units = 132;
+    properties_.dtypes = all_dtypes();
+    compiler_ = make_nvrtc_compiler(architecture, 0);
+  }
+
+  const std::string& name() const override { return name_; }
+  const DeviceProperties& properties() const override { return properties_; }
+  const Dialect& dialect() const override { return cuda_dialect(); }
+  Allocator& allocator() override { return allocator_; }
+  Compiler& compiler() override { return *compiler_; }
+  std::unique_ptr<Program> load_program(const std::vector<uint8_t>&,
+                                        const std::string& kernel_name) override {
+    throw DeviceError("[cuda] " + name_ + " only compiles: kernel " + kernel_name +
+                      " cannot be loaded without a GPU");
+  }
+  void synchronize() override {}
+
+ private:
+  std::string name_;
+  DeviceProperties properties_;
+  CompileOnlyAllocator allocator_;
+  std::unique_ptr<Compiler> compiler_;
+};
+
+ProbeResult probe() {
+  ProbeResult result;
+  const DriverApi& api = driver();
+  if (!api.error.empty()) {
+    result.reason = api.error;
+    return result;
+  }
+  if (!nvrtc().error.empty()) {
+    result.reason = nvrtc().error;
+    return result;
+  }
+  int count = 0;
+  KILN_CU_CHECK(api.cuDeviceGetCount(&count));
+  if (count == 0) {
+    result.reason = "the NVIDIA driver found no GPU";
+    return result;
+  }
+  result.device_count = count;
+  result.is_gpu = true;
+  for (int index = 0; index < count; ++index) {
+    CUdevice device = 0;
+    KILN_CU_CHECK(api.cuDeviceGet(&device, index));
+    const int major = KILN_CU_ATTRIBUTE(device, COMPUTE_CAPABILITY_MAJOR);
+    const int minor = KILN_CU_ATTRIBUTE(device, COMPUTE_CAPABILITY_MINOR);
+    result.reason +=
+        (index ? "; " : "") + std::string(index ? "CUDA:" + std::to_string(index) : "CUDA") + ": " +
+        device_name_of(device) + " (sm_" + std::to_string(major * 10 + minor) + ", PCI " +
+        pci_bus_id_of(device) + ", driver " + version_text(api.version) + ")";
+  }
+  return result;
+}
+
+std::unique_ptr<Device> create(int index) {
+  const DriverApi& api = loaded_driver();
+  int count = 0;
+  KILN_CU_CHECK(api.cuDeviceGetCount(&count));
+  if (index < 0 || index >= count) {
+    throw DeviceError("[cuda] no CUDA device " + std::to_string(index) + " (found " +
+                      std::to_string(count) + ")");
+  }
+  CUdevice device = 0;
+  KILN_CU_CHECK(api.cuDeviceGet(&device, index));
+  return std::make_unique<CudaDevice>(index, device);
+}
+
+// An empty target means the first GPU's architecture, else an H100's (sm_90).
+std::unique_ptr<Device> create_compile_only(const std::string& target) {
+  if (!target.empty()) return std::make_unique<CompileOnlyDevice>(parse_architecture(target));
+  int architecture = 90;
+  int count = 0;
+  CUdevice device = 0;
+  if (driver().error.empty() && driver().cuDeviceGetCount(&count) == CUDA_SUCCESS && count > 0 &&
+      driver().cuDeviceGet(&device, 0) == CUDA_SUCCESS) {
+    architecture = 10 * KILN_CU_ATTRIBUTE(device, COMPUTE_CAPABILITY_MAJOR) +
+                   KILN_CU_ATTRIBUTE(device, COMPUTE_CAPABILITY_MINOR);
+  }
+  return std::make_unique<CompileOnlyDevice>(architecture);
+}
+
+const PluginEntry kEntry = {kPluginAbiVersion, plugin_layout_fingerprint(), "CUDA", &probe,
+                            &create,           &create_compile_only};
+
+}  // namespace
+}  // namespace kiln::cuda
+
+extern "C" __attribute__((visibility("default"))) const kiln::PluginEntry* kiln_plugin_entry() {
+  return &kiln::cuda::kEntry;
+}

@@ -1,0 +1,56 @@
+#pragma once
+// Device memory for the CUDA device: cuMemAlloc blocks, copies through pinned staging buffers on
+// the device's stream (so they are ordered after the kernels launched before them), and
+// subregions as pointer offsets.
+
+#include <cuda.h>
+
+#include <array>
+#include <cstddef>
+#include <mutex>
+
+#include "runtime/device.h"
+
+namespace kiln::cuda {
+
+CUdeviceptr device_pointer(DeviceMemory memory);
+
+class CudaAllocator : public Allocator {
+ public:
+  // `context` is made current on the calling thread before each driver call; both it and
+  // `stream` belong to the device and outlive the allocator.
+  CudaAllocator(CUcontext context, CUstream stream, uint64_t memory_bytes);
+  ~CudaAllocator() override;
+  CudaAllocator(const CudaAllocator&) = delete;
+  CudaAllocator& operator=(const CudaAllocator&) = delete;
+
+  DeviceMemory alloc(size_t nbytes) override;
+  void free(DeviceMemory memory, size_t nbytes) override;
+  // Returns once `host` may be reused; the copy itself may still be in flight on the stream.
+  void copy_in(DeviceMemory destination, const void* host, size_t nbytes) override;
+  // Returns once the bytes are in `host`.
+  void copy_out(void* host, DeviceMemory source, size_t nbytes) override;
+
+  // cuMemAlloc aligns every block to 256 bytes; kernels assume no more of a subregion.
+  size_t subregion_alignment() const override { return 256; }
+  DeviceMemory subregion(DeviceMemory base, size_t offset, size_t nbytes) override;
+  void release_subregion(DeviceMemory) override {}
+
+ private:
+  static constexpr size_t kStagingBytes = size_t{8} << 20;
+  struct Staging {
+    void* host = nullptr;  // pinned, kStagingBytes
+    CUevent done = nullptr;
+    bool pending = false;  // a copy through it may still run
+  };
+  Staging& staging(size_t slot);  // allocated on first use
+  void wait(Staging& slot);
+
+  CUcontext context_;
+  CUstream stream_;
+  uint64_t memory_bytes_;
+  std::mutex mutex_;  // the staging buffers
+  std::array<Staging, 2> staging_;
+};
+
+}  // namespace kiln::cuda

@@ -1,0 +1,149 @@
+#include "devices/cuda/nvrtc_compiler.h"
+
+#include <kiln/error.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+
+#include "devices/cuda/cuda_api.h"
+
+namespace kiln::cuda {
+namespace {
+
+// Owns one nvrtcProgram.
+class NvrtcProgram {
+ public:
+  NvrtcProgram(const std::string& source, const std::string& file_name) {
+    KILN_NVRTC_CHECK(nvrtc().nvrtcCreateProgram(&program_, source.c_str(), file_name.c_str(), 0,
+                                                nullptr, nullptr));
+  }
+  ~NvrtcProgram() { nvrtc().nvrtcDestroyProgram(&program_); }
+  NvrtcProgram(const NvrtcProgram&) = delete;
+  NvrtcProgram& operator=(const NvrtcProgram&) = delete;
+  nvrtcProgram get() const { return program_; }
+
+  std::string log() const {
+    size_t size = 0;
+    if (nvrtc().nvrtcGetProgramLogSize(program_, &size) != NVRTC_SUCCESS || size == 0)
+      return "(no log)";
+    std::string text(size, '\0');
+    if (nvrtc().nvrtcGetProgramLog(program_, text.data()) != NVRTC_SUCCESS) return "(no log)";
+    while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.pop_back();
+    return text;
+  }
+
+ private:
+  nvrtcProgram program_ = nullptr;
+};
+
+const NvrtcApi& loaded_nvrtc() {
+  const NvrtcApi& api = nvrtc();
+  if (!api.error.empty()) throw DeviceError("[cuda] " + api.error);
+  return api;
+}
+
+// The library's file, resolved, with its size: a toolkit updated in place gives another key.
+std::string library_identity(const std::string& library) {
+  std::error_code error;
+  std::filesystem::path path = library;
+  if (path.is_relative()) return library;  // found on the loader's path: the version says enough
+  path = std::filesystem::canonical(path, error);
+  if (error) return library;
+  const auto size = std::filesystem::file_size(path, error);
+  return path.string() + (error ? "" : " " + std::to_string(size) + " bytes");
+}
+
+class NvrtcCompiler : public Compiler {
+ public:
+  NvrtcCompiler(int architecture, int driver_version) {
+    const NvrtcApi& api = loaded_nvrtc();
+    const std::vector<int> known = nvrtc_architectures();
+    // A GPU newer than NVRTC: PTX for the newest architecture it knows, which the driver can JIT.
+    ptx_ = std::find(known.begin(), known.end(), architecture) == known.end();
+    const int target = ptx_ ? known.back() : architecture;
+    options_ = {
+        (ptx_ ? "--gpu-architecture=compute_" : "--gpu-architecture=sm_") + std::to_string(target),
+        // a * b + c rounds twice, as on the CPU (-ffp-contract=off) and OpenCL devices.
+        "--fmad=false", "--std=c++17"};
+    identity_ = "CUDA | NVRTC " + std::to_string(api.major) + "." + std::to_string(api.minor) +
+                " (" + library_identity(api.library) + ") |";
+    for (const std::string& option : options_) identity_ += " " + option;
+    // PTX is compiled by the driver at load: its version changes the binary that runs.
+    if (ptx_) identity_ += " | driver " + std::to_string(driver_version);
+  }
+
+  std::string identity() const override { return identity_; }
+
+  std::vector<uint8_t> compile(const std::string& source, const std::string& kernel_name) override {
+    const NvrtcApi& api = loaded_nvrtc();
+    NvrtcProgram program(source, kernel_name + ".cu");
+    std::vector<const char*> options;
+    for (const std::string& option : options_) options.push_back(option.c_str());
+    const nvrtcResult status =
+        api.nvrtcCompileProgram(program.get(), static_cast<int>(options.size()), options.data());
+    if (status != NVRTC_SUCCESS) {
+      throw CompileError("[cuda] compiling kernel " + kernel_name +
+                             ": nvrtcCompileProgram failed: " + api.nvrtcGetErrorString(status),
+                         program.log(), source);
+    }
+    size_t size = 0;
+    std::vector<uint8_t> binary;
+    if (ptx_) {
+      KILN_NVRTC_CHECK(api.nvrtcGetPTXSize(program.get(), &size));
+      binary.resize(size);  // with its terminating NUL, as cuModuleLoadData reads PTX
+      KILN_NVRTC_CHECK(api.nvrtcGetPTX(program.get(), reinterpret_cast<char*>(binary.data())));
+    } else {
+      KILN_NVRTC_CHECK(api.nvrtcGetCUBINSize(program.get(), &size));
+      binary.resize(size);
+      KILN_NVRTC_CHECK(api.nvrtcGetCUBIN(program.get(), reinterpret_cast<char*>(binary.data())));
+    }
+    if (binary.empty())
+      throw DeviceError("[cuda] NVRTC returned an empty binary for kernel " + kernel_name);
+    return binary;
+  }
+
+ private:
+  bool ptx_ = false;
+  std::vector<std::string> options_;
+  std::string identity_;
+};
+
+}  // namespace
+
+std::vector<int> nvrtc_architectures() {
+  const NvrtcApi& api = loaded_nvrtc();
+  int count = 0;
+  KILN_NVRTC_CHECK(api.nvrtcGetNumSupportedArchs(&count));
+  std::vector<int> architectures(static_cast<size_t>(std::max(count, 0)));
+  if (count > 0) KILN_NVRTC_CHECK(api.nvrtcGetSupportedArchs(architectures.data()));
+  std::sort(architectures.begin(), architectures.end());
+  if (architectures.empty()) throw DeviceError("[cuda] NVRTC reports no supported architecture");
+  return architectures;
+}
+
+int parse_architecture(const std::string& text) {
+  std::string digits = text;
+  for (const char* prefix : {"sm_", "compute_", "SM_", "COMPUTE_"}) {
+    if (digits.rfind(prefix, 0) == 0) digits = digits.substr(std::string(prefix).size());
+  }
+  const std::vector<int> known = nvrtc_architectures();
+  std::string list;
+  for (int architecture : known)
+    list += (list.empty() ? "" : ", ") + ("sm_" + std::to_string(architecture));
+  const bool numeric = !digits.empty() && digits.size() <= 4 &&
+                       std::all_of(digits.begin(), digits.end(),
+                                   [](unsigned char c) { return std::isdigit(c) != 0; });
+  if (!numeric || std::find(known.begin(), known.end(), std::stoi(digits)) == known.end()) {
+    throw DeviceError("[cuda] '" + text + "' is not a GPU architecture NVRTC " +
+                      std::to_string(nvrtc().major) + "." + std::to_string(nvrtc().minor) +
+                      " compiles for; it knows " + list);
+  }
+  return std::stoi(digits);
+}
+
+std::unique_ptr<Compiler> make_nvrtc_compiler(int architecture, int driver_version) {
+  return std::make_unique<NvrtcCompiler>(architecture, driver_version);
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The whole check on a machine with an NVIDIA GPU, in one command that fits in 10 minutes: build,
+# the test suite on CUDA, the conformance battery on CUDA, `kiln bench --device CUDA`, and a short
+# summary last.
+#
+#   scripts/gpu-check.sh
+#
+# Logs go to $OUT when it is set (the lent GPU machines bring that folder back), else to
+# build-gpu/check. Needs CMake, a C++ compiler, the CUDA toolkit and the NVIDIA driver. kiln's own
+# dependencies (spdlog, fmt, Catch2) come from the system, else from the Debian packages in
+# .gpu-deps/ (scripts/gpu-deps.sh downloads them), unpacked into build-gpu/deps: the lent machines
+# reach no package registry.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+build=build-gpu
+logs="${OUT:-$build/check}"
+mkdir -p "$build" "$logs"
+jobs="$(nproc)"
+summary=()
+note() {
+  summary+=("$1")
+  echo "gpu-check: $1"
+}
+started=$SECONDS
+
+# ---- dependencies ---------------------------------------------------------------------------
+prefix_path=()
+if [[ ! -e /usr/include/spdlog/spdlog.h || ! -e /usr/include/catch2/catch.hpp ]]; then
+  if compgen -G ".gpu-deps/*.deb" >/dev/null; then
+    root="$PWD/$build/deps"
+    mkdir -p "$root"
+    for package in .gpu-deps/*.deb; do
+      if command -v dpkg-deb >/dev/null; then
+        dpkg-deb -x "$package" "$root"
+      else
+        (work="$(mktemp -d)" && cd "$work" && ar x "$OLDPWD/$package" && tar -xf data.tar.* -C "$root")
+      fi
+    done
+    prefix_path=("-DCMAKE_PREFIX_PATH=$root/usr")
+    export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    note "dependencies: spdlog, fmt and Catch2 unpacked from .gpu-deps"
+  else
+    note "dependencies: spdlog or Catch2 missing and no .gpu-deps/ (run scripts/gpu-deps.sh)"
+  fi
+fi
+
+# ---- the machine ----------------------------------------------------------------------------
+nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id --format=csv,noheader \
+  >"$logs/machine.log" 2>&1 || echo "nvidia-smi failed" >>"$logs/machine.log"
+note "GPU: $(head -1 "$logs/machine.log")"
+
+# ---- build ----------------------------------------------------------------------------------
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+if cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${prefix_path[@]}" \
+  >"$logs/build.log" 2>&1 && cmake --build "$build" -j"$jobs" >>"$logs/build.log" 2>&1; then
+  note "build: ok in $((SECONDS - started)) s"
+else
+  note "build: FAILED (build.log)"
+  tail -40 "$logs/build.log"
+  printf '\n==== gpu-check summary ====\n'
+  printf '%s\n' "${summary[@]}"
+  exit 1
+fi
+kiln="$build/bin/kiln"
+"$kiln" devices >"$logs/devices.log" 2>&1
+grep -E '^[ *]+CUDA ' "$logs/devices.log" | sed 's/^/gpu-check: /'
+if ! grep -qE '^[ *]+CUDA +available' "$logs/devices.log"; then
+  note "CUDA device: UNAVAILABLE: $(grep -E '^[ *]+CUDA ' "$logs/devices.log")"
+fi
+
+status=0
+# ---- the test suite on CUDA -----------------------------------------------------------------
+# Codegen-only tests that need tools of a Debian machine (glslang) are left to CI.
+step=$SECONDS
+KILN_DEVICE=CUDA timeout 240 ctest --test-dir "$build" -j8 --timeout 200 \
+  -E 'conformance|install_and_build|CUDA C\+\+ and GLSL' >"$logs/tests.log" 2>&1 || status=1
+note "tests on CUDA: $(grep -E 'tests passed' "$logs/tests.log" || echo 'did not finish') ($((SECONDS - step)) s)"
+grep -E '^\s+[0-9]+ - ' "$logs/tests.log" | head -20 | sed 's/^/gpu-check:   failed: /'
+
+# ---- the conformance battery on CUDA --------------------------------------------------------
+step=$SECONDS
+timeout 200 "$kiln" conformance --device CUDA --jobs 8 --failures 30 >"$logs/conformance.log" 2>&1 ||
+  status=1
+note "conformance: $(grep -E '^CUDA: ' "$logs/conformance.log" | tail -1) ($((SECONDS - step)) s)"
+grep -E '^(FAIL|ERROR) ' "$logs/conformance.log" | head -10 | sed 's/^/gpu-check:   /'
+
+# ---- the benchmark --------------------------------------------------------------------------
+step=$SECONDS
+timeout 150 "$kiln" bench --device CUDA >"$logs/bench.log" 2>&1 || status=1
+note "bench: $((SECONDS - step)) s (bench.log)"
+
+printf '\n==== gpu-check summary (%d s) ====\n' "$((SECONDS - started))"
+printf '%s\n' "${summary[@]}"
+sed -n '/^workload/,$p' "$logs/bench.log" | head -30
+exit $status
