@@ -99,6 +99,16 @@ struct DeviceProperties {
   bool compile_only = false;
 };
 
+// What the device's own vendor tools reach on it, measured by its driver for `kiln bench` to set
+// kiln's figures beside. A figure is 0 where the device cannot measure it.
+struct DeviceLimits {
+  double copy_bytes_per_second = 0;  // a device-to-device copy: bytes read + written per second
+  std::string gemm_library;          // the vendor BLAS the GEMM figures come from
+  double gemm_float32_flops = 0;     // side^3 SGEMM, row-major float32 (no TF32)
+  double gemm_bfloat16_flops = 0;    // side^3 bfloat16 inputs, float32 accumulation
+  std::string notes;                 // why a figure is missing
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -111,6 +121,12 @@ class Device {
                                                 const std::string& kernel_name) = 0;
   // Waits for every launched kernel and copy to finish.
   virtual void synchronize() = 0;
+  // Measures the limits above with a copy of `copy_bytes` and GEMMs of `gemm_side`; devices
+  // whose limits the host measures (the CPU's memcpy and BLAS) return nothing.
+  virtual DeviceLimits measure_limits(size_t copy_bytes, int gemm_side) {
+    (void)copy_bytes, (void)gemm_side;
+    return {};
+  }
 
   bool supports(DType dtype) const { return properties().dtypes.count(dtype.type()) > 0; }
 };

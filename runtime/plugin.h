@@ -18,7 +18,7 @@
 namespace kiln {
 
 // Bump whenever any interface in runtime/device.h or codegen/dialect.h changes layout.
-inline constexpr uint32_t kPluginAbiVersion = 8;
+inline constexpr uint32_t kPluginAbiVersion = 9;
 
 struct ProbeResult {
   int device_count = 0;  // 0: unavailable here
@@ -31,6 +31,7 @@ struct ProbeResult {
 // or another standard library even when nobody bumped kPluginAbiVersion.
 inline constexpr uint32_t plugin_layout_fingerprint() {
   const size_t sizes[] = {sizeof(Dialect),
+                          sizeof(DeviceLimits),
                           sizeof(DeviceProperties),
                           sizeof(LaunchRequest),
                           sizeof(LaunchDims),

@@ -23,6 +23,8 @@ using bench::Result;
 
 constexpr double kOverheadTargetSeconds = 50e-6;
 constexpr size_t kCopyBandwidthBytes = size_t{64} << 20;
+constexpr size_t kDeviceCopyBytes = size_t{256} << 20;  // well past a GPU's L2
+constexpr int64_t kGpuMatmulSide = 4096;
 
 struct Options {
   std::string device;
@@ -191,8 +193,10 @@ int bench_main(const std::vector<std::string>& args) {
 
   const std::string device =
       options.device.empty() ? default_device() : canonical_device_name(options.device);
-  bench::Harness harness(device, options.quick ? bench::quick_sizes() : bench::default_sizes(),
-                         options.repeat);
+  bench::Sizes sizes = options.quick ? bench::quick_sizes() : bench::default_sizes();
+  const bool gpu = open_device(device)->device().properties().kind == DeviceKind::GPU;
+  if (gpu && !options.quick) sizes.matmul = kGpuMatmulSide;  // the size a GPU is judged at
+  bench::Harness harness(device, sizes, options.repeat);
   const DeviceProperties& properties = harness.context().device().properties();
   std::printf("kiln bench on %s: %s (%s)%s\n", device.c_str(), properties.description.c_str(),
               properties.driver.c_str(), options.quick ? ", quick sizes" : "");
@@ -202,12 +206,34 @@ int bench_main(const std::vector<std::string>& args) {
       "of build + realize\n",
       options.repeat);
 
-  const double copy_bandwidth = bench::host_copy_bandwidth(kCopyBandwidthBytes);
-  std::printf(
-      "host memcpy: %.2f GB/s (64 MiB, bytes read + written, best of one thread and all cores)\n",
-      copy_bandwidth / 1e9);
-  const std::unique_ptr<bench::Blas> blas = bench::Blas::load();
-  std::printf("BLAS: %s\n\n", blas ? blas->library().c_str() : "no BLAS found");
+  // A GPU's limits are its driver's copy and its vendor's GEMM, measured in this run.
+  DeviceLimits limits;
+  if (gpu) {
+    limits = harness.context().device().measure_limits(kDeviceCopyBytes,
+                                                       static_cast<int>(harness.sizes().matmul));
+  }
+  bench::CopyLimit copy{limits.copy_bytes_per_second, "device copy"};
+  std::unique_ptr<bench::Blas> blas;
+  if (copy.bytes_per_second > 0) {
+    std::printf("device copy: %.2f GB/s (%zu MiB device to device, bytes read + written)\n",
+                copy.bytes_per_second / 1e9, kDeviceCopyBytes >> 20);
+  } else {
+    copy = {bench::host_copy_bandwidth(kCopyBandwidthBytes), "memcpy"};
+    std::printf(
+        "host memcpy: %.2f GB/s (64 MiB, bytes read + written, best of one thread and all "
+        "cores)\n",
+        copy.bytes_per_second / 1e9);
+  }
+  if (!limits.gemm_library.empty()) {
+    std::printf("GEMM: %s: SGEMM %.1f TFLOP/s, bf16 %.1f TFLOP/s at %lld^3\n",
+                limits.gemm_library.c_str(), limits.gemm_float32_flops / 1e12,
+                limits.gemm_bfloat16_flops / 1e12, static_cast<long long>(harness.sizes().matmul));
+  } else if (!gpu) {
+    blas = bench::Blas::load();
+    std::printf("BLAS: %s\n", blas ? blas->library().c_str() : "no BLAS found");
+  }
+  if (!limits.notes.empty()) std::printf("limits: %s\n", limits.notes.c_str());
+  std::printf("\n");
 
   print_header();
   std::vector<Result> results;
@@ -215,12 +241,14 @@ int bench_main(const std::vector<std::string>& args) {
     results.push_back(run_workload(name, workload));
     print_result(results.back());
   };
-  run("copy", [&] { return bench::bench_copy(harness, copy_bandwidth); });
-  run("add", [&] { return bench::bench_add(harness, copy_bandwidth); });
-  run("sum", [&] { return bench::bench_sum(harness, copy_bandwidth); });
-  run("fused", [&] { return bench::bench_fused(harness, copy_bandwidth); });
-  run("softmax", [&] { return bench::bench_softmax(harness, copy_bandwidth); });
-  run("matmul", [&] { return bench::bench_matmul(harness, blas.get()); });
+  run("copy", [&] { return bench::bench_copy(harness, copy); });
+  run("add", [&] { return bench::bench_add(harness, copy); });
+  run("sum", [&] { return bench::bench_sum(harness, copy); });
+  run("fused", [&] { return bench::bench_fused(harness, copy); });
+  run("softmax", [&] { return bench::bench_softmax(harness, copy); });
+  run("matmul", [&] { return bench::bench_matmul(harness, blas.get(), limits); });
+  if (limits.gemm_bfloat16_flops > 0)
+    run("matmul bf16", [&] { return bench::bench_matmul_bfloat16(harness, limits); });
   run("overhead", [&] { return bench::bench_overhead(harness, kOverheadTargetSeconds); });
 
   std::printf(
@@ -228,8 +256,8 @@ int bench_main(const std::vector<std::string>& args) {
   if (options.quick)
     std::printf("quick sizes fit in cache: fractions of memcpy bandwidth can pass 100%%\n");
 
-  if (!options.quick) {
-    const bench::Sizes& sizes = harness.sizes();
+  // The peer is tinygrad's CPU backend: a peer for kiln's CPU-side devices only.
+  if (!options.quick && !gpu) {
     print_peer(bench::run_tinygrad_peer({sizes.elementwise, sizes.matmul, options.repeat}), results,
                sizes);
   }

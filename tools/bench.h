@@ -140,14 +140,24 @@ class Harness {
   std::shared_ptr<DeviceContext> context_;
 };
 
+// The copy bandwidth that bandwidth-bound workloads are set beside.
+struct CopyLimit {
+  double bytes_per_second = 0;
+  std::string name;  // "memcpy" (the host's), "device copy" (the driver's, on a GPU)
+};
+
 // Each builds its inputs, checks and times one workload. The bandwidth ones are set beside
-// `copy_bandwidth` (bytes/s); matmul beside `blas` when there is one. Throw kiln::Error.
-Result bench_copy(Harness& harness, double copy_bandwidth);
-Result bench_add(Harness& harness, double copy_bandwidth);
-Result bench_sum(Harness& harness, double copy_bandwidth);
-Result bench_fused(Harness& harness, double copy_bandwidth);
-Result bench_softmax(Harness& harness, double copy_bandwidth);
-Result bench_matmul(Harness& harness, const Blas* blas);
+// `copy`; matmul beside `blas` when there is one. Throw kiln::Error.
+Result bench_copy(Harness& harness, const CopyLimit& copy);
+Result bench_add(Harness& harness, const CopyLimit& copy);
+Result bench_sum(Harness& harness, const CopyLimit& copy);
+Result bench_fused(Harness& harness, const CopyLimit& copy);
+Result bench_softmax(Harness& harness, const CopyLimit& copy);
+// The matmul's limit is the device's vendor SGEMM where it measured one (`limits`), else the
+// host's BLAS for a CPU device.
+Result bench_matmul(Harness& harness, const Blas* blas, const DeviceLimits& limits);
+// bfloat16 inputs and output (float32 accumulation) beside the vendor's bfloat16 GEMM.
+Result bench_matmul_bfloat16(Harness& harness, const DeviceLimits& limits);
 Result bench_overhead(Harness& harness, double target_seconds);
 
 }  // namespace kiln::tools::bench

@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <thread>
 
 #include "tools/bench.h"
 
@@ -59,29 +62,47 @@ void record(Result& result, const Harness::Measured& measured) {
   result.timing = measured.timing;
 }
 
-// A bandwidth figure: `bytes` moved per run, against the host's copy bandwidth.
+// A bandwidth figure: `bytes` moved per run, against the copy bandwidth.
 void record_bandwidth(Result& result, const Harness::Measured& measured, double bytes,
-                      double copy_bandwidth) {
+                      const CopyLimit& copy) {
   record(result, measured);
   result.unit = Result::Unit::BytesPerSecond;
-  result.limit = copy_bandwidth;
-  result.limit_name = "memcpy";
+  result.limit = copy.bytes_per_second;
+  result.limit_name = copy.name;
   if (measured.timing.runs > 0) result.figure = bytes / measured.timing.median_seconds;
 }
 
 // C = A B in double on the host, row by row so that the inner loop streams.
+// In double, rows split over the host's cores (a GPU's 4096^3 is 69 G multiply-adds).
 std::vector<double> host_matmul(const std::vector<float>& a, const std::vector<float>& b,
                                 int64_t n) {
   std::vector<double> c(static_cast<size_t>(n * n), 0.0);
-  for (int64_t i = 0; i < n; ++i) {
-    double* row = c.data() + i * n;
-    for (int64_t k = 0; k < n; ++k) {
-      const double scale = a[i * n + k];
-      const float* b_row = b.data() + k * n;
-      for (int64_t j = 0; j < n; ++j) row[j] += scale * b_row[j];
+  auto rows = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      double* row = c.data() + i * n;
+      for (int64_t k = 0; k < n; ++k) {
+        const double scale = a[i * n + k];
+        const float* b_row = b.data() + k * n;
+        for (int64_t j = 0; j < n; ++j) row[j] += scale * b_row[j];
+      }
     }
-  }
+  };
+  const int64_t threads =
+      std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, std::max<int64_t>(n / 16, 1));
+  std::vector<std::thread> workers;
+  for (int64_t index = 0; index < threads; ++index)
+    workers.emplace_back(rows, n * index / threads, n * (index + 1) / threads);
+  for (std::thread& worker : workers) worker.join();
   return c;
+}
+
+// float -> bfloat16 -> float, rounding to nearest even (as kiln's casts do).
+float round_to_bfloat16(float value) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  bits = (bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u;
+  std::memcpy(&value, &bits, sizeof bits);
+  return value;
 }
 
 }  // namespace
@@ -162,7 +183,7 @@ Harness::Measured Harness::measure(const std::function<Tensor()>& build,
 // ---- the workloads ------------------------------------------------------------------------
 
 // x.contiguous(): kiln's own copy kernel, the device's counterpart of memcpy.
-Result bench_copy(Harness& harness, double copy_bandwidth) {
+Result bench_copy(Harness& harness, const CopyLimit& copy) {
   const int64_t n = harness.sizes().elementwise;
   Result result("copy", count_text(n) + " f32");
   Tensor x = harness.realized_rand({n}, 1);
@@ -174,11 +195,11 @@ Result bench_copy(Harness& harness, double copy_bandwidth) {
                             out.to_vector<float>(), [&](size_t i) { return host[i]; }, 0, 0);
                       },
                       harness.repeat(), 1);
-  record_bandwidth(result, measured, 2.0 * 4 * n, copy_bandwidth);
+  record_bandwidth(result, measured, 2.0 * 4 * n, copy);
   return result;
 }
 
-Result bench_add(Harness& harness, double copy_bandwidth) {
+Result bench_add(Harness& harness, const CopyLimit& copy) {
   const int64_t n = harness.sizes().elementwise;
   Result result("add", count_text(n) + " f32");
   Tensor a = harness.realized_rand({n}, 2), b = harness.realized_rand({n}, 3);
@@ -193,11 +214,11 @@ Result bench_add(Harness& harness, double copy_bandwidth) {
                             [&](size_t i) { return double(host_a[i]) + host_b[i]; }, 1e-7, 0);
                       },
                       harness.repeat(), 1);
-  record_bandwidth(result, measured, 3.0 * 4 * n, copy_bandwidth);
+  record_bandwidth(result, measured, 3.0 * 4 * n, copy);
   return result;
 }
 
-Result bench_sum(Harness& harness, double copy_bandwidth) {
+Result bench_sum(Harness& harness, const CopyLimit& copy) {
   const int64_t n = harness.sizes().elementwise;
   Result result("sum", count_text(n) + " f32");
   Tensor a = harness.realized_rand({n}, 4);
@@ -212,13 +233,13 @@ Result bench_sum(Harness& harness, double copy_bandwidth) {
                             out.to_vector<float>(), [&](size_t) { return reference; }, 1e-3, 0);
                       },
                       harness.repeat(), std::nullopt);
-  record_bandwidth(result, measured, 4.0 * n, copy_bandwidth);
+  record_bandwidth(result, measured, 4.0 * n, copy);
   return result;
 }
 
 // ((a*b + c).relu().exp()).sum(1): an elementwise chain into a reduce, which must fuse into one
 // kernel that reads each input once and writes only the row sums.
-Result bench_fused(Harness& harness, double copy_bandwidth) {
+Result bench_fused(Harness& harness, const CopyLimit& copy) {
   const int64_t side = harness.sizes().square;
   Result result("fused", square_text(side) + " f32");
   Tensor a = harness.realized_rand({side, side}, 5), b = harness.realized_rand({side, side}, 6),
@@ -242,11 +263,11 @@ Result bench_fused(Harness& harness, double copy_bandwidth) {
                                         [&](size_t i) { return reference[i]; }, 1e-4, 0);
                                   },
                                   harness.repeat(), 1);
-  record_bandwidth(result, measured, 3.0 * 4 * side * side + 4.0 * side, copy_bandwidth);
+  record_bandwidth(result, measured, 3.0 * 4 * side * side + 4.0 * side, copy);
   return result;
 }
 
-Result bench_softmax(Harness& harness, double copy_bandwidth) {
+Result bench_softmax(Harness& harness, const CopyLimit& copy) {
   const int64_t side = harness.sizes().square;
   Result result("softmax", square_text(side) + " f32");
   Tensor x = harness.realized_rand({side, side}, 8);
@@ -269,11 +290,11 @@ Result bench_softmax(Harness& harness, double copy_bandwidth) {
                                   },
                                   harness.repeat(), std::nullopt);
   // The least any softmax must move: read x once, write the result once.
-  record_bandwidth(result, measured, 2.0 * 4 * side * side, copy_bandwidth);
+  record_bandwidth(result, measured, 2.0 * 4 * side * side, copy);
   return result;
 }
 
-Result bench_matmul(Harness& harness, const Blas* blas) {
+Result bench_matmul(Harness& harness, const Blas* blas, const DeviceLimits& limits) {
   const int64_t n = harness.sizes().matmul;
   Result result("matmul", std::to_string(n) + "^3 f32");
   result.unit = Result::Unit::FlopsPerSecond;
@@ -284,7 +305,13 @@ Result bench_matmul(Harness& harness, const Blas* blas) {
 
   // The BLAS first: its figure is this row's limit whatever kiln does.
   std::string blas_problem;
-  if (blas) {
+  const bool gpu = harness.context().device().properties().kind == DeviceKind::GPU;
+  if (limits.gemm_float32_flops > 0) {
+    result.limit = limits.gemm_float32_flops;
+    result.limit_name = limits.gemm_library + " SGEMM";
+  } else if (gpu) {
+    result.limit_name = "no GPU BLAS";  // a host BLAS is no limit for a GPU
+  } else if (blas) {
     std::vector<float> c(static_cast<size_t>(n * n));
     const int side = static_cast<int>(n);
     auto run_blas = [&] { blas->sgemm(side, side, side, host_a.data(), host_b.data(), c.data()); };
@@ -309,6 +336,33 @@ Result bench_matmul(Harness& harness, const Blas* blas) {
   record(result, measured);
   if (measured.timing.runs > 0) result.figure = flops / measured.timing.median_seconds;
   if (!blas_problem.empty()) result.note = "the BLAS result is off: " + blas_problem;
+  return result;
+}
+
+Result bench_matmul_bfloat16(Harness& harness, const DeviceLimits& limits) {
+  const int64_t n = harness.sizes().matmul;
+  Result result("matmul", std::to_string(n) + "^3 bf16");
+  result.unit = Result::Unit::FlopsPerSecond;
+  result.limit = limits.gemm_bfloat16_flops;
+  result.limit_name = limits.gemm_library + " bf16 GEMM";
+  Tensor a = harness.realized_rand({n, n}, 11).cast(dtypes::bfloat16);
+  Tensor b = harness.realized_rand({n, n}, 12).cast(dtypes::bfloat16);
+  a.realize();
+  b.realize();
+  const std::vector<float> host_a = a.to_vector<float>(), host_b = b.to_vector<float>();
+  const std::vector<double> reference = host_matmul(host_a, host_b, n);
+  auto measured = harness.measure(
+      [&] { return a.matmul(b); },
+      [&](const Tensor& out) {
+        // One rounding of a float32 sum into bfloat16 (8 bits): 2^-8 relative, and a little
+        // for the float32 accumulation.
+        return compare(
+            out.to_vector<float>(),
+            [&](size_t i) { return round_to_bfloat16(static_cast<float>(reference[i])); }, 8e-3, 0);
+      },
+      harness.repeat(), std::nullopt);
+  record(result, measured);
+  if (measured.timing.runs > 0) result.figure = 2.0 * n * n * n / measured.timing.median_seconds;
   return result;
 }
 

@@ -14,6 +14,7 @@
 
 #include "codegen/dialect.h"
 #include "devices/cuda/cuda_api.h"
+#include "devices/cuda/cuda_limits.h"
 #include "devices/cuda/cuda_memory.h"
 #include "devices/cuda/nvrtc_compiler.h"
 #include "runtime/plugin.h"
@@ -216,6 +217,10 @@ class CudaDevice : public Device {
   void synchronize() override {
     KILN_CU_CHECK(driver().cuCtxSetCurrent(context_));
     KILN_CU_CHECK(driver().cuStreamSynchronize(stream_));
+  }
+
+  DeviceLimits measure_limits(size_t copy_bytes, int gemm_side) override {
+    return measure_cuda_limits(context_, stream_, *allocator_, copy_bytes, gemm_side);
   }
 
  private:

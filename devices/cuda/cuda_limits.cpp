@@ -1,0 +1,224 @@
+#include "devices/cuda/cuda_limits.h"
+
+#include <cublas_api.h>
+#include <dlfcn.h>
+
+#include <kiln/error.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "devices/cuda/cuda_api.h"
+
+namespace kiln::cuda {
+namespace {
+
+#define KILN_CUBLAS_FUNCTIONS(X) \
+  X(cublasCreate_v2)             \
+  X(cublasDestroy_v2)            \
+  X(cublasGetVersion_v2)         \
+  X(cublasSetStream_v2)          \
+  X(cublasSgemm_v2)
+
+struct CublasApi {
+#define KILN_CUBLAS_DECLARE_ENTRY(name) decltype(&::name) name = nullptr;
+  KILN_CUBLAS_FUNCTIONS(KILN_CUBLAS_DECLARE_ENTRY)
+#undef KILN_CUBLAS_DECLARE_ENTRY
+  // Overloaded in C++ (a legacy cudaDataType computeType): the C signature, spelled out.
+  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const void*, const void*, cudaDataType, int, const void*,
+                                    cudaDataType, int, const void*, void*, cudaDataType, int,
+                                    cublasComputeType_t, cublasGemmAlgo_t);
+  GemmEx cublasGemmEx = nullptr;
+  std::string library;
+  std::string error;
+};
+
+// cuBLAS for the bench only: where it is missing the GEMM figures are, and nothing else is.
+const CublasApi& cublas() {
+  static const CublasApi api = [] {
+    CublasApi loaded;
+    std::vector<std::string> candidates;
+    if (const char* requested = std::getenv("KILN_CUBLAS"); requested && *requested)
+      candidates.push_back(requested);
+    const std::string soname = "libcublas.so." + std::to_string(CUDA_VERSION / 1000);
+    candidates.push_back(soname);
+    // Beside NVRTC: the toolkit's lib64 is often not on the loader's path.
+    if (std::filesystem::path(nvrtc().library).is_absolute())
+      candidates.push_back(
+          (std::filesystem::path(nvrtc().library).parent_path() / soname).string());
+    void* handle = nullptr;
+    for (const std::string& candidate : candidates) {
+      if ((handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL))) {
+        loaded.library = candidate;
+        break;
+      }
+    }
+    if (!handle) {
+      loaded.error = "cuBLAS not found (" + soname + ")";
+      return loaded;
+    }
+    std::string missing;
+#define KILN_CUBLAS_LOAD_ENTRY(name)                                           \
+  loaded.name = reinterpret_cast<decltype(loaded.name)>(dlsym(handle, #name)); \
+  if (!loaded.name) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+    KILN_CUBLAS_FUNCTIONS(KILN_CUBLAS_LOAD_ENTRY)
+    KILN_CUBLAS_LOAD_ENTRY(cublasGemmEx)
+#undef KILN_CUBLAS_LOAD_ENTRY
+    if (!missing.empty()) loaded.error = loaded.library + " lacks " + missing;
+    return loaded;
+  }();
+  return api;
+}
+
+void check_cublas(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw DeviceError("[cuda] " + std::string(call) + " failed: cuBLAS status " +
+                      std::to_string(static_cast<int>(status)));
+}
+
+// Device memory for the measurement, given back when it goes.
+class Scratch {
+ public:
+  Scratch(CudaAllocator& allocator, size_t nbytes)
+      : allocator_(allocator), nbytes_(nbytes), memory_(allocator.alloc(nbytes)) {}
+  ~Scratch() { allocator_.free(memory_, nbytes_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  CUdeviceptr pointer() const { return device_pointer(memory_); }
+  void* address() const { return memory_; }
+  DeviceMemory memory() const { return memory_; }
+
+ private:
+  CudaAllocator& allocator_;
+  size_t nbytes_;
+  DeviceMemory memory_;
+};
+
+// The shortest of `repeat` timed runs of `run` after one warm-up, in seconds, timed with events.
+double best_time(CUstream stream, const std::function<void()>& run, int repeat = 5) {
+  CUevent start = nullptr, end = nullptr;
+  KILN_CU_CHECK(driver().cuEventCreate(&start, CU_EVENT_DEFAULT));
+  KILN_CU_CHECK(driver().cuEventCreate(&end, CU_EVENT_DEFAULT));
+  double best = 0;
+  try {
+    run();
+    for (int index = 0; index < repeat; ++index) {
+      KILN_CU_CHECK(driver().cuEventRecord(start, stream));
+      run();
+      KILN_CU_CHECK(driver().cuEventRecord(end, stream));
+      KILN_CU_CHECK(driver().cuEventSynchronize(end));
+      float milliseconds = 0;
+      KILN_CU_CHECK(driver().cuEventElapsedTime_v2(&milliseconds, start, end));
+      const double seconds = milliseconds * 1e-3;
+      if (index == 0 || seconds < best) best = seconds;
+    }
+  } catch (...) {
+    driver().cuEventDestroy_v2(start);
+    driver().cuEventDestroy_v2(end);
+    throw;
+  }
+  driver().cuEventDestroy_v2(start);
+  driver().cuEventDestroy_v2(end);
+  return best;
+}
+
+// Random values in [-1, 1) (never time on zeros: they can run faster than real data).
+std::vector<float> random_floats(size_t count) {
+  std::mt19937 generator(7);
+  std::uniform_real_distribution<float> distribution(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& value : values) value = distribution(generator);
+  return values;
+}
+
+uint16_t to_bfloat16(float value) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);  // nearest even
+}
+
+void measure_gemms(CUstream stream, CudaAllocator& allocator, int side, DeviceLimits& limits) {
+  const CublasApi& api = cublas();
+  if (!api.error.empty()) {
+    limits.notes += api.error + "; ";
+    return;
+  }
+  const size_t count = static_cast<size_t>(side) * side;
+  const double flops = 2.0 * side * side * side;
+  cublasHandle_t handle = nullptr;
+  check_cublas(api.cublasCreate_v2(&handle), "cublasCreate_v2");
+  try {
+    check_cublas(api.cublasSetStream_v2(handle, stream), "cublasSetStream_v2");
+    int version = 0;
+    check_cublas(api.cublasGetVersion_v2(handle, &version), "cublasGetVersion_v2");
+    limits.gemm_library =
+        "cuBLAS " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100);
+    const std::vector<float> values = random_floats(count);
+    {
+      Scratch a(allocator, count * 4), b(allocator, count * 4), c(allocator, count * 4);
+      allocator.copy_in(a.memory(), values.data(), count * 4);
+      allocator.copy_in(b.memory(), values.data(), count * 4);
+      const float alpha = 1, beta = 0;
+      limits.gemm_float32_flops =
+          flops / best_time(stream, [&] {
+            check_cublas(api.cublasSgemm_v2(handle, CUBLAS_OP_N, CUBLAS_OP_N, side, side, side,
+                                            &alpha, static_cast<const float*>(a.address()), side,
+                                            static_cast<const float*>(b.address()), side, &beta,
+                                            static_cast<float*>(c.address()), side),
+                         "cublasSgemm_v2");
+          });
+    }
+    {
+      std::vector<uint16_t> halves(count);
+      std::transform(values.begin(), values.end(), halves.begin(), to_bfloat16);
+      Scratch a(allocator, count * 2), b(allocator, count * 2), c(allocator, count * 2);
+      allocator.copy_in(a.memory(), halves.data(), count * 2);
+      allocator.copy_in(b.memory(), halves.data(), count * 2);
+      const float alpha = 1, beta = 0;
+      limits.gemm_bfloat16_flops =
+          flops / best_time(stream, [&] {
+            check_cublas(api.cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, side, side, side,
+                                          &alpha, a.address(), CUDA_R_16BF, side, b.address(),
+                                          CUDA_R_16BF, side, &beta, c.address(), CUDA_R_16BF, side,
+                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                         "cublasGemmEx(bfloat16)");
+          });
+    }
+  } catch (...) {
+    api.cublasDestroy_v2(handle);
+    throw;
+  }
+  api.cublasDestroy_v2(handle);
+}
+
+}  // namespace
+
+DeviceLimits measure_cuda_limits(CUcontext context, CUstream stream, CudaAllocator& allocator,
+                                 size_t copy_bytes, int gemm_side) {
+  DeviceLimits limits;
+  KILN_CU_CHECK(driver().cuCtxSetCurrent(context));
+  {
+    Scratch source(allocator, copy_bytes), destination(allocator, copy_bytes);
+    const std::vector<float> values = random_floats(copy_bytes / 4);
+    allocator.copy_in(source.memory(), values.data(), values.size() * 4);
+    limits.copy_bytes_per_second =
+        2.0 * static_cast<double>(copy_bytes) / best_time(stream, [&] {
+          KILN_CU_CHECK(driver().cuMemcpyDtoDAsync_v2(destination.pointer(), source.pointer(),
+                                                      copy_bytes, stream));
+        });
+  }
+  try {
+    measure_gemms(stream, allocator, gemm_side, limits);
+  } catch (const Error& error) {
+    limits.notes += std::string("cuBLAS GEMM: ") + error.what() + "; ";
+  }
+  return limits;
+}
+
+}  // namespace kiln::cuda
