@@ -170,6 +170,23 @@ class Chooser {
             "too few outputs to fill the device: a workgroup shares each reduction");
         size /= group;
       }
+    } else if (!target_.loop_launch && target_.is_gpu && axes_.reassociable &&
+               axes_.source_axis.empty() && output_lanes() == 1 && size >= 128 &&
+               reads_contiguously(axis)) {
+      // One work item per row would read rows far apart: a warp's loads would not coalesce.
+      // A workgroup per row reads it in neighbouring elements; every item then combines the
+      // group's partials, so the group is about the square root of the row (work balanced).
+      // (Not for matmul-shaped kernels: there neighbouring outputs share the other input.)
+      int64_t group = 32;
+      while (group * 2 * group * 2 <= size) group *= 2;
+      group = std::min(
+          {group, round_down_to_power_of_two(std::min({kGpuGroupSize, target_.max_workgroup_size,
+                                                       target_.max_workgroup_dims[0]}))});
+      if (group >= 2) {
+        add({OptKind::Group, axis, group},
+            "the reduce axis is contiguous: a workgroup reads each row, its loads coalesce");
+        size /= group;
+      }
     }
     const bool one_float_accumulator =
         output_lanes() == 1 && axes_.reduce_dtype.is_float() && axes_.reduce_op != ReduceOp::Prod;
@@ -189,6 +206,24 @@ class Chooser {
     if (output_lanes() > 4) return;
     if (axis_size % 4 == 0 && size >= 8)
       add({OptKind::Unroll, axis, 4}, "an ordered reduction: unrolled, not reassociated");
+  }
+
+  // Whether neighbouring steps of the reduce axis read neighbouring elements of some input.
+  bool reads_contiguously(int axis) const {
+    if (axes_.size(axis) % 2 != 0) return false;
+    const LinearProgram program = lower_kernel(item_, {{OptKind::Upcast, axis, 2}}, target_);
+    std::vector<const LinInstr*> loads;
+    for (const LinInstr& instr : program.instrs) {
+      if (instr.op == LinOp::Load && !instr.local) loads.push_back(&instr);
+    }
+    for (size_t at = 0; at < loads.size(); ++at) {
+      for (size_t other = 0; other < loads.size(); ++other) {
+        if (loads[at]->buffer == loads[other]->buffer &&
+            loads[other]->index - loads[at]->index == Sym(1))
+          return true;
+      }
+    }
+    return false;
   }
 
   // An elementwise kernel whose flat indices divide (a broadcast along the last axis, a permute):
