@@ -16,6 +16,7 @@
 #include "devices/cuda/cuda_api.h"
 #include "devices/cuda/cuda_limits.h"
 #include "devices/cuda/cuda_memory.h"
+#include "devices/cuda/cuda_stream.h"
 #include "devices/cuda/nvrtc_compiler.h"
 #include "runtime/plugin.h"
 
@@ -42,21 +43,23 @@ std::string version_text(int version) {
 
 class CudaProgram : public Program {
  public:
-  CudaProgram(CUcontext context, CUstream stream, CUmodule module, std::string name)
-      : context_(context), stream_(stream), module_(module), name_(std::move(name)) {
-    check(driver().cuModuleGetFunction(&function_, module_, name_.c_str()), "cuModuleGetFunction");
-    check(driver().cuFuncGetAttribute(&max_threads_, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                                      function_),
-          "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)");
-    check(driver().cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
-    check(driver().cuEventCreate(&end_, CU_EVENT_DEFAULT), "cuEventCreate");
+  // Owns `module` from here on, also when construction fails.
+  CudaProgram(CudaStream& stream, CUmodule module, std::string name)
+      : stream_(stream), module_(module), name_(std::move(name)) {
+    try {
+      check(driver().cuModuleGetFunction(&function_, module_, name_.c_str()),
+            "cuModuleGetFunction");
+      check(driver().cuFuncGetAttribute(&max_threads_, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                        function_),
+            "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)");
+      check(driver().cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
+      check(driver().cuEventCreate(&end_, CU_EVENT_DEFAULT), "cuEventCreate");
+    } catch (...) {
+      release();
+      throw;
+    }
   }
-  ~CudaProgram() override {
-    driver().cuCtxSetCurrent(context_);
-    if (start_) driver().cuEventDestroy_v2(start_);
-    if (end_) driver().cuEventDestroy_v2(end_);
-    driver().cuModuleUnload(module_);  // waits for launches that use it
-  }
+  ~CudaProgram() override { release(); }
   CudaProgram(const CudaProgram&) = delete;
   CudaProgram& operator=(const CudaProgram&) = delete;
 
@@ -92,13 +95,14 @@ class CudaProgram : public Program {
     for (CUdeviceptr& pointer : pointers) arguments.push_back(&pointer);
 
     std::lock_guard<std::mutex> lock(mutex_);  // the timing events
-    check(driver().cuCtxSetCurrent(context_), "cuCtxSetCurrent");
-    if (request.wait) check(driver().cuEventRecord(start_, stream_), "cuEventRecord");
+    stream_.make_current();
+    if (request.wait) check(driver().cuEventRecord(start_, stream_.get()), "cuEventRecord");
     check(driver().cuLaunchKernel(function_, grid[0], grid[1], grid[2], block[0], block[1],
-                                  block[2], 0, stream_, arguments.data(), nullptr),
+                                  block[2], 0, stream_.get(), arguments.data(), nullptr),
           "cuLaunchKernel");
+    stream_.launched(name_);
     if (!request.wait) return 0;
-    check(driver().cuEventRecord(end_, stream_), "cuEventRecord");
+    check(driver().cuEventRecord(end_, stream_.get()), "cuEventRecord");
     // A fault inside the kernel shows here, named after it.
     check(driver().cuEventSynchronize(end_), "cuEventSynchronize (after the kernel ran)");
     float milliseconds = 0;
@@ -109,17 +113,42 @@ class CudaProgram : public Program {
  private:
   void check(CUresult status, const char* call) const {
     if (status != CUDA_SUCCESS)
-      check_cu(status, (std::string(call) + " for kernel " + name_).c_str());
+      stream_.check(status, (std::string(call) + " for kernel " + name_).c_str());
   }
 
-  CUcontext context_;
-  CUstream stream_;
+  // Waits for queued launches (the module must outlive them), then frees everything; errors
+  // have no one to go to from a destructor.
+  void release() {
+    driver().cuCtxSetCurrent(stream_.context());
+    driver().cuStreamSynchronize(stream_.get());
+    if (start_) driver().cuEventDestroy_v2(start_);
+    if (end_) driver().cuEventDestroy_v2(end_);
+    driver().cuModuleUnload(module_);
+  }
+
+  CudaStream& stream_;
   CUmodule module_;
   std::string name_;
   CUfunction function_ = nullptr;
   int max_threads_ = 0;
   CUevent start_ = nullptr, end_ = nullptr;
   std::mutex mutex_;
+};
+
+// The device's primary context, retained while the device is open.
+class PrimaryContext {
+ public:
+  explicit PrimaryContext(CUdevice device) : device_(device) {
+    KILN_CU_CHECK(driver().cuDevicePrimaryCtxRetain(&context_, device_));
+  }
+  ~PrimaryContext() { driver().cuDevicePrimaryCtxRelease_v2(device_); }
+  PrimaryContext(const PrimaryContext&) = delete;
+  PrimaryContext& operator=(const PrimaryContext&) = delete;
+  CUcontext get() const { return context_; }
+
+ private:
+  CUdevice device_;
+  CUcontext context_ = nullptr;
 };
 
 int attribute(CUdevice device, CUdevice_attribute which, const char* name) {
@@ -146,12 +175,10 @@ std::string pci_bus_id_of(CUdevice device) {
 
 class CudaDevice : public Device {
  public:
-  CudaDevice(int index, CUdevice device) : device_(device) {
+  CudaDevice(int index, CUdevice device)
+      : device_(device), context_(device), stream_(context_.get()) {
     name_ = index == 0 ? "CUDA" : "CUDA:" + std::to_string(index);
     const DriverApi& api = loaded_driver();
-    KILN_CU_CHECK(api.cuDevicePrimaryCtxRetain(&context_, device_));
-    KILN_CU_CHECK(api.cuCtxSetCurrent(context_));
-    KILN_CU_CHECK(api.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
 
     const int major = KILN_CU_ATTRIBUTE(device_, COMPUTE_CAPABILITY_MAJOR);
     const int minor = KILN_CU_ATTRIBUTE(device_, COMPUTE_CAPABILITY_MINOR);
@@ -179,16 +206,7 @@ class CudaDevice : public Device {
     properties_.max_allocation_bytes = total;
 
     compiler_ = make_nvrtc_compiler(major * 10 + minor, api.version);
-    allocator_ = std::make_unique<CudaAllocator>(context_, stream_, total);
-  }
-
-  ~CudaDevice() override {
-    // Let queued work finish before the stream and context go; errors have no one to go to.
-    driver().cuCtxSetCurrent(context_);
-    driver().cuStreamSynchronize(stream_);
-    allocator_.reset();
-    driver().cuStreamDestroy_v2(stream_);
-    driver().cuDevicePrimaryCtxRelease_v2(device_);
+    allocator_ = std::make_unique<CudaAllocator>(stream_, total);
   }
 
   const std::string& name() const override { return name_; }
@@ -199,34 +217,25 @@ class CudaDevice : public Device {
 
   std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
                                         const std::string& kernel_name) override {
-    KILN_CU_CHECK(driver().cuCtxSetCurrent(context_));
+    stream_.make_current();
     CUmodule module = nullptr;
-    const CUresult status = driver().cuModuleLoadData(&module, binary.data());
-    if (status != CUDA_SUCCESS) {
-      throw DeviceError("[cuda] cuModuleLoadData for kernel " + kernel_name +
-                        " failed: " + cu_error_text(status));
-    }
-    try {
-      return std::make_unique<CudaProgram>(context_, stream_, module, kernel_name);
-    } catch (...) {
-      driver().cuModuleUnload(module);
-      throw;
-    }
+    stream_.check(driver().cuModuleLoadData(&module, binary.data()),
+                  ("cuModuleLoadData for kernel " + kernel_name).c_str());
+    return std::make_unique<CudaProgram>(stream_, module, kernel_name);
   }
 
-  void synchronize() override {
-    KILN_CU_CHECK(driver().cuCtxSetCurrent(context_));
-    KILN_CU_CHECK(driver().cuStreamSynchronize(stream_));
-  }
+  void synchronize() override { stream_.synchronize(); }
 
   DeviceLimits measure_limits(size_t copy_bytes, int gemm_side) override {
-    return measure_cuda_limits(context_, stream_, *allocator_, copy_bytes, gemm_side);
+    return measure_cuda_limits(stream_, *allocator_, copy_bytes, gemm_side);
   }
 
  private:
+  // In order of construction; destroyed in reverse: the allocator and the stream wait for queued
+  // work before the context is released.
   CUdevice device_;
-  CUcontext context_ = nullptr;
-  CUstream stream_ = nullptr;
+  PrimaryContext context_;
+  CudaStream stream_;
   std::string name_;
   DeviceProperties properties_;
   std::unique_ptr<Compiler> compiler_;

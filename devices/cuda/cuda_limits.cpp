@@ -199,10 +199,11 @@ void measure_gemms(CUstream stream, CudaAllocator& allocator, int side, DeviceLi
 
 }  // namespace
 
-DeviceLimits measure_cuda_limits(CUcontext context, CUstream stream, CudaAllocator& allocator,
+DeviceLimits measure_cuda_limits(CudaStream& cuda_stream, CudaAllocator& allocator,
                                  size_t copy_bytes, int gemm_side) {
   DeviceLimits limits;
-  KILN_CU_CHECK(driver().cuCtxSetCurrent(context));
+  cuda_stream.make_current();
+  const CUstream stream = cuda_stream.get();
   {
     Scratch source(allocator, copy_bytes), destination(allocator, copy_bytes);
     const std::vector<float> values = random_floats(copy_bytes / 4);

@@ -5,12 +5,13 @@
 #include <cuda.h>
 
 #include "devices/cuda/cuda_memory.h"
+#include "devices/cuda/cuda_stream.h"
 #include "runtime/device.h"
 
 namespace kiln::cuda {
 
-// Runs on `stream` in `context`, with memory from `allocator`.
-DeviceLimits measure_cuda_limits(CUcontext context, CUstream stream, CudaAllocator& allocator,
-                                 size_t copy_bytes, int gemm_side);
+// Runs on `stream`, with memory from `allocator`.
+DeviceLimits measure_cuda_limits(CudaStream& stream, CudaAllocator& allocator, size_t copy_bytes,
+                                 int gemm_side);
 
 }  // namespace kiln::cuda

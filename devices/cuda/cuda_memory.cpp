@@ -22,23 +22,21 @@ DeviceMemory as_memory(CUdeviceptr pointer) {
 
 }  // namespace
 
-CudaAllocator::CudaAllocator(CUcontext context, CUstream stream, uint64_t memory_bytes)
-    : context_(context), stream_(stream), memory_bytes_(memory_bytes) {}
+CudaAllocator::CudaAllocator(CudaStream& stream, uint64_t memory_bytes)
+    : stream_(stream), memory_bytes_(memory_bytes) {}
 
 CudaAllocator::~CudaAllocator() {
   // Errors have no one to go to from here: the device is going away.
-  driver().cuCtxSetCurrent(context_);
+  driver().cuCtxSetCurrent(stream_.context());
+  driver().cuStreamSynchronize(stream_.get());
   for (Staging& slot : staging_) {
-    if (slot.done) {
-      driver().cuEventSynchronize(slot.done);
-      driver().cuEventDestroy_v2(slot.done);
-    }
+    if (slot.done) driver().cuEventDestroy_v2(slot.done);
     if (slot.host) driver().cuMemFreeHost(slot.host);
   }
 }
 
 DeviceMemory CudaAllocator::alloc(size_t nbytes) {
-  KILN_CU_CHECK(driver().cuCtxSetCurrent(context_));
+  stream_.make_current();
   CUdeviceptr pointer = 0;
   const CUresult status = driver().cuMemAlloc_v2(&pointer, std::max<size_t>(nbytes, 1));
   if (status == CUDA_ERROR_OUT_OF_MEMORY) {
@@ -46,71 +44,81 @@ DeviceMemory CudaAllocator::alloc(size_t nbytes) {
                            " bytes: the GPU's memory (" + std::to_string(memory_bytes_) +
                            " bytes) is used up (cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY)");
   }
-  check_cu(status, "cuMemAlloc_v2(&pointer, nbytes)");
+  stream_.check(status, "cuMemAlloc_v2(&pointer, nbytes)");
   return as_memory(pointer);
 }
 
 void CudaAllocator::free(DeviceMemory memory, size_t) {
-  // cuMemFree waits for kernels that may still use the block. A failure can only be an invalid
-  // pointer (our bug) or a context already lost; this runs from destructors: nothing to throw.
-  driver().cuCtxSetCurrent(context_);
+  // cuMemFree is not promised to wait for queued kernels that use the block, so wait here
+  // (blocks go back to the driver rarely: the caching allocator keeps them). A failure could only
+  // be our bug or a context already lost; this runs from destructors: nothing to throw.
+  driver().cuCtxSetCurrent(stream_.context());
+  driver().cuStreamSynchronize(stream_.get());
   driver().cuMemFree_v2(device_pointer(memory));
 }
 
-CudaAllocator::Staging& CudaAllocator::staging(size_t slot) {
-  Staging& staging = staging_[slot];
-  if (!staging.host) {
-    KILN_CU_CHECK(driver().cuMemHostAlloc(&staging.host, kStagingBytes, 0));
-    KILN_CU_CHECK(driver().cuEventCreate(&staging.done, CU_EVENT_DISABLE_TIMING));
+CudaAllocator::Staging& CudaAllocator::next_staging() {
+  Staging& slot = staging_[next_slot_];
+  next_slot_ = (next_slot_ + 1) % staging_.size();
+  if (!slot.host) {
+    void* host = nullptr;
+    CUevent done = nullptr;
+    stream_.check(driver().cuMemHostAlloc(&host, kStagingBytes, 0), "cuMemHostAlloc");
+    const CUresult status = driver().cuEventCreate(&done, CU_EVENT_DISABLE_TIMING);
+    if (status != CUDA_SUCCESS) driver().cuMemFreeHost(host);
+    stream_.check(status, "cuEventCreate");
+    slot.host = host;
+    slot.done = done;
   }
-  return staging;
-}
-
-void CudaAllocator::wait(Staging& slot) {
-  if (!slot.pending) return;
-  slot.pending = false;
-  KILN_CU_CHECK(driver().cuEventSynchronize(slot.done));
+  if (slot.pending) {
+    slot.pending = false;
+    stream_.check(driver().cuEventSynchronize(slot.done), "cuEventSynchronize (staging buffer)");
+  }
+  return slot;
 }
 
 void CudaAllocator::copy_in(DeviceMemory destination, const void* host, size_t nbytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  KILN_CU_CHECK(driver().cuCtxSetCurrent(context_));
+  stream_.make_current();
   const auto* bytes = static_cast<const uint8_t*>(host);
-  // Two buffers in turn: the host fills one while the other is copied to the device.
-  for (size_t offset = 0, chunk = 0; offset < nbytes; offset += kStagingBytes, ++chunk) {
+  // The buffers in turn: the host fills one while the other is copied to the device.
+  for (size_t offset = 0; offset < nbytes; offset += kStagingBytes) {
     const size_t length = std::min(kStagingBytes, nbytes - offset);
-    Staging& slot = staging(chunk % 2);
-    wait(slot);
+    Staging& slot = next_staging();
     std::memcpy(slot.host, bytes + offset, length);
-    KILN_CU_CHECK(driver().cuMemcpyHtoDAsync_v2(device_pointer(destination) + offset, slot.host,
-                                                length, stream_));
-    KILN_CU_CHECK(driver().cuEventRecord(slot.done, stream_));
+    stream_.check(driver().cuMemcpyHtoDAsync_v2(device_pointer(destination) + offset, slot.host,
+                                                length, stream_.get()),
+                  "cuMemcpyHtoDAsync_v2");
+    stream_.check(driver().cuEventRecord(slot.done, stream_.get()), "cuEventRecord");
     slot.pending = true;
   }
 }
 
 void CudaAllocator::copy_out(void* host, DeviceMemory source, size_t nbytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  KILN_CU_CHECK(driver().cuCtxSetCurrent(context_));
+  stream_.make_current();
   auto* bytes = static_cast<uint8_t*>(host);
   const size_t chunks = (nbytes + kStagingBytes - 1) / kStagingBytes;
-  auto start = [&](size_t chunk) {
+  auto start = [&](size_t chunk) -> Staging& {
     const size_t offset = chunk * kStagingBytes;
-    Staging& slot = staging(chunk % 2);
-    wait(slot);
-    KILN_CU_CHECK(driver().cuMemcpyDtoHAsync_v2(slot.host, device_pointer(source) + offset,
-                                                std::min(kStagingBytes, nbytes - offset), stream_));
-    KILN_CU_CHECK(driver().cuEventRecord(slot.done, stream_));
+    Staging& slot = next_staging();
+    stream_.check(
+        driver().cuMemcpyDtoHAsync_v2(slot.host, device_pointer(source) + offset,
+                                      std::min(kStagingBytes, nbytes - offset), stream_.get()),
+        "cuMemcpyDtoHAsync_v2");
+    stream_.check(driver().cuEventRecord(slot.done, stream_.get()), "cuEventRecord");
     slot.pending = true;
+    return slot;
   };
   // The device fills one buffer while the host reads the other.
-  if (chunks > 0) start(0);
+  Staging* current = chunks > 0 ? &start(0) : nullptr;
   for (size_t chunk = 0; chunk < chunks; ++chunk) {
-    if (chunk + 1 < chunks) start(chunk + 1);
-    Staging& slot = staging_[chunk % 2];
-    wait(slot);
+    Staging* following = chunk + 1 < chunks ? &start(chunk + 1) : nullptr;
+    current->pending = false;
+    stream_.check(driver().cuEventSynchronize(current->done), "cuEventSynchronize (copy out)");
     const size_t offset = chunk * kStagingBytes;
-    std::memcpy(bytes + offset, slot.host, std::min(kStagingBytes, nbytes - offset));
+    std::memcpy(bytes + offset, current->host, std::min(kStagingBytes, nbytes - offset));
+    current = following;
   }
 }
 

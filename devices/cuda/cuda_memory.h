@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <mutex>
 
+#include "devices/cuda/cuda_stream.h"
 #include "runtime/device.h"
 
 namespace kiln::cuda {
@@ -17,14 +18,15 @@ CUdeviceptr device_pointer(DeviceMemory memory);
 
 class CudaAllocator : public Allocator {
  public:
-  // `context` is made current on the calling thread before each driver call; both it and
-  // `stream` belong to the device and outlive the allocator.
-  CudaAllocator(CUcontext context, CUstream stream, uint64_t memory_bytes);
+  // `stream` belongs to the device and outlives the allocator; its context is made current on
+  // the calling thread before each driver call.
+  CudaAllocator(CudaStream& stream, uint64_t memory_bytes);
   ~CudaAllocator() override;
   CudaAllocator(const CudaAllocator&) = delete;
   CudaAllocator& operator=(const CudaAllocator&) = delete;
 
   DeviceMemory alloc(size_t nbytes) override;
+  // Waits for the queued work first: a kernel may still read the block.
   void free(DeviceMemory memory, size_t nbytes) override;
   // Returns once `host` may be reused; the copy itself may still be in flight on the stream.
   void copy_in(DeviceMemory destination, const void* host, size_t nbytes) override;
@@ -43,14 +45,14 @@ class CudaAllocator : public Allocator {
     CUevent done = nullptr;
     bool pending = false;  // a copy through it may still run
   };
-  Staging& staging(size_t slot);  // allocated on first use
-  void wait(Staging& slot);
+  // The next staging buffer in turn (allocated on first use), once its last copy has finished.
+  Staging& next_staging();
 
-  CUcontext context_;
-  CUstream stream_;
+  CudaStream& stream_;
   uint64_t memory_bytes_;
   std::mutex mutex_;  // the staging buffers
   std::array<Staging, 2> staging_;
+  size_t next_slot_ = 0;
 };
 
 }  // namespace kiln::cuda

@@ -59,9 +59,19 @@ class NvrtcCompiler : public Compiler {
   NvrtcCompiler(int architecture, int driver_version) {
     const NvrtcApi& api = loaded_nvrtc();
     const std::vector<int> known = nvrtc_architectures();
-    // A GPU newer than NVRTC: PTX for the newest architecture it knows, which the driver can JIT.
+    // An architecture NVRTC lacks (a GPU newer than it): PTX for the newest one it knows below
+    // the GPU's, which the driver compiles for the GPU at load.
     ptx_ = std::find(known.begin(), known.end(), architecture) == known.end();
-    const int target = ptx_ ? known.back() : architecture;
+    int target = architecture;
+    if (ptx_) {
+      if (architecture < known.front()) {
+        throw DeviceError("[cuda] the GPU's architecture sm_" + std::to_string(architecture) +
+                          " is older than any NVRTC " + std::to_string(api.major) + "." +
+                          std::to_string(api.minor) + " compiles for (sm_" +
+                          std::to_string(known.front()) + " and newer)");
+      }
+      target = *std::prev(std::upper_bound(known.begin(), known.end(), architecture));
+    }
     options_ = {
         (ptx_ ? "--gpu-architecture=compute_" : "--gpu-architecture=sm_") + std::to_string(target),
         // a * b + c rounds twice, as on the CPU (-ffp-contract=off) and OpenCL devices.
