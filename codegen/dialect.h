@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <kiln/dtype.h>
 
@@ -86,6 +87,17 @@ struct Dialect {
   std::function<std::string(DType, const std::string& buffer, const std::string& index,
                             const std::string& value)>
       store;
+  // Vector loads, where the target has vector types: `vector_load(dtype, width, buffer, index)`
+  // reads buffer[index .. index + width) as one value of `vector_type(dtype, width)`, whose lanes
+  // are `vector_lane(value, lane)`. `vector_widths` lists the widths, largest first (empty: no
+  // vectors); with `vector_loads_aligned` the first index must be a multiple of the width.
+  // For 32-bit dtypes only (stored as they are computed).
+  std::vector<int> vector_widths;
+  bool vector_loads_aligned = false;
+  std::function<std::string(DType, int width, const std::string& buffer, const std::string& index)>
+      vector_load;
+  std::function<std::string(DType, int width)> vector_type;
+  std::function<std::string(const std::string& value, int lane)> vector_lane;
   // Functions converting between float and the half types' bits (computed values are rounded
   // through them where they are compared or converted).
   std::string half_to_float = "kiln_half_to_float";
@@ -119,6 +131,10 @@ struct Dialect {
 // Plain subscripted loads and stores, with half-typed elements (16 bits) converted through the
 // dialect's conversion functions. Dialects start from this and override what they store
 // differently.
+// "float", "int" or "uint": the element of the C family's vector types (float4, int2, ...) for the
+// 32-bit dtypes that vector loads are made for.
+std::string vector_element_name(DType dtype);
+
 void use_plain_element_access(Dialect& dialect);
 
 // The float16 and bfloat16 conversions as source every dialect's prelude shares, written with
@@ -133,7 +149,10 @@ const Dialect& c_dialect();
 // The OpenCL C dialect. float16 is stored through vload_half/vstore_half (core OpenCL C, no
 // cl_khr_fp16 needed); float64 is usable only where the device reports cl_khr_fp64, and the
 // dialect then enables the extension in its prelude.
-Dialect opencl_dialect(bool has_fp64);
+// `vector_loads`: neighbouring loads become vloadN (for GPUs; a CPU driver such as PoCL
+// vectorizes across work items itself, and explicit vectors within one got in its way: a 16M
+// float sum took 5.4-6.2 ms with them, 4.3-4.7 without).
+Dialect opencl_dialect(bool has_fp64, bool vector_loads = false);
 
 // The CUDA C++ dialect, compiled by NVRTC: `extern "C" __global__` kernels, 3-D thread ids,
 // `__shared__` arrays and __syncthreads().

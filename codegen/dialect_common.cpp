@@ -3,6 +3,8 @@
 
 #include "codegen/dialect.h"
 
+#include <kiln/error.h>
+
 namespace kiln {
 
 OperandClass operand_class(DType dtype) {
@@ -66,5 +68,12 @@ KILN_FN kiln_u16 kiln_float_to_bf16(float value) {
   return KILN_U16((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 )";
+
+std::string vector_element_name(DType dtype) {
+  if (dtype == dtypes::float32) return "float";
+  if (dtype == dtypes::int32) return "int";
+  if (dtype == dtypes::uint32) return "uint";
+  throw InternalError(std::string("[render] no vector type for ") + dtype.name());
+}
 
 }  // namespace kiln

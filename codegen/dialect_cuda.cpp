@@ -61,6 +61,22 @@ Dialect make_cuda_dialect() {
   dialect.float64_infinity = "__longlong_as_double(0x7ff0000000000000LL)";
   dialect.float64_nan = "__longlong_as_double(0x7fffffffffffffffLL)";
   use_plain_element_access(dialect);
+  // float4 and friends are read in one 16-byte access, which must be aligned: blocks from
+  // cuMemAlloc (and subregions) are 256-byte aligned, so the first index must be a multiple of
+  // the width.
+  dialect.vector_widths = {4, 2};
+  dialect.vector_loads_aligned = true;
+  dialect.vector_type = [](DType dtype, int width) {
+    return vector_element_name(dtype) + std::to_string(width);
+  };
+  dialect.vector_load = [](DType dtype, int width, const std::string& buffer,
+                           const std::string& index) {
+    return "(*(const " + vector_element_name(dtype) + std::to_string(width) + "*)(" + buffer +
+           " + " + index + "))";
+  };
+  dialect.vector_lane = [](const std::string& value, int lane) {
+    return value + "." + std::string(1, "xyzw"[lane]);
+  };
   return dialect;
 }
 

@@ -44,7 +44,7 @@ const char* const kTanh =
 
 }  // namespace
 
-Dialect opencl_dialect(bool has_fp64) {
+Dialect opencl_dialect(bool has_fp64, bool vector_loads) {
   Dialect dialect;
   dialect.name = "OpenCL";
   dialect.prelude = kContractOff;
@@ -91,6 +91,17 @@ Dialect opencl_dialect(bool has_fp64) {
   dialect.float64_infinity = "((double)INFINITY)";
   dialect.float64_nan = "((double)NAN)";
   use_plain_element_access(dialect);
+  // vloadn reads n elements at any element-aligned address.
+  if (vector_loads) dialect.vector_widths = {8, 4, 2};
+  dialect.vector_type = [](DType dtype, int width) {
+    return vector_element_name(dtype) + std::to_string(width);
+  };
+  dialect.vector_load = [](DType, int width, const std::string& buffer, const std::string& index) {
+    return "vload" + std::to_string(width) + "(0, " + buffer + " + " + index + ")";
+  };
+  dialect.vector_lane = [](const std::string& value, int lane) {
+    return value + ".s" + std::string(1, "0123456789abcdef"[lane]);
+  };
   const auto plain_load = dialect.load;
   const auto plain_store = dialect.store;
   dialect.load = [plain_load](DType dtype, const std::string& buffer, const std::string& index) {

@@ -37,6 +37,9 @@ std::string LinearProgram::to_string() const {
     if (instr.op == LinOp::Load || instr.op == LinOp::Store || instr.op == LinOp::Index) {
       text << " [" << instr.index.key() << "]";
     }
+    if (instr.vector_width > 1) text << " vector of " << instr.vector_width;
+    if (instr.vector_head >= 0)
+      text << " lane " << instr.vector_lane << " of %" << instr.vector_head;
     if ((instr.op == LinOp::Load || instr.op == LinOp::Store) && !(instr.valid == Sym(1)))
       text << " if " << instr.valid.key();
     if (instr.op == LinOp::LoopBegin) text << " " << instr.loop_var << " < " << instr.loop_end;

@@ -52,6 +52,12 @@ struct LinInstr {
   // reassociated (a float sum, max or min; the op is in `reduce`), so the renderer may vectorize
   // the loop. -1 when not.
   int reduction_acc = -1;
+  // Load: the first of `vector_width` neighbouring elements read as one vector (the dialect's);
+  // the others' loads name it in `vector_head` and their place in `vector_lane` (see
+  // vectorize_loads).
+  int vector_width = 1;
+  int vector_head = -1;
+  int vector_lane = 0;
 };
 
 struct KernelParam {

@@ -8,6 +8,8 @@
 #include <limits>
 #include <sstream>
 
+#include "codegen/vectorize.h"
+
 namespace kiln {
 namespace {
 
@@ -499,8 +501,24 @@ class Renderer {
         return;
       case LinOp::Load:
         names_[index] = value_name;
-        out << pad() << dialect_.value_qualifier << type << " " << value_name << " = "
-            << load_expression(instr) << ";\n";
+        if (instr.vector_width > 1) {
+          // The vector, then its first lane; the other lanes' loads read theirs from it.
+          out << pad() << dialect_.value_qualifier
+              << dialect_.vector_type(instr.dtype, instr.vector_width) << " " << value_name
+              << "_vector = "
+              << dialect_.vector_load(instr.dtype, instr.vector_width, buffer_name(instr),
+                                      sym_text(instr.index, dialect_))
+              << ";\n";
+          out << pad() << dialect_.value_qualifier << type << " " << value_name << " = "
+              << dialect_.vector_lane(value_name + "_vector", 0) << ";\n";
+        } else if (instr.vector_head >= 0) {
+          out << pad() << dialect_.value_qualifier << type << " " << value_name << " = "
+              << dialect_.vector_lane(names_[instr.vector_head] + "_vector", instr.vector_lane)
+              << ";\n";
+        } else {
+          out << pad() << dialect_.value_qualifier << type << " " << value_name << " = "
+              << load_expression(instr) << ";\n";
+        }
         return;
       case LinOp::Alu:
         names_[index] = value_name;
@@ -621,7 +639,7 @@ std::string render_sym(const Sym& value) {
 }
 
 std::string render_kernel(const LinearProgram& program, const Dialect& dialect) {
-  return Renderer(program, dialect).run();
+  return Renderer(vectorize_loads(program, dialect), dialect).run();
 }
 
 }  // namespace kiln

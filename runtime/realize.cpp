@@ -12,6 +12,7 @@
 #include "codegen/lower.h"
 #include "codegen/render.h"
 #include "codegen/schedule.h"
+#include "codegen/vectorize.h"
 #include "core/rewrite.h"
 #include "runtime/buffer.h"
 #include "runtime/debug.h"
@@ -139,8 +140,12 @@ std::shared_ptr<const PreparedKernel> prepare_kernel(const ScheduleItem& item) {
                   target.device, opt_settings_to_string(settings), opts_to_string(choice.opts),
                   reasons);
   }
+  // The passes by name, each printed at KILN_DEBUG=5.
   prepared->program = lower_kernel(generic, choice.opts, target);
   if (debug_level() >= 5) logger().info("after lower_kernel:\n{}", prepared->program.to_string());
+  prepared->program = vectorize_loads(std::move(prepared->program), context->device().dialect());
+  if (debug_level() >= 5)
+    logger().info("after vectorize_loads:\n{}", prepared->program.to_string());
   check_dtypes(prepared->program, context->device());
   prepared->source = render_kernel(prepared->program, context->device().dialect());
   if (debug_level() >= 4)

@@ -255,3 +255,91 @@ TEST_CASE("grouped reductions render and compile as CUDA C++ and GLSL", "[dialec
   check_glsl_compiles(glsl);
   CHECK(refused == 0);
 }
+
+TEST_CASE("neighbouring loads render as vector loads where the dialect has vectors", "[dialects]") {
+  // A row sum with 8 partial sums reads 8 neighbouring elements per step.
+  const ScheduleItem row_sum = schedule_of(input({64, 64}, 1).sum({1})).items.at(0);
+  const LinearProgram partials = lower_kernel(row_sum, {{OptKind::Upcast, 1, 8}}, gpu_target());
+  CHECK(contains(render_kernel(partials, opencl_dialect(true, true)), "vload8(0, data1 + "));
+  const std::string cuda = render_kernel(partials, cuda_dialect());
+  CHECK(contains(cuda, "(*(const float4*)(data1 + "));
+  CHECK(contains(cuda, "_vector.w;"));
+  CHECK_FALSE(contains(render_kernel(partials, c_dialect()), "_vector"));
+  CHECK_FALSE(contains(render_kernel(partials, glsl_dialect()), "_vector"));
+  check_cuda_compiles({cuda});
+
+  // A view that starts one element in: OpenCL's vload needs no alignment, CUDA's float4 does.
+  const ScheduleItem shifted =
+      schedule_of(input({64, 65}, 2).shrink({{0, 64}, {1, 65}}).sum({1})).items.at(0);
+  const LinearProgram unaligned = lower_kernel(shifted, {{OptKind::Upcast, 1, 8}}, gpu_target());
+  CHECK(contains(render_kernel(unaligned, opencl_dialect(true, true)), "vload8"));
+  CHECK_FALSE(contains(render_kernel(unaligned, opencl_dialect(true)), "vload8"));  // PoCL
+  CHECK_FALSE(contains(render_kernel(unaligned, cuda_dialect()), "float4"));
+  // Masked (padded) lanes stay scalar; the lanes between them, never masked, are one vector.
+  const ScheduleItem padded =
+      schedule_of(input({64, 60}, 3).pad({{0, 0}, {2, 2}}).sum({1})).items.at(0);
+  const std::string masked = render_kernel(
+      lower_kernel(padded, {{OptKind::Upcast, 1, 8}}, gpu_target()), opencl_dialect(true, true));
+  CHECK(contains(masked, "? data1["));
+  CHECK(contains(masked, "vload4(0, data1 + "));
+}
+
+TEST_CASE("OpenCL vector loads compute what scalar loads compute", "[dialects]") {
+  // PoCL's dialect has no vector loads (they slow it down); a GPU's has. Both run here.
+  std::shared_ptr<DeviceContext> context;
+  try {
+    context = open_device("CL");
+  } catch (const DeviceError& error) {
+    WARN("no OpenCL device: " << error.what());
+    return;
+  }
+  const Dialect with_vectors = opencl_dialect(context->device().supports(dtypes::float64), true);
+  const Dialect without = opencl_dialect(context->device().supports(dtypes::float64), false);
+  Allocator& memory = context->allocator().driver();
+  struct VectorCase {
+    Tensor tensor;
+    std::vector<Opt> opts;
+  };
+  const Tensor a = input({64, 72}, 1), b = input({72, 48}, 2);
+  const std::vector<VectorCase> programs = {
+      {a.sum({1}), {{OptKind::Upcast, 1, 8}}},
+      {a.shrink({{0, 64}, {1, 71}}).max({1}), {{OptKind::Upcast, 1, 2}}},
+      {a.matmul(b), {{OptKind::Upcast, 1, 16}, {OptKind::Upcast, 0, 4}}},
+      {(a.cast(dtypes::int32) * 3).sum({1}), {{OptKind::Upcast, 1, 4}}},
+  };
+  for (const VectorCase& case_ : programs) {
+    const ScheduleItem item = schedule_of(case_.tensor).items.at(0);
+    LinearProgram program = lower_kernel(item, case_.opts, cl_target());
+    std::vector<std::vector<uint8_t>> outputs;
+    for (const Dialect* dialect : {&with_vectors, &without}) {
+      program.name = std::string("vectors_") + (dialect == &with_vectors ? "on" : "off");
+      const std::string source = render_kernel(program, *dialect);
+      INFO(source);
+      CHECK(contains(source, "vload") == (dialect == &with_vectors));
+      Program& compiled = context->program(source, program.name);
+      LaunchRequest request;
+      std::vector<size_t> sizes;
+      for (size_t param = 0; param < program.params.size(); ++param) {
+        const KernelParam& info = program.params[param];
+        sizes.push_back(static_cast<size_t>(info.numel) * info.dtype.itemsize());
+        request.buffers.push_back(memory.alloc(sizes.back()));
+        std::vector<uint8_t> bytes(sizes.back());
+        for (size_t at = 0; at < bytes.size(); ++at) bytes[at] = static_cast<uint8_t>(at * 7 + 3);
+        if (param > 0) memory.copy_in(request.buffers.back(), bytes.data(), bytes.size());
+      }
+      int64_t* global[3] = {&request.global.x, &request.global.y, &request.global.z};
+      int64_t* local[3] = {&request.local.x, &request.local.y, &request.local.z};
+      for (size_t dim = 0; dim < program.launch.size(); ++dim) {
+        *global[dim] = program.launch[dim].global;
+        *local[dim] = program.launch[dim].local;
+      }
+      request.wait = true;
+      compiled.launch(request);
+      outputs.emplace_back(sizes[0]);
+      memory.copy_out(outputs.back().data(), request.buffers[0], sizes[0]);
+      for (size_t param = 0; param < sizes.size(); ++param)
+        memory.free(request.buffers[param], sizes[param]);
+    }
+    CHECK(outputs[0] == outputs[1]);
+  }
+}

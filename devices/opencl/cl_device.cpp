@@ -188,7 +188,7 @@ class ClDevice : public Device {
     properties_.dtypes.insert(ScalarType::Float16);
     if (capabilities.fp64) properties_.dtypes.insert(ScalarType::Float64);
 
-    dialect_ = opencl_dialect(capabilities.fp64);
+    dialect_ = opencl_dialect(capabilities.fp64, /*vector_loads=*/is_gpu_);
     // -w: generated code may divide by a literal 0 behind a guard, and some drivers (PoCL) print
     // the compiler's warning count on the user's stderr. Errors still come back in the build log.
     build_options_ = "-w";

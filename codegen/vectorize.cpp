@@ -1,0 +1,58 @@
+#include "codegen/vectorize.h"
+
+#include <map>
+
+namespace kiln {
+namespace {
+
+bool vectorizable(const LinInstr& instr) {
+  const ScalarType type = instr.dtype.type();
+  return instr.op == LinOp::Load && !instr.local && instr.valid == Sym(1) &&
+         instr.vector_width == 1 && instr.vector_head < 0 &&
+         (type == ScalarType::Float32 || type == ScalarType::Int32 || type == ScalarType::UInt32);
+}
+
+// Ends the stretch of code in which a load at `head` may be joined by later loads.
+bool ends_stretch(const LinInstr& instr, const LinInstr& head) {
+  return instr.op == LinOp::LoopBegin || instr.op == LinOp::LoopEnd || instr.op == LinOp::Barrier ||
+         (instr.op == LinOp::Store && !instr.local && instr.buffer == head.buffer);
+}
+
+}  // namespace
+
+LinearProgram vectorize_loads(LinearProgram program, const Dialect& dialect) {
+  if (dialect.vector_widths.empty()) return program;
+  const int widest = dialect.vector_widths.front();
+  std::vector<LinInstr>& instrs = program.instrs;
+  for (size_t head = 0; head < instrs.size(); ++head) {
+    if (!vectorizable(instrs[head])) continue;
+    // The later loads of this stretch at index + 1 .. index + widest - 1.
+    std::map<int64_t, size_t> lane_at;
+    for (size_t later = head + 1; later < instrs.size(); ++later) {
+      if (ends_stretch(instrs[later], instrs[head])) break;
+      if (!vectorizable(instrs[later]) || instrs[later].buffer != instrs[head].buffer ||
+          instrs[later].dtype != instrs[head].dtype)
+        continue;
+      const Sym offset = instrs[later].index - instrs[head].index;
+      if (!offset.is_const()) continue;
+      const int64_t lane = offset.const_value();
+      if (lane >= 1 && lane < widest) lane_at.emplace(lane, later);
+    }
+    for (int width : dialect.vector_widths) {
+      bool complete = true;
+      for (int lane = 1; lane < width && complete; ++lane) complete = lane_at.count(lane) > 0;
+      if (!complete) continue;
+      if (dialect.vector_loads_aligned && mod(instrs[head].index, Sym(width)) != Sym(0)) continue;
+      instrs[head].vector_width = width;
+      for (int lane = 1; lane < width; ++lane) {
+        LinInstr& member = instrs[lane_at[lane]];
+        member.vector_head = static_cast<int>(head);
+        member.vector_lane = lane;
+      }
+      break;
+    }
+  }
+  return program;
+}
+
+}  // namespace kiln
