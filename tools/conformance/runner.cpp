@@ -238,6 +238,27 @@ bool device_lacks_dtype(Device& device, const std::string& message) {
   }
 }
 
+// A case's inputs as generated on the host, each with the layout that makes it from its source.
+struct CaseInputs {
+  std::vector<HostTensor> sources;
+  std::vector<Layout> layouts;
+};
+
+CaseInputs case_inputs(const Case& item) {
+  CaseInputs inputs;
+  for (size_t index = 0; index < item.inputs.size(); ++index) {
+    const InputSpec& spec = item.inputs[index];
+    std::optional<Layout> layout = make_layout(spec.layout, spec.shape);
+    if (!layout)
+      throw std::logic_error("layout " + spec.layout + " cannot make shape " +
+                             shape_text(spec.shape));
+    inputs.sources.push_back(
+        generate(spec.dtype, layout->source, spec.values, spec.role, item.seed + index));
+    inputs.layouts.push_back(std::move(*layout));
+  }
+  return inputs;
+}
+
 std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
 }
@@ -363,17 +384,10 @@ Runner::Runner(const std::string& device)
 CaseResult Runner::compile_case(const Case& item) {
   // The inputs are uploaded (a compile-only device keeps them in host memory) so that the graph
   // is the one a real run builds; realize then compiles its kernels and runs none.
+  const CaseInputs host = case_inputs(item);
   std::vector<Tensor> inputs;
-  for (size_t index = 0; index < item.inputs.size(); ++index) {
-    const InputSpec& spec = item.inputs[index];
-    std::optional<Layout> layout = make_layout(spec.layout, spec.shape);
-    if (!layout)
-      throw std::logic_error("layout " + spec.layout + " cannot make shape " +
-                             shape_text(spec.shape));
-    const HostTensor source =
-        generate(spec.dtype, layout->source, spec.values, spec.role, item.seed + index);
-    inputs.push_back(apply_layout(*layout, upload(source, device_)));
-  }
+  for (size_t index = 0; index < host.sources.size(); ++index)
+    inputs.push_back(apply_layout(host.layouts[index], upload(host.sources[index], device_)));
   CaseResult compiled;
   try {
     Tensor result = item.inputs.empty() ? item.create(device_) : item.build(inputs);
@@ -400,19 +414,12 @@ CaseResult Runner::run(const Case& item) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return result;
     }
-    std::vector<HostTensor> sources, logical;
-    std::vector<Layout> layouts;
-    for (size_t index = 0; index < item.inputs.size(); ++index) {
-      const InputSpec& spec = item.inputs[index];
-      std::optional<Layout> layout = make_layout(spec.layout, spec.shape);
-      if (!layout)
-        throw std::logic_error("layout " + spec.layout + " cannot make shape " +
-                               shape_text(spec.shape));
-      sources.push_back(
-          generate(spec.dtype, layout->source, spec.values, spec.role, item.seed + index));
-      logical.push_back(apply_layout(*layout, sources.back()));
-      layouts.push_back(std::move(*layout));
-    }
+    const CaseInputs host = case_inputs(item);
+    const std::vector<HostTensor>& sources = host.sources;
+    const std::vector<Layout>& layouts = host.layouts;
+    std::vector<HostTensor> logical;
+    for (size_t index = 0; index < sources.size(); ++index)
+      logical.push_back(apply_layout(layouts[index], sources[index]));
     Outcome outcome = evaluate(*context_, guards_, item, sources, layouts, device_, kPoison);
     const HostTensor got = decode(outcome.dtype, outcome.shape, outcome.bytes.data());
     if (item.property) {
