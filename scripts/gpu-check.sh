@@ -45,6 +45,12 @@ if [[ ! -e /usr/include/spdlog/spdlog.h || ! -e /usr/include/catch2/catch.hpp ]]
   fi
 fi
 
+# The toolkit the CUDA plugin builds against: CUDA_PATH, else the one nvcc belongs to.
+if [[ -z "${CUDA_PATH:-}" ]] && command -v nvcc >/dev/null; then
+  CUDA_PATH="$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")"
+  export CUDA_PATH
+fi
+
 # ---- the machine ----------------------------------------------------------------------------
 nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id --format=csv,noheader \
   >"$logs/machine.log" 2>&1 || echo "nvidia-smi failed" >>"$logs/machine.log"
