@@ -23,6 +23,13 @@ note() {
   echo "gpu-check: $1"
 }
 started=$SECONDS
+# The summary, the bench table, and the exit status.
+finish() {
+  printf '\n==== gpu-check summary (%d s) ====\n' "$((SECONDS - started))"
+  printf '%s\n' "${summary[@]}"
+  [[ -f "$logs/bench.log" ]] && sed -n '/^workload/,$p' "$logs/bench.log" | head -30
+  exit "$1"
+}
 
 # ---- dependencies ---------------------------------------------------------------------------
 prefix_path=()
@@ -65,15 +72,14 @@ if cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$
 else
   note "build: FAILED (build.log)"
   tail -40 "$logs/build.log"
-  printf '\n==== gpu-check summary ====\n'
-  printf '%s\n' "${summary[@]}"
-  exit 1
+  finish 1
 fi
 kiln="$build/bin/kiln"
 "$kiln" devices >"$logs/devices.log" 2>&1
 grep -E '^[ *]+CUDA ' "$logs/devices.log" | sed 's/^/gpu-check: /'
 if ! grep -qE '^[ *]+CUDA +available' "$logs/devices.log"; then
-  note "CUDA device: UNAVAILABLE: $(grep -E '^[ *]+CUDA ' "$logs/devices.log")"
+  note "CUDA device: UNAVAILABLE: $(grep -E '^[ *]+CUDA ' "$logs/devices.log" | sed 's/  */ /g')"
+  finish 1
 fi
 
 status=0
@@ -89,7 +95,8 @@ grep -E '^\s+[0-9]+ - ' "$logs/tests.log" | head -20 | sed 's/^/gpu-check:   fai
 step=$SECONDS
 timeout 200 "$kiln" conformance --device CUDA --jobs 8 --failures 30 >"$logs/conformance.log" 2>&1 ||
   status=1
-note "conformance: $(grep -E '^CUDA: ' "$logs/conformance.log" | tail -1) ($((SECONDS - step)) s)"
+note "conformance: $(grep -E '^CUDA: ' "$logs/conformance.log" | tail -1 ||
+  tail -1 "$logs/conformance.log") ($((SECONDS - step)) s)"
 grep -E '^(FAIL|ERROR) ' "$logs/conformance.log" | head -10 | sed 's/^/gpu-check:   /'
 
 # ---- the benchmark --------------------------------------------------------------------------
@@ -97,7 +104,4 @@ step=$SECONDS
 timeout 150 "$kiln" bench --device CUDA >"$logs/bench.log" 2>&1 || status=1
 note "bench: $((SECONDS - step)) s (bench.log)"
 
-printf '\n==== gpu-check summary (%d s) ====\n' "$((SECONDS - started))"
-printf '%s\n' "${summary[@]}"
-sed -n '/^workload/,$p' "$logs/bench.log" | head -30
-exit $status
+finish $status
