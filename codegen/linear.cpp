@@ -48,4 +48,15 @@ std::string LinearProgram::to_string() const {
   return text.str();
 }
 
+std::string kernel_name(const LinearProgram& program) {
+  bool has_loop = false;
+  for (const LinInstr& instr : program.instrs) has_loop |= instr.op == LinOp::LoopBegin;
+  uint64_t hash = 1469598103934665603ull;
+  for (char c : program.to_string()) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  std::ostringstream name;
+  name << (has_loop ? "r_" : "e_") << program.global_size << "_" << std::hex
+       << (hash & 0xffffffffull);
+  return name.str();
+}
+
 }  // namespace kiln

@@ -94,4 +94,8 @@ struct LinearProgram {
   std::string to_string() const;
 };
 
+// A short stable name for a kernel: "r_" (it loops) or "e_", its work items, and a hash of the
+// program ("r_4096_5964c38d").
+std::string kernel_name(const LinearProgram& program);
+
 }  // namespace kiln

@@ -7,7 +7,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -594,18 +593,6 @@ class Lowerer : public LinearBuilder {
   // Where the values being lowered are needed; loads outside it read nothing (see lower_view).
   Sym gate_ = Sym(1);
 };
-
-// A short stable name: what the kernel does and a hash of its program.
-std::string kernel_name(const LinearProgram& program) {
-  bool has_loop = false;
-  for (const LinInstr& instr : program.instrs) has_loop |= instr.op == LinOp::LoopBegin;
-  uint64_t hash = 1469598103934665603ull;
-  for (char c : program.to_string()) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  std::ostringstream name;
-  name << (has_loop ? "r_" : "e_") << program.global_size << "_" << std::hex
-       << (hash & 0xffffffffull);
-  return name.str();
-}
 
 }  // namespace
 
