@@ -28,6 +28,10 @@ struct LinearProgram;
 enum class OperandClass : uint8_t { Bool, Signed, Unsigned, Float };
 OperandClass operand_class(DType dtype);
 
+// The ids a work item has along one hardware launch dimension: its global id, its id within the
+// workgroup, and its workgroup's id.
+enum class LaunchId : uint8_t { Global, Local, Group };
+
 // The name of kernel parameter `index` (a buffer) in rendered source: data0, data1, ...
 std::string param_name(size_t index);
 
@@ -42,9 +46,9 @@ struct Dialect {
   // The kernel's signature and parameter declarations, up to and including the `{` that opens
   // its body; buffers are named param_name(i). GLSL declares its buffers as blocks before it.
   std::function<std::string(const LinearProgram&, const Dialect&)> signature;
-  // kGlobalId: the expression of a work item's global id (local_id false) or its id within the
-  // workgroup (true) along launch dimension `dim` (0 is x), as an index_type value.
-  std::function<std::string(bool local_id, int dim)> launch_id;
+  // kGlobalId: the expression of a work item's `kind` of id along hardware launch dimension `dim`
+  // (0 is x), as an index_type value.
+  std::function<std::string(LaunchId kind, int dim)> launch_id;
   // Workgroup-shared memory: the qualifier of its arrays, whether they are declared outside the
   // kernel function (GLSL's `shared`) rather than at its top, and the statement that waits for
   // every work item of the group and makes their local memory writes visible.
@@ -55,6 +59,11 @@ struct Dialect {
   // Qualifier of a named value computed once (C's "const "; GLSL's const wants a constant
   // expression, so it has none).
   std::string value_qualifier = "const ";
+  // Qualifier of every value and accumulator a kernel declares that keeps the compiler from
+  // changing how it rounds: no contraction into an FMA, no rewrite such as x * 0 -> 0 (GLSL's
+  // "precise "; lavapipe made NaN * 0 zero without it). Empty where compiler flags see to it
+  // (C's -ffp-contract=off, NVRTC's --fmad=false, OpenCL C's default).
+  std::string exact_qualifier;
   // Whether the compiler makes signed integer overflow wrap (C with -fwrapv). Where it does not
   // (OpenCL C), the renderer does signed + - * << and negation in unsigned types.
   bool signed_overflow_wraps = true;
@@ -67,6 +76,10 @@ struct Dialect {
   std::string float64_literal_suffix;
   std::string true_literal = "1", false_literal = "0";
   std::string float32_infinity, float32_nan, float64_infinity, float64_nan;
+  // Where set, +0.0 is this expression (-0.0 its negation) rather than a literal: a value the
+  // compiler cannot see, for compilers that fold arithmetic with a literal zero the IEEE way does
+  // not (lavapipe turned x * 0.0 into 0 for a NaN x, and dropped the store of x / 0.0).
+  std::string float32_zero, float64_zero;
   // `value` converted to the type named `type`; C's `((type)value)`, GLSL's `type(value)`.
   std::function<std::string(const std::string& type, const std::string& value)> cast =
       [](const std::string& type, const std::string& value) {

@@ -42,9 +42,10 @@ Dialect make_cuda_dialect() {
     }
     return text + ") {\n";
   };
-  dialect.launch_id = [](bool local_id, int dim) {
+  dialect.launch_id = [](LaunchId kind, int dim) {
     const std::string axis = dim == 0 ? "x" : dim == 1 ? "y" : "z";
-    if (local_id) return "(long long)threadIdx." + axis;
+    if (kind == LaunchId::Local) return "(long long)threadIdx." + axis;
+    if (kind == LaunchId::Group) return "(long long)blockIdx." + axis;
     return "((long long)blockIdx." + axis + " * blockDim." + axis + " + threadIdx." + axis + ")";
   };
   dialect.local_qualifier = "__shared__ ";

@@ -9,6 +9,7 @@
 // but no transcendental functions. Subscripts are 32-bit.
 
 #include "codegen/dialect.h"
+#include "codegen/glsl_math.h"
 #include "codegen/linear.h"
 
 namespace kiln {
@@ -30,56 +31,13 @@ const char* const kHeader = R"(#version 450
 #define KILN_AS_BITS(x) floatBitsToUint(x)
 )";
 
-// C semantics where GLSL's differ or are missing. fmod is exact (as C's is): the remainder of the
-// mantissas by long division, one exponent step at a time. erf is its Taylor series summed in
-// double, within float's precision for |x| < 4 (beyond, float's erf is +-1). Signed `%` is
-// undefined for negative operands in GLSL, so index arithmetic divides and multiplies back.
-const char* const kHelpers = R"(float kiln_fmod(float x, float y) {
-  uint bits_x = floatBitsToUint(x), bits_y = floatBitsToUint(y);
-  uint sign = bits_x & 0x80000000u, abs_x = bits_x & 0x7fffffffu, abs_y = bits_y & 0x7fffffffu;
-  if (abs_y == 0u || abs_x >= 0x7f800000u || abs_y > 0x7f800000u) return uintBitsToFloat(0x7fc00000u);
-  if (abs_x < abs_y) return x;
-  int exp_x = int(abs_x >> 23), exp_y = int(abs_y >> 23);
-  uint mant_x = abs_x & 0x7fffffu, mant_y = abs_y & 0x7fffffu;
-  if (exp_x == 0) { exp_x = 1; while ((mant_x & 0x800000u) == 0u) { mant_x <<= 1; exp_x--; } } else { mant_x |= 0x800000u; }
-  if (exp_y == 0) { exp_y = 1; while ((mant_y & 0x800000u) == 0u) { mant_y <<= 1; exp_y--; } } else { mant_y |= 0x800000u; }
-  for (; exp_x > exp_y; exp_x--) { if (mant_x >= mant_y) mant_x -= mant_y; mant_x <<= 1; }
-  if (mant_x >= mant_y) mant_x -= mant_y;
-  if (mant_x == 0u) return uintBitsToFloat(sign);
-  while ((mant_x & 0x800000u) == 0u) { mant_x <<= 1; exp_y--; }
-  uint magnitude = exp_y > 0 ? ((uint(exp_y) << 23) | (mant_x & 0x7fffffu)) : (mant_x >> uint(1 - exp_y));
-  return uintBitsToFloat(sign | magnitude);
-}
-uint64_t kiln_double_bits(double x) { uvec2 words = unpackDouble2x32(x); return (uint64_t(words.y) << 32) | uint64_t(words.x); }
+// C semantics where GLSL's differ or are missing (between the float32 and float64 math
+// libraries, glsl_math.h, which hold fmod too). pow takes C's special cases, then
+// kiln_pow_positive. Signed `%` is undefined for negative operands in GLSL, so index arithmetic
+// divides and multiplies back.
+const char* const kHelpers =
+    R"(uint64_t kiln_double_bits(double x) { uvec2 words = unpackDouble2x32(x); return (uint64_t(words.y) << 32) | uint64_t(words.x); }
 double kiln_bits_double(uint64_t bits) { return packDouble2x32(uvec2(uint(bits & 0xfffffffful), uint(bits >> 32))); }
-double kiln_fmod(double x, double y) {
-  uint64_t bits_x = kiln_double_bits(x), bits_y = kiln_double_bits(y);
-  uint64_t sign = bits_x & 0x8000000000000000ul, abs_x = bits_x & 0x7ffffffffffffffful, abs_y = bits_y & 0x7ffffffffffffffful;
-  if (abs_y == 0ul || abs_x >= 0x7ff0000000000000ul || abs_y > 0x7ff0000000000000ul) return kiln_bits_double(0x7ff8000000000000ul);
-  if (abs_x < abs_y) return x;
-  int exp_x = int(abs_x >> 52), exp_y = int(abs_y >> 52);
-  uint64_t mant_x = abs_x & 0xffffffffffffful, mant_y = abs_y & 0xffffffffffffful;
-  if (exp_x == 0) { exp_x = 1; while ((mant_x & 0x10000000000000ul) == 0ul) { mant_x <<= 1; exp_x--; } } else { mant_x |= 0x10000000000000ul; }
-  if (exp_y == 0) { exp_y = 1; while ((mant_y & 0x10000000000000ul) == 0ul) { mant_y <<= 1; exp_y--; } } else { mant_y |= 0x10000000000000ul; }
-  for (; exp_x > exp_y; exp_x--) { if (mant_x >= mant_y) mant_x -= mant_y; mant_x <<= 1; }
-  if (mant_x >= mant_y) mant_x -= mant_y;
-  if (mant_x == 0ul) return kiln_bits_double(sign);
-  while ((mant_x & 0x10000000000000ul) == 0ul) { mant_x <<= 1; exp_y--; }
-  uint64_t magnitude = exp_y > 0 ? ((uint64_t(exp_y) << 52) | (mant_x & 0xffffffffffffful)) : (mant_x >> uint(1 - exp_y));
-  return kiln_bits_double(sign | magnitude);
-}
-float kiln_erf(float x) {
-  if (isnan(x) || x == 0.0) return x;
-  if (abs(x) >= 4.0) return sign(x);
-  double z = double(x), z2 = z * z, term = z, sum = z;
-  for (int n = 1; n < 100; n++) {
-    term *= -z2 / double(n);
-    double part = term / double(2 * n + 1);
-    sum += part;
-    if (abs(part) < 1e-17lf * abs(sum)) break;
-  }
-  return float(sum * 1.1283791670955126lf);
-}
 float kiln_pow(float a, float b) {
   const float inf = uintBitsToFloat(0x7f800000u);
   if (b == 0.0 || a == 1.0) return 1.0;
@@ -89,10 +47,9 @@ float kiln_pow(float a, float b) {
   if (isinf(b)) return abs(a) == 1.0 ? 1.0 : ((abs(a) > 1.0) == (b > 0.0) ? inf : 0.0);
   if (a == 0.0) return b < 0.0 ? (b_odd ? uintBitsToFloat(floatBitsToUint(a) | 0x7f800000u) : inf) : (b_odd ? a : 0.0);
   if (isinf(a)) { float magnitude = b > 0.0 ? inf : 0.0; return a < 0.0 && b_odd ? -magnitude : magnitude; }
-  if (a < 0.0) { if (!b_integer) return uintBitsToFloat(0x7fc00000u); float magnitude = pow(-a, b); return b_odd ? -magnitude : magnitude; }
-  return pow(a, b);
+  if (a < 0.0) { if (!b_integer) return uintBitsToFloat(0x7fc00000u); float magnitude = kiln_pow_positive(-a, b); return b_odd ? -magnitude : magnitude; }
+  return kiln_pow_positive(a, b);
 }
-float kiln_tanh(float x) { return abs(x) > 9.1 ? sign(x) : tanh(x); }
 int kiln_floordiv(int a, int b) { int q = a / b; return (a - q * b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 int kiln_floormod(int a, int b) { return a - kiln_floordiv(a, b) * b; }
 )";
@@ -102,18 +59,24 @@ const char* const kAxes[3] = {"x", "y", "z"};
 Dialect make_glsl_dialect() {
   Dialect dialect;
   dialect.name = "GLSL";
-  dialect.prelude = std::string(kHeader) + kHalfConversionSource + kHelpers;
+  dialect.prelude =
+      std::string(kHeader) + kHalfConversionSource + kGlslFloatMath + kHelpers + kGlslDoubleMath;
   dialect.launch_style = Dialect::LaunchStyle::kGlobalId;
   dialect.signature = [](const LinearProgram& program, const Dialect& self) {
+    // The workgroup size is the kernel's own, and also specialization constants 0, 1 and 2, so
+    // that a device can build the pipeline for the size it launches with.
     std::string text = "layout(";
     for (int dim = 0; dim < 3; ++dim) {
       const int64_t local = dim < static_cast<int>(program.launch.size())
                                 ? program.launch[static_cast<size_t>(dim)].local
                                 : 1;
       text += std::string(dim > 0 ? ", " : "") + "local_size_" + kAxes[dim] + " = " +
-              std::to_string(local);
+              std::to_string(local) + ", local_size_" + kAxes[dim] + "_id = " + std::to_string(dim);
     }
     text += ") in;\n";
+    // Push constants: zeros the compiler cannot see (Dialect::float32_zero, and in signed
+    // comparisons); the device pushes zeros with every launch.
+    text += "layout(push_constant) uniform KilnPush { float zero; int izero; } kiln_push;\n";
     for (size_t param = 0; param < program.params.size(); ++param) {
       const KernelParam& info = program.params[param];
       text += "layout(std430, binding = " + std::to_string(param) + ") restrict " +
@@ -122,15 +85,18 @@ Dialect make_glsl_dialect() {
     }
     return text + "void main() {\n";
   };
-  dialect.launch_id = [](bool local_id, int dim) {
-    return std::string(local_id ? "int(gl_LocalInvocationID." : "int(gl_GlobalInvocationID.") +
-           kAxes[dim] + ")";
+  dialect.launch_id = [](LaunchId kind, int dim) {
+    const char* builtin = kind == LaunchId::Global  ? "int(gl_GlobalInvocationID."
+                          : kind == LaunchId::Local ? "int(gl_LocalInvocationID."
+                                                    : "int(gl_WorkGroupID.";
+    return builtin + std::string(kAxes[dim]) + ")";
   };
   dialect.local_qualifier = "shared ";
   dialect.local_arrays_outside_kernel = true;
   dialect.barrier = "memoryBarrierShared(); barrier();";
   dialect.index_type = "int";
   dialect.value_qualifier = "";
+  dialect.exact_qualifier = "precise ";
   dialect.signed_overflow_wraps = true;  // GLSL integer arithmetic wraps
   dialect.int64_literal_suffix = "l";
   dialect.uint64_literal_suffix = "ul";
@@ -143,6 +109,9 @@ Dialect make_glsl_dialect() {
   dialect.float32_nan = "uintBitsToFloat(0x7fc00000u)";
   dialect.float64_infinity = "packDouble2x32(uvec2(0u, 0x7ff00000u))";
   dialect.float64_nan = "packDouble2x32(uvec2(0u, 0x7ff80000u))";
+  // A zero from the push constants (always 0): the compiler cannot fold arithmetic with it.
+  dialect.float32_zero = "kiln_push.zero";
+  dialect.float64_zero = "double(kiln_push.zero)";
   dialect.cast = [](const std::string& type, const std::string& value) {
     return type + "(" + value + ")";
   };
@@ -164,13 +133,19 @@ Dialect make_glsl_dialect() {
       {{Op::CmpGe, boolean}, "(int($0) >= int($1))"},
       // C's remainder (the dividend's sign); GLSL's % is undefined for negative operands.
       {{Op::Mod, OperandClass::Signed}, "($0 - $1 * ($0 / $1))"},
+      // Ordered signed comparisons add a zero the compiler cannot see: lavapipe (Mesa 22.3)
+      // answered int64_t(x) < 5 false for every 32-bit x, where the constant stood alone.
+      {{Op::CmpLt, OperandClass::Signed}, "($0 < $1 + kiln_push.izero)"},
+      {{Op::CmpLe, OperandClass::Signed}, "($0 <= $1 + kiln_push.izero)"},
+      {{Op::CmpGt, OperandClass::Signed}, "($0 > $1 + kiln_push.izero)"},
+      {{Op::CmpGe, OperandClass::Signed}, "($0 >= $1 + kiln_push.izero)"},
   };
   dialect.math_prefix = "";
   dialect.float32_math_suffix = "";
   dialect.math_names = {{"fabs", "abs"}, {"rint", "roundEven"}};
-  dialect.math_helpers = {"fmod", "erf", "pow", "tanh"};
-  dialect.missing_float64_math = {"exp", "exp2", "log",  "log2", "sin",
-                                  "cos", "tan",  "tanh", "erf",  "pow"};
+  // GLSL's own are far less accurate than kiln promises (glsl_math.cpp): kiln's library instead.
+  dialect.math_helpers = {"exp", "exp2", "log", "log2", "sin", "cos",
+                          "tan", "tanh", "erf", "pow",  "fmod"};
   use_plain_element_access(dialect);
   const auto plain_load = dialect.load;
   const auto plain_store = dialect.store;

@@ -62,9 +62,11 @@ Dialect opencl_dialect(bool has_fp64, bool vector_loads) {
     return text + ") {\n";
   };
   // The ids are size_t; the index arithmetic is signed 64-bit, as in the C dialect.
-  dialect.launch_id = [](bool local_id, int dim) {
-    return std::string(local_id ? "(long)get_local_id(" : "(long)get_global_id(") +
-           std::to_string(dim) + ")";
+  dialect.launch_id = [](LaunchId kind, int dim) {
+    const char* function = kind == LaunchId::Global  ? "(long)get_global_id("
+                           : kind == LaunchId::Local ? "(long)get_local_id("
+                                                     : "(long)get_group_id(";
+    return function + std::to_string(dim) + ")";
   };
   dialect.local_qualifier = "__local ";
   dialect.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";

@@ -1,5 +1,7 @@
 #include "codegen/index_text.h"
 
+#include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace kiln {
@@ -9,6 +11,42 @@ std::string int_literal(int64_t value, const Dialect& dialect) {
     return "(-9223372036854775807" + dialect.int64_literal_suffix + " - 1)";
   if (value >= -2147483647 && value <= 2147483647) return std::to_string(value);
   return std::to_string(value) + dialect.int64_literal_suffix;
+}
+
+std::string float_literal(double number, bool wide, const Dialect& dialect) {
+  char text[64];
+  std::snprintf(text, sizeof(text), wide ? "%.17g" : "%.9g", number);
+  std::string result = text;
+  if (result.find_first_of(".en") == std::string::npos) result += ".0";
+  return result + (wide ? dialect.float64_literal_suffix : dialect.float32_literal_suffix);
+}
+
+std::string value_literal(DType dtype, const ConstArg& value, const Dialect& dialect) {
+  if (dtype.is_bool())
+    return value.int_value || value.float_value != 0 ? dialect.true_literal : dialect.false_literal;
+  if (dtype.is_float()) {
+    const bool wide = dtype == dtypes::float64;
+    // Narrowed first: a value beyond float's range is float's infinity, never `inff`.
+    const double number =
+        wide ? value.float_value : static_cast<double>(static_cast<float>(value.float_value));
+    if (std::isnan(number)) return wide ? dialect.float64_nan : dialect.float32_nan;
+    if (const std::string& zero = wide ? dialect.float64_zero : dialect.float32_zero;
+        number == 0 && !zero.empty())
+      return std::signbit(number) ? "(-" + zero + ")" : zero;
+    if (std::isinf(number)) {
+      const std::string& inf = wide ? dialect.float64_infinity : dialect.float32_infinity;
+      return number < 0 ? "(-" + inf + ")" : inf;
+    }
+    return "(" + float_literal(number, wide, dialect) + ")";
+  }
+  const std::string& type = dialect.type_name(dtype);
+  if (dtype.is_unsigned()) {
+    const uint64_t number = static_cast<uint64_t>(value.int_value);
+    return dialect.cast(
+        type, std::to_string(number) + (number <= 0xffffffffu ? dialect.uint32_literal_suffix
+                                                              : dialect.uint64_literal_suffix));
+  }
+  return dialect.cast(type, int_literal(value.int_value, dialect));
 }
 
 std::string sym_text(const Sym& value, const Dialect& dialect) {

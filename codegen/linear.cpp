@@ -1,5 +1,7 @@
 #include "codegen/linear.h"
 
+#include <algorithm>
+#include <climits>
 #include <sstream>
 
 namespace kiln {
@@ -13,6 +15,12 @@ std::string LinearProgram::to_string() const {
   for (const LaunchDim& dim : launch) {
     text << " " << dim.var << (dim.local_id ? "(local)" : "") << " < " << dim.size << " [global "
          << dim.global << ", local " << dim.local << "]";
+    if (dim.spread()) {
+      text << " spread over";
+      for (size_t at = 0; at < dim.hardware.size(); ++at)
+        text << " "
+             << "xyz"[dim.hardware[at]] << ":" << dim.hardware_groups[at];
+    }
   }
   if (row_length > 0) text << " in rows of " << row_length;
   text << "\n";
@@ -46,6 +54,35 @@ std::string LinearProgram::to_string() const {
     text << "\n";
   }
   return text.str();
+}
+
+int64_t loop_iterations(const LinearProgram& program) {
+  int64_t total = 0, trips = 1;
+  std::vector<int64_t> enclosing;
+  for (const LinInstr& instr : program.instrs) {
+    if (instr.op == LinOp::LoopBegin) {
+      enclosing.push_back(trips);
+      trips = trips > INT64_MAX / std::max<int64_t>(instr.loop_end, 1)
+                  ? INT64_MAX
+                  : trips * std::max<int64_t>(instr.loop_end, 0);
+      total = total > INT64_MAX - trips ? INT64_MAX : total + trips;
+    } else if (instr.op == LinOp::LoopEnd && !enclosing.empty()) {
+      trips = enclosing.back();
+      enclosing.pop_back();
+    }
+  }
+  return total;
+}
+
+void dispatch_sizes(const LinearProgram& program, int64_t global[3], int64_t local[3]) {
+  for (int dim = 0; dim < 3; ++dim) global[dim] = local[dim] = 1;
+  for (const LaunchDim& dim : program.launch) {
+    for (size_t at = 0; at < dim.hardware.size(); ++at) {
+      const int hardware = dim.hardware[at];
+      local[hardware] = at == 0 ? dim.local : 1;
+      global[hardware] = dim.hardware_groups[at] * local[hardware];
+    }
+  }
 }
 
 std::string kernel_name(const LinearProgram& program) {

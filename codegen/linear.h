@@ -67,13 +67,21 @@ struct KernelParam {
 };
 
 // One launch dimension: work items [0, global) in groups of `local`; those at `size` and beyond
-// (where the launch was rounded up to whole groups) return at once.
+// (where the launch was rounded up to whole groups) return at once. Launch dimension i is
+// dispatched along hardware dimension i; where its workgroups exceed the device's limit along
+// that one, they are spread over the hardware dimensions no launch dimension uses (see
+// spread_launch): its workgroup id is then g0 + g1 * n0 + g2 * n0 * n1, for the workgroup ids g
+// and counts n along `hardware`.
 struct LaunchDim {
   std::string var;        // its variable in index expressions
   bool local_id = false;  // var is the id within the workgroup (global == local), else global
   int64_t size = 1;
-  int64_t global = 1;
+  int64_t global = 1;  // work items dispatched: local times the product of hardware_groups
   int64_t local = 1;
+  std::vector<int> hardware;             // hardware dimensions, its own first
+  std::vector<int64_t> hardware_groups;  // workgroups along each
+
+  bool spread() const { return hardware.size() > 1; }
 };
 
 struct LinearProgram {
@@ -93,6 +101,13 @@ struct LinearProgram {
   // Every element computed is stored by exactly one work item.
   std::string to_string() const;
 };
+
+// The loop iterations one work item runs, every loop counted (a loop nested in another once per
+// trip of the outer one).
+int64_t loop_iterations(const LinearProgram& program);
+
+// The global and local sizes a program is dispatched with, per hardware dimension (x, y, z).
+void dispatch_sizes(const LinearProgram& program, int64_t global[3], int64_t local[3]);
 
 // A short stable name for a kernel: "r_" (it loops) or "e_", its work items, and a hash of the
 // program ("r_4096_5964c38d").

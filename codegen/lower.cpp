@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "codegen/blocked_sum.h"
+#include "codegen/launch_spread.h"
 #include "codegen/linear_builder.h"
 #include "core/const_fold.h"
 
@@ -603,6 +604,7 @@ LinearProgram lower_kernel(const ScheduleItem& item, const std::vector<Opt>& opt
              std::string("storing ") + item.output->dtype().name() + "[" +
                  std::to_string(item.output->numel()) + "]");
   LinearProgram program = Lowerer(item, axes, opts).run();
+  spread_over_hardware(program, target.max_workgroups);
   program.name = kernel_name(program);
   return program;
 }

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "codegen/launch_spread.h"
 #include "core/view.h"
 
 namespace kiln {
@@ -347,31 +348,39 @@ class OptChecker {
   }
 
  private:
-  // Workgroups per launch dimension against the device's limit (CUDA's grid allows 65535 along y
-  // and z): the kernel could not be launched at all.
+  // Workgroups per launch dimension against the device's limits (CUDA's grid allows 65535 along
+  // y and z, Vulkan's lavapipe 65535 along each): where a dimension's do not fit even spread over
+  // the hardware dimensions left free, the kernel could not be launched at all.
   void check_launch_groups(const std::vector<LaunchAxis>& launch,
                            const std::map<int, int64_t>& upcast_of,
                            const std::map<int, int64_t>& local_of) const {
+    if (launch.size() > 3) return;  // refused above
     auto tiles = [&](int axis) {
       const int64_t upcast = upcast_or_one(upcast_of, axis);
       return (axes_.size(axis) + upcast - 1) / upcast;
     };
-    for (size_t dim = 0; dim < launch.size() && dim < 3; ++dim) {
-      if (launch[dim].role == LaunchAxis::Role::GroupLanes) continue;  // one workgroup
+    std::vector<int64_t> groups;
+    for (const LaunchAxis& dim : launch) {
       int64_t items = 1;
-      if (launch[dim].role == LaunchAxis::Role::Axis) {
-        items = tiles(launch[dim].axis);
+      if (dim.role == LaunchAxis::Role::GroupLanes) {
+        items = dim.local;  // one workgroup
+      } else if (dim.role == LaunchAxis::Role::Axis) {
+        items = tiles(dim.axis);
       } else {
         for (size_t axis = 0; axis < axes_.output.size(); ++axis) {
           if (!local_of.count(static_cast<int>(axis))) items *= tiles(static_cast<int>(axis));
         }
       }
-      const int64_t groups = (items + launch[dim].local - 1) / launch[dim].local;
-      if (groups > target_.max_workgroups[dim])
-        refuse("launch dimension " + std::to_string(dim) + " would have " + std::to_string(groups) +
-               " workgroups; " + target_.device + " allows at most " +
-               std::to_string(target_.max_workgroups[dim]));
+      groups.push_back((items + dim.local - 1) / dim.local);
     }
+    if (spread_launch(groups, target_.max_workgroups)) return;
+    std::string counts;
+    for (size_t dim = 0; dim < groups.size(); ++dim)
+      counts += (dim ? ", " : "") + std::to_string(groups[dim]);
+    refuse("the launch would have " + counts + " workgroups along its dimensions; " +
+           target_.device + " allows at most " + std::to_string(target_.max_workgroups[0]) + ", " +
+           std::to_string(target_.max_workgroups[1]) + ", " +
+           std::to_string(target_.max_workgroups[2]) + " (spread over the dimensions left free)");
   }
 
   void check_tile(const Opt& tile, const std::vector<Opt>& opts,

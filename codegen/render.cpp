@@ -95,10 +95,11 @@ class Renderer {
     for (size_t dim = 0; dim < program_.launch.size(); ++dim) {
       const LaunchDim& launch = program_.launch[dim];
       out << "  " << dialect_.value_qualifier << dialect_.index_type << " " << launch.var << " = "
-          << dialect_.launch_id(launch.local_id, static_cast<int>(dim)) << ";\n";
+          << launch_id_text(launch, static_cast<int>(dim)) << ";\n";
     }
-    // Work items past the end of a launch rounded up to whole groups (never in a kernel with a
-    // barrier: its opts divide every dimension).
+    // Work items past the end of a launch rounded up to whole groups. In a kernel with a barrier
+    // its opts divide every dimension, so these are whole surplus workgroups of a spread one,
+    // which return together.
     for (const LaunchDim& launch : program_.launch) {
       if (launch.global > launch.size)
         out << "  if (" << launch.var << " >= " << int_literal(launch.size, dialect_)
@@ -106,38 +107,29 @@ class Renderer {
     }
   }
 
+  // A launch dimension's id: the hardware one, or for a dimension spread over several hardware
+  // dimensions (launch_spread.h), its workgroup id from theirs, times the workgroup size, plus
+  // the id within the workgroup.
+  std::string launch_id_text(const LaunchDim& launch, int dim) const {
+    if (launch.local_id) return dialect_.launch_id(LaunchId::Local, dim);
+    if (!launch.spread()) return dialect_.launch_id(LaunchId::Global, dim);
+    std::string group = dialect_.launch_id(LaunchId::Group, launch.hardware[0]);
+    int64_t below = launch.hardware_groups[0];
+    for (size_t at = 1; at < launch.hardware.size(); ++at) {
+      group += " + " + dialect_.launch_id(LaunchId::Group, launch.hardware[at]) + " * " +
+               int_literal(below, dialect_);
+      below *= launch.hardware_groups[at];
+    }
+    return "(" + group + ") * " + int_literal(launch.local, dialect_) + " + " +
+           dialect_.launch_id(LaunchId::Local, launch.hardware[0]);
+  }
+
   std::string float_literal(double number, bool wide) const {
-    char text[64];
-    std::snprintf(text, sizeof(text), wide ? "%.17g" : "%.9g", number);
-    std::string result = text;
-    if (result.find_first_of(".en") == std::string::npos) result += ".0";
-    return result + (wide ? dialect_.float64_literal_suffix : dialect_.float32_literal_suffix);
+    return kiln::float_literal(number, wide, dialect_);
   }
 
   std::string literal(DType dtype, const ConstArg& value) const {
-    if (dtype.is_bool())
-      return value.int_value || value.float_value != 0 ? dialect_.true_literal
-                                                       : dialect_.false_literal;
-    if (dtype.is_float()) {
-      const bool wide = dtype == dtypes::float64;
-      // Narrowed first: a value beyond float's range is float's infinity, never `inff`.
-      const double number =
-          wide ? value.float_value : static_cast<double>(static_cast<float>(value.float_value));
-      if (std::isnan(number)) return wide ? dialect_.float64_nan : dialect_.float32_nan;
-      if (std::isinf(number)) {
-        const std::string& inf = wide ? dialect_.float64_infinity : dialect_.float32_infinity;
-        return number < 0 ? "(-" + inf + ")" : inf;
-      }
-      return "(" + float_literal(number, wide) + ")";
-    }
-    const std::string& type = dialect_.type_name(dtype);
-    if (dtype.is_unsigned()) {
-      const uint64_t number = static_cast<uint64_t>(value.int_value);
-      return dialect_.cast(
-          type, std::to_string(number) + (number <= 0xffffffffu ? dialect_.uint32_literal_suffix
-                                                                : dialect_.uint64_literal_suffix));
-    }
-    return dialect_.cast(type, int_literal(value.int_value, dialect_));
+    return value_literal(dtype, value, dialect_);
   }
 
   std::string zero(DType dtype) const { return literal(dtype, ConstArg{}); }
@@ -146,8 +138,9 @@ class Renderer {
     const bool wide = dtype == dtypes::float64;
     if (wide && dialect_.missing_float64_math.count(function))
       throw DTypeError("[render_kernel] " + program_.name + ": the " + dialect_.name +
-                       " dialect has no float64 " + function +
-                       "; valid: float32 or the half types on this device");
+                       " dialect does not support float64 " + function + " (" + dialect_.name +
+                       " has none, nor does kiln's library for it yet); valid: float32, " +
+                       "float16 or bfloat16 (computed in float32) on this device");
     std::string name;
     if (dialect_.math_helpers.count(function)) {
       name = "kiln_" + function;
@@ -487,44 +480,45 @@ class Renderer {
         return;
       case LinOp::Index:
         names_[index] = value_name;
-        out << pad() << dialect_.value_qualifier << dialect_.index_type << " " << value_name
-            << " = " << index_value(instr.index) << ";\n";
+        out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << dialect_.index_type
+            << " " << value_name << " = " << index_value(instr.index) << ";\n";
         return;
       case LinOp::Load:
         names_[index] = value_name;
         if (instr.vector_width > 1) {
           // The vector, then its first lane; the other lanes' loads read theirs from it.
-          out << pad() << dialect_.value_qualifier
+          out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier
               << dialect_.vector_type(instr.dtype, instr.vector_width) << " " << value_name
               << "_vector = "
               << dialect_.vector_load(instr.dtype, instr.vector_width, buffer_name(instr),
                                       sym_text(instr.index, dialect_))
               << ";\n";
-          out << pad() << dialect_.value_qualifier << type << " " << value_name << " = "
-              << dialect_.vector_lane(value_name + "_vector", 0) << ";\n";
+          out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
+              << value_name << " = " << dialect_.vector_lane(value_name + "_vector", 0) << ";\n";
         } else if (instr.vector_head >= 0) {
-          out << pad() << dialect_.value_qualifier << type << " " << value_name << " = "
+          out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
+              << value_name << " = "
               << dialect_.vector_lane(names_[instr.vector_head] + "_vector", instr.vector_lane)
               << ";\n";
         } else {
-          out << pad() << dialect_.value_qualifier << type << " " << value_name << " = "
-              << load_expression(instr) << ";\n";
+          out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
+              << value_name << " = " << load_expression(instr) << ";\n";
         }
         return;
       case LinOp::Alu:
         names_[index] = value_name;
-        out << pad() << dialect_.value_qualifier << type << " " << value_name << " = "
-            << render_alu(instr) << ";\n";
+        out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
+            << value_name << " = " << render_alu(instr) << ";\n";
         return;
       case LinOp::Cast:
         names_[index] = value_name;
-        out << pad() << dialect_.value_qualifier << type << " " << value_name << " = "
-            << render_cast(instr) << ";\n";
+        out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
+            << value_name << " = " << render_cast(instr) << ";\n";
         return;
       case LinOp::AccDefine:
         names_[index] = "acc" + std::to_string(index);
-        out << pad() << type << " " << names_[index] << " = " << literal(instr.dtype, instr.value)
-            << ";\n";
+        out << pad() << dialect_.exact_qualifier << type << " " << names_[index] << " = "
+            << literal(instr.dtype, instr.value) << ";\n";
         return;
       case LinOp::AccUpdate:
         out << pad() << reduce_update(instr) << ";\n";

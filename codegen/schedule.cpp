@@ -1,9 +1,11 @@
 #include "codegen/schedule.h"
 
+#include <algorithm>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/bound_reduce.h"
 #include "core/rewrite.h"
 
 namespace kiln {
@@ -13,13 +15,14 @@ namespace {
 constexpr int64_t kSplitReductionThreshold = 1 << 15;
 // The first kernel leaves this many partial results (or fewer, see choose_split).
 constexpr int64_t kMaxSplits = 256;
-// A kernel fuses at most this many ops and reads at most this many buffers; past either, the node
-// is realized and its users start a new kernel. Compilers take time that grows faster than
-// linearly with a kernel's length (gcc: 2 s for 5,000 chained adds, 30 s for 20,000), and drivers
-// limit kernel arguments; a graph built by an unrolled loop (100,000 chained ops) then compiles as
-// a run of equal kernels, which the kernel cache compiles once.
+// A kernel fuses at most this many ops; past it, the node is realized and its users start a new
+// kernel. Compilers take time that grows faster than linearly with a kernel's length (gcc: 2 s
+// for 5,000 chained adds, 30 s for 20,000); a graph built by an unrolled loop (100,000 chained
+// ops) then compiles as a run of equal kernels, which the kernel cache compiles once. A kernel
+// also binds at most KernelLimits::max_buffers buffers (drivers limit kernel arguments: Vulkan's
+// lavapipe to 32): past that, the node's sources are realized.
 constexpr int64_t kMaxFusedOps = 1000;
-constexpr int64_t kMaxKernelBuffers = 128;
+constexpr int64_t kMaxCountedBuffers = 1 << 20;  // caps the estimate below against overflow
 
 bool is_leaf_buffer_view(const UOp& node) {
   return node.op() == Op::Buffer || (node.op() == Op::View && node.src()->op() == Op::Buffer);
@@ -80,9 +83,25 @@ KernelSize kernel_size(const UOp& node, const std::unordered_set<const UOp*>& re
     auto found = size_of.find(src.get());
     const KernelSize part = found != size_of.end() ? found->second : kernel_size(*src, {}, {});
     size.ops = std::min(size.ops + part.ops, kMaxFusedOps + 1);
-    size.buffers = std::min(size.buffers + part.buffers, kMaxKernelBuffers + 1);
+    size.buffers = std::min(size.buffers + part.buffers, kMaxCountedBuffers);
   }
   return size;
+}
+
+// The device a node is computed on, as create_schedule decides it: a Copy's target, a Buffer's
+// device, else its first source's that has one; `fallback` where none does.
+std::string device_of_node(const UOpRef& root, const std::string& fallback) {
+  std::vector<const UOp*> stack{root.get()};
+  std::unordered_set<const UOp*> seen;
+  while (!stack.empty()) {
+    const UOp* node = stack.back();
+    stack.pop_back();
+    if (node->op() == Op::Copy) return node->device_arg();
+    if (node->op() == Op::Buffer) return node->storage()->device();
+    if (!seen.insert(node).second) continue;
+    for (size_t at = node->srcs().size(); at-- > 0;) stack.push_back(node->srcs()[at].get());
+  }
+  return fallback;
 }
 
 }  // namespace
@@ -92,8 +111,17 @@ std::vector<UOpRef> split_large_reductions(const std::vector<UOpRef>& roots) {
 }
 
 Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::string& device,
-                         const BufferFactory& make_buffer) {
-  const std::vector<UOpRef> roots = split_large_reductions(input_roots);
+                         const BufferFactory& make_buffer, const KernelLimitsOf& limits_of) {
+  std::unordered_map<std::string, KernelLimits> known_limits;
+  auto limits = [&](const std::string& name) -> const KernelLimits& {
+    auto found = known_limits.find(name);
+    if (found != known_limits.end()) return found->second;
+    return known_limits.emplace(name, limits_of ? limits_of(name) : KernelLimits{}).first->second;
+  };
+  std::vector<UOpRef> roots = split_large_reductions(input_roots);
+  roots = bound_reduce_lengths(roots, [&](const UOpRef& reduce) {
+    return limits(device_of_node(reduce, device)).max_reduce_length;
+  });
   const std::vector<UOpRef> order = toposort(roots);
 
   // Users of each node, and whether any user broadcasts it through a View.
@@ -131,6 +159,27 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
         if (node_device.empty()) node_device = device_of[src.get()];
       }
     }
+    if (node->op() != Op::Buffer) {
+      // A kernel computing the node would bind too many buffers: its sources are realized, those
+      // that read the most first, until it binds few enough (its output is one more).
+      const int64_t max_inputs =
+          std::max<int64_t>(limits(node_device.empty() ? device : node_device).max_buffers - 1,
+                            static_cast<int64_t>(node->srcs().size()));
+      std::vector<const UOp*> sources;
+      for (const UOpRef& src : node->srcs()) {
+        // Realizing a source pays where it reads more than the one buffer it would become.
+        auto size = size_of.find(src.get());
+        if (!realized.count(src.get()) && size != size_of.end() && size->second.buffers > 1)
+          sources.push_back(src.get());
+      }
+      std::sort(sources.begin(), sources.end(), [&](const UOp* a, const UOp* b) {
+        return size_of[a].buffers > size_of[b].buffers;
+      });
+      for (const UOp* src : sources) {
+        if (kernel_size(*node, realized, size_of).buffers <= max_inputs) break;
+        realized.insert(src);
+      }
+    }
     bool reduce_inside = node->op() == Op::Reduce;
     for (const UOpRef& src : node->srcs()) {
       if (!realized.count(src.get()) && holds_reduce[src.get()]) reduce_inside = true;
@@ -141,7 +190,7 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
         reduce_inside && (users[node].size() > 1 || broadcast_read.count(node));
     const KernelSize size = kernel_size(*node, realized, size_of);
     size_of[node] = size;
-    const bool too_large = size.ops > kMaxFusedOps || size.buffers > kMaxKernelBuffers;
+    const bool too_large = size.ops > kMaxFusedOps;
     if (must_realize.count(node) || repeats_reduce || too_large || node->op() == Op::Copy)
       realized.insert(node);
   }

@@ -34,8 +34,16 @@ struct Schedule {
 using BufferFactory =
     std::function<std::shared_ptr<Storage>(const std::string& device, DType dtype, int64_t numel)>;
 
+// What one device's kernels may hold; the scheduler cuts kernels to fit.
+struct KernelLimits {
+  int64_t max_buffers = 128;      // buffers a kernel binds, its output included
+  int64_t max_reduce_length = 0;  // elements a kernel reduces per output; 0: any number
+};
+using KernelLimitsOf = std::function<KernelLimits(const std::string& device)>;
+
+// `limits_of` gives each device's limits (unset: the defaults above for every device).
 Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& device,
-                         const BufferFactory& make_buffer);
+                         const BufferFactory& make_buffer, const KernelLimitsOf& limits_of = {});
 
 // The passes create_schedule runs first, exposed for tests.
 std::vector<UOpRef> split_large_reductions(const std::vector<UOpRef>& roots);

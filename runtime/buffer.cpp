@@ -27,9 +27,10 @@ size_t checked_size(DeviceContext& device, DType dtype, int64_t numel) {
   if (!representable) {
     throw OutOfMemoryError(what + "more than 2^64 bytes) cannot be allocated on any device");
   }
+  const std::string& why = device.device().properties().max_allocation_limit;
   throw OutOfMemoryError(what + std::to_string(elements * itemsize) + " bytes) does not fit on " +
                          device.name() + ": the largest allocation it can make is " +
-                         std::to_string(limit) + " bytes");
+                         std::to_string(limit) + " bytes" + (why.empty() ? "" : " (" + why + ")"));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // and the renderer dialect it wants). A driver lives in devices/<name>/ as a plugin; see plugin.h.
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <set>
 #include <string>
@@ -93,11 +94,36 @@ struct DeviceProperties {
   // OutOfMemoryError before any kernel runs.
   uint64_t memory_bytes = 0;
   uint64_t max_allocation_bytes = 0;
+  // What sets max_allocation_bytes, for the error that refuses a larger buffer (e.g. Vulkan's
+  // "maxStorageBufferRange"); may be empty.
+  std::string max_allocation_limit;
+  // Buffers one kernel may bind, its output included (Vulkan's maxPerStageDescriptorStorageBuffers:
+  // 32 on lavapipe); 0 where the device sets no limit below kiln's own (128). The scheduler
+  // splits kernels to fit.
+  int64_t max_kernel_buffers = 0;
+  // Loop iterations one work item may run in all, every loop counted; 0: no limit. lavapipe stops
+  // a work item's loops after 65535 without an error, so a longer reduction would be wrong: the
+  // scheduler splits reductions to a quarter of this, and a kernel that still loops more is
+  // refused with a DeviceError that names the limit.
+  int64_t max_loop_iterations = 0;
+  // What identifies the hardware through every API that reaches it, so that one GPU seen
+  // through CUDA, OpenCL and Vulkan is recognisable: "PCI 0000:01:00.0" where the driver tells
+  // the bus, else "UUID ..."; empty where it tells neither.
+  std::string hardware_id;
   // A device that compiles kernels and runs none (opened as NAME@TARGET, e.g. "CUDA@sm_90", to
   // check kernels for a GPU the machine lacks): realize renders and compiles, launches nothing,
   // and its memory cannot be read back.
   bool compile_only = false;
 };
+
+// DeviceProperties::hardware_id for a PCI device, in one format for every API: "PCI
+// 0000:01:00.0" (domain, bus, device, function in lower-case hex).
+inline std::string pci_hardware_id(uint32_t domain, uint32_t bus, uint32_t device,
+                                   uint32_t function) {
+  char text[40];
+  std::snprintf(text, sizeof(text), "PCI %04x:%02x:%02x.%x", domain, bus, device, function);
+  return text;
+}
 
 // What the device's own vendor tools reach on it, measured by its driver for `kiln bench` to set
 // kiln's figures beside. A figure is 0 where the device cannot measure it.

@@ -47,6 +47,22 @@ double estimate_flops(const LinearProgram& program) {
   return flops * static_cast<double>(program.global_size);
 }
 
+// A device that stops loops after a number of iterations (lavapipe) would give a wrong result:
+// the scheduler splits reductions to stay inside it, and a kernel that still loops more (several
+// long reductions fused) is refused.
+void check_loop_iterations(const LinearProgram& program, Device& device) {
+  const int64_t limit = device.properties().max_loop_iterations;
+  if (limit <= 0) return;
+  const int64_t iterations = loop_iterations(program);
+  if (iterations <= limit) return;
+  throw DeviceError("[realize] kernel " + program.name + " runs " + std::to_string(iterations) +
+                    " loop iterations per work item; " + device.name() +
+                    " stops a work item's loops after " + std::to_string(limit) + " in all (" +
+                    device.properties().driver +
+                    "), so its result would be wrong; realize the reductions it fuses "
+                    "separately (.realize()) or use another device");
+}
+
 void check_dtypes(const LinearProgram& program, Device& device) {
   std::set<ScalarType> needed;
   for (const KernelParam& param : program.params) needed.insert(param.dtype.type());
@@ -147,6 +163,7 @@ std::shared_ptr<const PreparedKernel> prepare_kernel(const ScheduleItem& item) {
   if (debug_level() >= 5)
     logger().info("after vectorize_loads:\n{}", prepared->program.to_string());
   check_dtypes(prepared->program, context->device());
+  check_loop_iterations(prepared->program, context->device());
   prepared->source = render_kernel(prepared->program, context->device().dialect());
   if (debug_level() >= 4)
     logger().info("source of {}:\n{}", prepared->program.name, prepared->source);
@@ -161,12 +178,10 @@ void run_kernel(const ScheduleItem& item, const PreparedKernel& prepared) {
   LaunchRequest request;
   request.buffers.push_back(buffer_of(*item.output).memory());
   for (const UOpRef& input : item.inputs) request.buffers.push_back(buffer_of(*input).memory());
-  int64_t* global_dims[3] = {&request.global.x, &request.global.y, &request.global.z};
-  int64_t* local_dims[3] = {&request.local.x, &request.local.y, &request.local.z};
-  for (size_t dim = 0; dim < program.launch.size(); ++dim) {
-    *global_dims[dim] = program.launch[dim].global;
-    *local_dims[dim] = program.launch[dim].local;
-  }
+  int64_t global[3], local[3];
+  dispatch_sizes(program, global, local);
+  request.global = {global[0], global[1], global[2]};
+  request.local = {local[0], local[1], local[2]};
   request.wait = debug_level() >= 2 || tracing_enabled();
   request.work_per_item = estimate_flops(program) / static_cast<double>(program.global_size) + 1;
   const bool timed = debug_level() >= 2;
@@ -210,7 +225,18 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
     return std::make_shared<Buffer>(open_device(name), dtype, numel);
   };
   if (debug_level() >= 5) logger().info("graph:\n{}", graph_to_string(roots));
-  Schedule schedule = create_schedule(roots, device, make_buffer);
+  const KernelLimitsOf limits_of = [](const std::string& name) {
+    const DeviceProperties& properties = open_device(name)->device().properties();
+    KernelLimits limits;
+    if (properties.max_kernel_buffers > 0)
+      limits.max_buffers = std::min(limits.max_buffers, properties.max_kernel_buffers);
+    // A quarter of the device's loop limit leaves room for the other loops of a kernel (blocked
+    // sums, TILE's chunks).
+    if (properties.max_loop_iterations > 0)
+      limits.max_reduce_length = std::max<int64_t>(1, properties.max_loop_iterations / 4);
+    return limits;
+  };
+  Schedule schedule = create_schedule(roots, device, make_buffer, limits_of);
   if (debug_level() >= 3) logger().info("schedule:\n{}", schedule_to_string(schedule));
 
   // Lower and check every kernel before running any, so a dtype error changes nothing.

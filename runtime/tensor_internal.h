@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/graph_build.h"
 #include "core/uop.h"
 
 namespace kiln {
@@ -72,15 +73,9 @@ std::vector<int> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, 
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 
 // Graph builders.
-UOpRef const_node(double value, DType dtype, const Shape& shape);
 UOpRef cast_node(const UOpRef& node, DType dtype);
 UOpRef alu_node(Op op, DType dtype, std::vector<UOpRef> srcs);
-UOpRef reduce_node(const UOpRef& node, ReduceOp op, const std::vector<int>& axes);
-// A movement op: applies `change` to the node's tracker (merging with an existing View).
-UOpRef movement_node(const UOpRef& node, const Shape& new_shape,
-                     const std::function<ShapeTracker(const ShapeTracker&)>& change);
-UOpRef reshape_node(const UOpRef& node, const Shape& shape);
-UOpRef expand_node(const UOpRef& node, const Shape& shape);  // same rank
+// const_node, reduce_node, movement_node, reshape_node and expand_node: core/graph_build.h.
 // Reshapes (prepending 1s) and expands to a broadcast shape.
 UOpRef broadcast_node(const UOpRef& node, const Shape& shape);
 

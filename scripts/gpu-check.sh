@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole check on a machine with an NVIDIA GPU, in one command that fits in 10 minutes: build,
-# the test suite on CUDA, the conformance battery on CUDA, `kiln bench --device CUDA`, and a short
-# summary last.
+# the test suite on CUDA, the conformance battery on CUDA, `kiln bench --device CUDA`, then the
+# battery and the bench on the GPU through Vulkan where a Vulkan driver for it is found, and a
+# short summary last.
 #
 #   scripts/gpu-check.sh
 #
@@ -33,7 +34,8 @@ finish() {
 
 # ---- dependencies ---------------------------------------------------------------------------
 prefix_path=()
-if [[ ! -e /usr/include/spdlog/spdlog.h || ! -e /usr/include/catch2/catch.hpp ]]; then
+if [[ ! -e /usr/include/spdlog/spdlog.h || ! -e /usr/include/catch2/catch.hpp ||
+      ! -e /usr/include/vulkan/vulkan.h || ! -e /usr/include/glslang/build_info.h ]]; then
   if compgen -G ".gpu-deps/*.deb" >/dev/null; then
     root="$PWD/$build/deps"
     mkdir -p "$root"
@@ -46,7 +48,9 @@ if [[ ! -e /usr/include/spdlog/spdlog.h || ! -e /usr/include/catch2/catch.hpp ]]
     done
     prefix_path=("-DCMAKE_PREFIX_PATH=$root/usr")
     export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    note "dependencies: spdlog, fmt and Catch2 unpacked from .gpu-deps"
+    # glslang's CMake package names SPIRV-Tools' static libraries without a folder.
+    export LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
+    note "dependencies: unpacked from .gpu-deps ($(ls .gpu-deps | sed 's/_.*//' | tr '\n' ' '))"
   else
     note "dependencies: spdlog or Catch2 missing and no .gpu-deps/ (run scripts/gpu-deps.sh)"
   fi
@@ -56,6 +60,18 @@ fi
 if [[ -z "${CUDA_PATH:-}" ]] && command -v nvcc >/dev/null; then
   CUDA_PATH="$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")"
   export CUDA_PATH
+fi
+
+# NVIDIA's Vulkan driver lives in libGLX_nvidia.so.0; a container may carry the library without the
+# loader's manifest for it. Then one is written here, so that VULKAN reaches the GPU too.
+if ! compgen -G "/usr/share/vulkan/icd.d/nvidia*.json" >/dev/null &&
+  ! compgen -G "/etc/vulkan/icd.d/nvidia*.json" >/dev/null && [[ -z "${VK_ICD_FILENAMES:-}" ]] &&
+  ldconfig -p 2>/dev/null | grep -q libGLX_nvidia.so.0; then
+  mkdir -p "$build"
+  printf '{"file_format_version": "1.0.0", "ICD": {"library_path": "libGLX_nvidia.so.0", "api_version": "1.3"}}\n' \
+    >"$build/nvidia_icd.json"
+  export VK_ICD_FILENAMES="$PWD/$build/nvidia_icd.json"
+  note "vulkan: wrote a manifest for NVIDIA's Vulkan driver (libGLX_nvidia.so.0)"
 fi
 
 # ---- the machine ----------------------------------------------------------------------------
@@ -103,5 +119,22 @@ grep -E '^(FAIL|ERROR) ' "$logs/conformance.log" | head -10 | sed 's/^/gpu-check
 step=$SECONDS
 timeout 150 "$kiln" bench --device CUDA >"$logs/bench.log" 2>&1 || status=1
 note "bench: $((SECONDS - step)) s (bench.log)"
+
+# ---- the GPU through Vulkan -----------------------------------------------------------------
+vulkan_line="$(grep -E '^[ *]+VULKAN ' "$logs/devices.log" | head -1)"
+if [[ "$vulkan_line" =~ VULKAN\ +available\ +GPU ]]; then
+  step=$SECONDS
+  timeout 120 "$kiln" conformance --device VULKAN --jobs 8 --failures 30 \
+    >"$logs/conformance-vulkan.log" 2>&1 || status=1
+  note "conformance on VULKAN: $(grep -E '^VULKAN: ' "$logs/conformance-vulkan.log" | tail -1 ||
+    tail -1 "$logs/conformance-vulkan.log") ($((SECONDS - step)) s)"
+  grep -E '^(FAIL|ERROR) ' "$logs/conformance-vulkan.log" | head -10 | sed 's/^/gpu-check:   /'
+  step=$SECONDS
+  timeout 90 "$kiln" bench --device VULKAN >"$logs/bench-vulkan.log" 2>&1 || status=1
+  note "bench on VULKAN: $((SECONDS - step)) s (bench-vulkan.log)"
+  sed -n '/^workload/,$p' "$logs/bench-vulkan.log" | head -12 | sed 's/^/gpu-check:   /'
+else
+  note "vulkan: no Vulkan GPU (${vulkan_line:-no VULKAN plugin built}): skipped"
+fi
 
 finish $status

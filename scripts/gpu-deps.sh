@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Downloads the Debian 12 packages kiln builds with (spdlog, fmt, Catch2) into .gpu-deps/, for a
-# machine that reaches no package registry (the lent GPU machines): scripts/gpu-check.sh unpacks
-# them there when the machine lacks them. Run on a Debian 12 machine; .gpu-deps/ is not tracked.
+# Downloads the Debian 12 packages kiln builds with (spdlog, fmt, Catch2; the Vulkan loader and
+# headers, glslang and SPIRV-Tools for the Vulkan device) into .gpu-deps/, for a machine that
+# reaches no package registry (the lent GPU machines): scripts/gpu-check.sh unpacks them there
+# when the machine lacks them. Run on a Debian 12 machine; .gpu-deps/ is not tracked.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mkdir -p .gpu-deps
 cd .gpu-deps
-apt-get download catch2 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
+apt-get download catch2 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 \
+  libvulkan1 libvulkan-dev glslang-dev spirv-tools
 ls -l

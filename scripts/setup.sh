@@ -25,7 +25,8 @@ packages=(
   libspdlog-dev libfmt-dev # logging
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo  # OpenCL: loader, headers, a CPU driver
   libopenblas0-pthread     # kiln bench: the BLAS that matmul is set beside (dlopen'd, never linked)
-  glslang-tools glslang-dev  # GLSL compute shaders to SPIR-V (the Vulkan dialect's compiler)
+  glslang-tools glslang-dev  # GLSL compute shaders to SPIR-V (the Vulkan device's compiler)
+  libvulkan-dev mesa-vulkan-drivers vulkan-tools  # Vulkan: loader, headers, lavapipe, vulkaninfo
 )
 
 missing=()
@@ -63,17 +64,22 @@ case "$mode" in
     ;;
   test)
     ctest --test-dir build --output-on-failure -j2
-    # The suite again on the OpenCL device where one runs (conformance already covers every device).
-    if build/bin/kiln devices | grep -qE '^[ *]+CL +available'; then
-      KILN_DEVICE=CL ctest --test-dir build --output-on-failure -j2 \
-        -E 'conformance|install_and_build|CUDA C\+\+ and GLSL'
-    fi
+    # The suite again on the OpenCL and Vulkan devices where they run (conformance already covers
+    # every device).
+    for device in CL VULKAN; do
+      if build/bin/kiln devices | grep -qE "^[ *]+$device +available"; then
+        KILN_DEVICE=$device ctest --test-dir build --output-on-failure -j2 \
+          -E 'conformance|install_and_build|CUDA C\+\+ and GLSL'
+      fi
+    done
     # The battery once more with a random valid opts list per kernel (a fixed seed): proves every
     # optimisation on the CPU and on OpenCL, not only the heuristics' choices.
     build/bin/kiln conformance --device CPU --opts random --seed 1
-    if build/bin/kiln devices | grep -qE '^[ *]+CL +available'; then
-      build/bin/kiln conformance --device CL --opts random --seed 1
-    fi
+    for device in CL VULKAN; do
+      if build/bin/kiln devices | grep -qE "^[ *]+$device +available"; then
+        build/bin/kiln conformance --device $device --opts random --seed 1
+      fi
+    done
     # Every case's CUDA kernels rendered and compiled by NVRTC for an H100 (sm_90), where the CUDA
     # toolkit is: no GPU needed (scripts/gpu-check.sh runs them on one).
     if [[ -e build/lib/libkiln_device_cuda.so ]]; then

@@ -2,6 +2,8 @@
 // Scheduling and lowering kernels in tests without running them: placeholder buffers, and
 // optimiser targets like this machine's CPU and PoCL devices.
 
+#include <catch2/catch.hpp>
+
 #include <kiln/kiln.h>
 
 #include "codegen/heuristics.h"
@@ -61,11 +63,19 @@ class PlaceholderStorage : public Storage {
   size_t nbytes_;
 };
 
-inline Schedule schedule_of(const Tensor& tensor) {
+// `limits` stands for every device's (unset: the scheduler's defaults).
+inline Schedule schedule_of(const Tensor& tensor, const KernelLimitsOf& limits = {}) {
   const BufferFactory factory = [](const std::string&, DType dtype, int64_t numel) {
     return std::make_shared<PlaceholderStorage>(static_cast<size_t>(numel) * dtype.itemsize());
   };
-  return create_schedule({tensor.node()}, "CPU", factory);
+  return create_schedule({tensor.node()}, "CPU", factory, limits);
+}
+
+// The one kernel a tensor's schedule holds.
+inline ScheduleItem only_kernel(const Tensor& tensor) {
+  Schedule schedule = schedule_of(tensor);
+  REQUIRE(schedule.items.size() == 1);
+  return schedule.items[0];
 }
 
 inline Tensor input(Shape shape, uint64_t seed) {

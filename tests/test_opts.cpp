@@ -19,12 +19,6 @@ using namespace kiln::testing;
 
 namespace {
 
-ScheduleItem only_kernel(const Tensor& tensor) {
-  Schedule schedule = schedule_of(tensor);
-  REQUIRE(schedule.items.size() == 1);
-  return schedule.items[0];
-}
-
 std::string refusal(const ScheduleItem& item, const std::vector<Opt>& opts,
                     const OptTarget& target) {
   try {
@@ -91,12 +85,19 @@ TEST_CASE("an opt that does not fit the kernel or the device is refused by name"
                           {OptKind::Local, 2, 2}},
                          cl_target()),
                  "at most 3 dimensions"));
-  // A launch dimension with more workgroups than the device allows (CUDA's grid: 65535 along y).
+  // A launch dimension with more workgroups than the device allows along it (CUDA's grid: 65535
+  // along y) is spread over a hardware dimension left free, and refused where none is.
   OptTarget grid = cl_target();
   grid.max_workgroups[1] = 65535;
   const ScheduleItem tall = only_kernel(input({70000, 16}, 1) * 2.0f);
+  CHECK(refusal(tall, {{OptKind::Local, 1, 16}}, grid).empty());
+  const LinearProgram spread = lower_kernel(tall, {{OptKind::Local, 1, 16}}, grid);
+  REQUIRE(spread.launch.size() == 2);
+  CHECK(spread.launch[1].hardware == std::vector<int>{1, 2});
+  CHECK(spread.launch[1].hardware_groups == std::vector<int64_t>{35000, 2});
+  grid.max_workgroups[2] = 1;
   CHECK(contains(refusal(tall, {{OptKind::Local, 1, 16}}, grid),
-                 "launch dimension 1 would have 70000 workgroups"));
+                 "would have 1, 70000 workgroups along its dimensions"));
   CHECK(refusal(tall, {{OptKind::Local, 1, 16}}, cl_target()).empty());
   CHECK(refusal(tall, {{OptKind::Local, 0, 2}, {OptKind::Local, 1, 16}}, grid).empty());
   // ROWS is for loop-style devices.

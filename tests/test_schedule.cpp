@@ -132,3 +132,68 @@ TEST_CASE("float sum, max and min reduction loops may be reassociated on the CPU
   const std::string source = render_kernel(lowered(schedule.items[0], cpu_target()), c_dialect());
   CHECK(source.find("#pragma omp simd reduction") == std::string::npos);
 }
+
+namespace {
+
+KernelLimitsOf limits_of(int64_t max_buffers, int64_t max_reduce_length) {
+  return [=](const std::string&) {
+    KernelLimits limits;
+    limits.max_buffers = max_buffers;
+    limits.max_reduce_length = max_reduce_length;
+    return limits;
+  };
+}
+
+// The elements each kernel's reductions reduce per output, at most.
+int64_t longest_reduction(const Schedule& schedule) {
+  int64_t longest = 0;
+  for (const ScheduleItem& item : schedule.items) {
+    if (item.kind != ScheduleItem::Kind::Kernel) continue;
+    for (const UOpRef& node : toposort({item.ast})) {
+      if (node->op() != Op::Reduce) continue;
+      int64_t length = 1;
+      for (int axis : node->reduce_arg().axes) length *= node->src()->shape()[axis];
+      longest = std::max(longest, length);
+    }
+  }
+  return longest;
+}
+
+}  // namespace
+
+TEST_CASE("a kernel binds no more buffers than the device allows", "[schedule]") {
+  // A chain of 60 sums and a balanced tree over 60 inputs, on a device that binds 8 buffers.
+  std::vector<Tensor> inputs;
+  for (int index = 0; index < 60; ++index) inputs.push_back(input({4, 4}, 100 + index));
+  Tensor chain = inputs[0];
+  for (int index = 1; index < 60; ++index) chain = chain + inputs[index];
+  std::vector<Tensor> level = inputs;
+  while (level.size() > 1) {
+    std::vector<Tensor> next;
+    for (size_t at = 0; at + 1 < level.size(); at += 2) next.push_back(level[at] + level[at + 1]);
+    if (level.size() % 2) next.push_back(level.back());
+    level = next;
+  }
+  for (const Tensor& sum : {chain, level[0]}) {
+    const Schedule schedule = schedule_of(sum, limits_of(8, 0));
+    CHECK(schedule.items.size() > 1);
+    for (const ScheduleItem& item : schedule.items) CHECK(item.inputs.size() + 1 <= 8);
+    // The default limit (128) fuses all 60 into one kernel.
+    CHECK(schedule_of(sum).items.size() == 1);
+  }
+}
+
+TEST_CASE("reductions longer than the device may loop are split", "[schedule]") {
+  const Tensor rows = input({3, 1001}, 1);
+  const Tensor columns = input({1001, 3}, 2);
+  const Tensor cube = input({17, 19, 23}, 3);
+  const std::vector<Tensor> reductions = {
+      rows.sum({1}),    rows.max({1}), columns.min({0}),    columns.prod({0}),
+      cube.sum({0, 2}), cube.sum(),    rows.sum({1}).sum(), (rows * 2).max({1}, true) + 1};
+  for (const Tensor& reduction : reductions) {
+    CHECK(longest_reduction(schedule_of(reduction)) > 50);
+    const Schedule bounded = schedule_of(reduction, limits_of(128, 50));
+    CHECK(longest_reduction(bounded) <= 50);
+    CHECK(bounded.items.size() >= 2);
+  }
+}

@@ -23,8 +23,9 @@ void print_usage(FILE* out) {
   std::fprintf(
       out,
       "usage: kiln devices [--verbose]\n\n"
-      "Lists every device kiln's plugins report: its kind, driver and dtypes, or why it is\n"
-      "unavailable. '*' marks the default device (KILN_DEVICE, else the first GPU, else CPU).\n\n"
+      "Lists every device kiln's plugins report: its kind, driver, dtypes and hardware (the PCI\n"
+      "bus or UUID, the same through every API that reaches one GPU), or why it is unavailable.\n"
+      "'*' marks the default device (KILN_DEVICE, else the first GPU, else CPU).\n\n"
       "  --verbose   also show each device's plugin file and what its probe found\n"
       "\nExit status: 1 when KILN_DEVICE names a device that cannot run here.\n");
 }
@@ -41,7 +42,7 @@ std::string dtype_list(const DeviceProperties& properties) {
 
 // One device as a row of the listing.
 struct Line {
-  std::string marker, name, status, kind, driver, description, dtypes;
+  std::string marker, name, status, kind, driver, description, dtypes, hardware;
   std::string note;  // the reason for an unavailable device; the probe's finding for --verbose
   std::string plugin_path;
   bool available = false;
@@ -66,6 +67,7 @@ Line describe(const DeviceRecord& record, const std::string& default_name) {
     line.driver = properties.driver;
     line.description = properties.description;
     line.dtypes = dtype_list(properties);
+    line.hardware = properties.hardware_id.empty() ? "-" : properties.hardware_id;
     line.note = record.reason;
   } catch (const Error& error) {
     line.status = "unavailable";
@@ -120,24 +122,27 @@ int devices_main(const std::vector<std::string>& args) {
   header.driver = "driver";
   header.description = "description";
   header.dtypes = "dtypes";
+  header.hardware = "hardware";
   size_t name_width = header.name.size(), status_width = header.status.size(),
          kind_width = header.kind.size();
   size_t driver_width = header.driver.size(), description_width = header.description.size();
+  size_t dtypes_width = header.dtypes.size();
   for (const Line& line : lines) {
     name_width = std::max(name_width, line.name.size());
     status_width = std::max(status_width, line.status.size());
     kind_width = std::max(kind_width, line.kind.size());
     driver_width = std::max(driver_width, line.driver.size());
     description_width = std::max(description_width, line.description.size());
+    dtypes_width = std::max(dtypes_width, line.dtypes.size());
   }
   auto print_line = [&](const Line& line) {
     std::printf("%s %-*s  %-*s  ", line.marker.c_str(), static_cast<int>(name_width),
                 line.name.c_str(), static_cast<int>(status_width), line.status.c_str());
     if (line.available || &line == &header) {
-      std::printf("%-*s  %-*s  %-*s  %s\n", static_cast<int>(kind_width), line.kind.c_str(),
+      std::printf("%-*s  %-*s  %-*s  %-*s  %s\n", static_cast<int>(kind_width), line.kind.c_str(),
                   static_cast<int>(driver_width), line.driver.c_str(),
                   static_cast<int>(description_width), line.description.c_str(),
-                  line.dtypes.c_str());
+                  static_cast<int>(dtypes_width), line.dtypes.c_str(), line.hardware.c_str());
     } else {
       std::printf("%s\n", line.note.c_str());  // the reason takes the rest of the line
     }

@@ -200,6 +200,10 @@ class CudaDevice : public Device {
     properties_.warp_width = KILN_CU_ATTRIBUTE(device_, WARP_SIZE);
     properties_.compute_units = KILN_CU_ATTRIBUTE(device_, MULTIPROCESSOR_COUNT);
     properties_.dtypes = all_dtypes();
+    properties_.hardware_id =
+        pci_hardware_id(static_cast<uint32_t>(KILN_CU_ATTRIBUTE(device_, PCI_DOMAIN_ID)),
+                        static_cast<uint32_t>(KILN_CU_ATTRIBUTE(device_, PCI_BUS_ID)),
+                        static_cast<uint32_t>(KILN_CU_ATTRIBUTE(device_, PCI_DEVICE_ID)), 0);
     size_t total = 0;
     KILN_CU_CHECK(api.cuDeviceTotalMem_v2(&total, device_));
     properties_.memory_bytes = total;

@@ -186,6 +186,7 @@ class ClDevice : public Device {
     if (capabilities.int64) properties_.dtypes.insert({ScalarType::Int64, ScalarType::UInt64});
     // float16 is stored with vload_half/vstore_half and computed in float: core OpenCL C.
     properties_.dtypes.insert(ScalarType::Float16);
+    properties_.hardware_id = hardware_id_of(device_id_);
     if (capabilities.fp64) properties_.dtypes.insert(ScalarType::Float64);
 
     dialect_ = opencl_dialect(capabilities.fp64, /*vector_loads=*/is_gpu_);
@@ -206,6 +207,7 @@ class ClDevice : public Device {
     properties_.memory_bytes =
         KILN_CL_DEVICE_VALUE(cl_ulong, device_id_, CL_DEVICE_GLOBAL_MEM_SIZE);
     properties_.max_allocation_bytes = largest_allocation;
+    properties_.max_allocation_limit = "CL_DEVICE_MAX_MEM_ALLOC_SIZE";
     const auto base_alignment_bits =
         KILN_CL_DEVICE_VALUE(cl_uint, device_id_, CL_DEVICE_MEM_BASE_ADDR_ALIGN);
     allocator_ = std::make_unique<ClAllocator>(context_.get(), queue_.get(),

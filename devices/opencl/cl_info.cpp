@@ -1,6 +1,11 @@
 #include "devices/opencl/cl_info.h"
 
+#include <CL/cl_ext.h>
+
+#include <cstdio>
 #include <sstream>
+
+#include "runtime/device.h"
 
 namespace kiln::opencl {
 namespace {
@@ -69,6 +74,39 @@ std::string device_type_name(cl_device_type type) {
   if (type & CL_DEVICE_TYPE_ACCELERATOR) return "accelerator";
   if (type & CL_DEVICE_TYPE_CPU) return "CPU";
   return "other";
+}
+
+std::string hardware_id_of(cl_device_id device) {
+  if (has_extension(device, "cl_khr_pci_bus_info")) {
+    cl_device_pci_bus_info_khr bus{};
+    if (clGetDeviceInfo(device, CL_DEVICE_PCI_BUS_INFO_KHR, sizeof(bus), &bus, nullptr) ==
+        CL_SUCCESS)
+      return pci_hardware_id(bus.pci_domain, bus.pci_bus, bus.pci_device, bus.pci_function);
+  }
+  if (has_extension(device, "cl_nv_device_attribute_query")) {
+    // cl_ext.h of Debian 12 lacks NVIDIA's names: CL_DEVICE_PCI_BUS_ID_NV, _SLOT_ID_NV,
+    // _DOMAIN_ID_NV.
+    cl_uint bus = 0, slot = 0, domain = 0;
+    if (clGetDeviceInfo(device, 0x4008, sizeof(bus), &bus, nullptr) == CL_SUCCESS &&
+        clGetDeviceInfo(device, 0x4009, sizeof(slot), &slot, nullptr) == CL_SUCCESS) {
+      clGetDeviceInfo(device, 0x400A, sizeof(domain), &domain, nullptr);  // newer drivers only
+      return pci_hardware_id(domain, bus, slot >> 3, slot & 7);
+    }
+  }
+  if (has_extension(device, "cl_khr_device_uuid")) {
+    cl_uchar uuid[CL_UUID_SIZE_KHR] = {};
+    if (clGetDeviceInfo(device, CL_DEVICE_UUID_KHR, sizeof(uuid), uuid, nullptr) == CL_SUCCESS) {
+      std::string text = "UUID ";
+      char pair[3];
+      for (int index = 0; index < CL_UUID_SIZE_KHR; ++index) {
+        if (index == 4 || index == 6 || index == 8 || index == 10) text += '-';
+        std::snprintf(pair, sizeof(pair), "%02x", uuid[index]);
+        text += pair;
+      }
+      return text;
+    }
+  }
+  return "";
 }
 
 }  // namespace kiln::opencl

@@ -38,4 +38,9 @@ bool has_extension(cl_device_id device, const std::string& extension);
 // "CPU", "GPU", "accelerator"
 std::string device_type_name(cl_device_type type);
 
+// DeviceProperties::hardware_id: the PCI bus from cl_khr_pci_bus_info (or NVIDIA's
+// cl_nv_device_attribute_query), else the UUID from cl_khr_device_uuid; empty where the driver
+// offers neither (PoCL on the CPU).
+std::string hardware_id_of(cl_device_id device);
+
 }  // namespace kiln::opencl

@@ -263,6 +263,66 @@ void add_long_sum_cases(BatteryBuilder& builder) {
   }
 }
 
+// Reductions longer than a device lets one work item loop (lavapipe stops after 65535 iterations
+// in all, silently) are split by the scheduler: every reduce op, a length that divides nothing,
+// several reduced axes, a reduce axis that is not the last, and a NaN that must survive the split.
+void add_long_reduce_cases(BatteryBuilder& builder) {
+  constexpr int64_t kRows = 70001;
+  auto add = [&](const std::string& op, DType dtype, Shape shape,
+                 std::function<Tensor(const std::string&)> create, std::vector<double> expected,
+                 std::string code) {
+    builder.add(regression_case(
+        op, dtype, std::move(shape), std::move(create),
+        [dtype, expected](const std::vector<HostTensor>&) {
+          return Expected(host_values(dtype, expected));
+        },
+        std::move(code), exact_tolerance()));
+  };
+  add(
+      "long_column_max", dtypes::int32, {kRows, 3},
+      [](const std::string& device) {
+        return Tensor::arange(0, kRows * 3, 1, dtypes::int32, device).reshape({kRows, 3}).max({0});
+      },
+      {kRows * 3 - 3, kRows * 3 - 2, kRows * 3 - 1},
+      "Tensor::arange(0, 70001 * 3, 1, dtypes::int32).reshape({70001, 3}).max({0})");
+  add(
+      "long_column_min", dtypes::float32, {kRows, 3},
+      [](const std::string& device) {
+        return (-Tensor::arange(0, kRows * 3, 1, dtypes::float32, device))
+            .reshape({kRows, 3})
+            .min({0});
+      },
+      {-(kRows * 3 - 3.0), -(kRows * 3 - 2.0), -(kRows * 3 - 1.0)},
+      "(-Tensor::arange(0, 70001 * 3, 1, dtypes::float32)).reshape({70001, 3}).min({0})");
+  // 23334 factors of -1 (every third index): the product is +1.
+  add(
+      "long_prod", dtypes::int64, {kRows},
+      [](const std::string& device) {
+        const Tensor index = Tensor::arange(0, kRows, 1, dtypes::int64, device);
+        return where(index % 3 == 0, Tensor::full({kRows}, -1, dtypes::int64, device),
+                     Tensor::full({kRows}, 1, dtypes::int64, device))
+            .prod()
+            .reshape({1});
+      },
+      {1}, "where(arange(70001) % 3 == 0, -1, 1).prod() (int64)");
+  add(
+      "long_two_axis_sum", dtypes::int64, {300, 3, 301},
+      [](const std::string& device) {
+        return Tensor::full({300, 3, 301}, 1, dtypes::int64, device).contiguous().sum({0, 2});
+      },
+      {90300, 90300, 90300},
+      "Tensor::full({300, 3, 301}, 1, dtypes::int64).contiguous().sum({0, 2})");
+  add(
+      "long_max_keeps_nan", dtypes::float32, {kRows},
+      [](const std::string& device) {
+        const Tensor index = Tensor::arange(0, kRows, 1, dtypes::float32, device);
+        return where(index == 5000.0f, Tensor::full({kRows}, kNaN, dtypes::float32, device), index)
+            .max()
+            .reshape({1});
+      },
+      {kNaN}, "where(arange(70001) == 5000, NaN, arange(70001)).max()");
+}
+
 }  // namespace
 
 void add_regression_cases(BatteryBuilder& builder) {
@@ -274,6 +334,7 @@ void add_regression_cases(BatteryBuilder& builder) {
   add_cast_round_trip_cases(builder);
   add_signed_zero_pad_cases(builder);
   add_long_sum_cases(builder);
+  add_long_reduce_cases(builder);
 }
 
 }  // namespace kiln::conformance::detail

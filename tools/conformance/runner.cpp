@@ -223,9 +223,13 @@ bool all_bytes(const uint8_t* bytes, int count, uint8_t value) {
   return true;
 }
 
-// The dtype a DTypeError names as unsupported ("... does not support float64 ..."), if the device
-// really lacks it.
+// Whether a DTypeError says the device cannot do the case: it names a dtype as unsupported ("...
+// does not support float64 ...") that the device really lacks, or an operation its renderer
+// dialect cannot compute in a dtype ("the GLSL dialect does not support float64 exp").
 bool device_lacks_dtype(Device& device, const std::string& message) {
+  if (message.find("the " + device.dialect().name + " dialect does not support ") !=
+      std::string::npos)
+    return true;
   const std::string marker = "does not support ";
   const size_t at = message.find(marker);
   if (at == std::string::npos) return false;

@@ -1,0 +1,257 @@
+#include "devices/vulkan/vk_memory.h"
+
+#include <kiln/error.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace kiln::vulkan {
+namespace {
+
+constexpr VkDeviceSize kStagingBytes = 8 << 20;
+constexpr VkBufferUsageFlags kStorageUsage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                             VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                             VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+
+// The first memory type allowed by `type_bits` that has every flag of `wanted`; -1 if none.
+int find_memory_type(const VkPhysicalDeviceMemoryProperties& memory, uint32_t type_bits,
+                     VkMemoryPropertyFlags wanted) {
+  for (uint32_t type = 0; type < memory.memoryTypeCount; ++type) {
+    if ((type_bits & (1u << type)) && (memory.memoryTypes[type].propertyFlags & wanted) == wanted)
+      return static_cast<int>(type);
+  }
+  return -1;
+}
+
+// The memory types a storage buffer may use on this device.
+uint32_t storage_type_bits(VkDevice device) {
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.size = 256;
+  info.usage = kStorageUsage;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkBuffer raw = VK_NULL_HANDLE;
+  KILN_VK_CHECK(vkCreateBuffer(device, &info, nullptr, &raw));
+  const OwnedBuffer probe(device, raw);
+  VkMemoryRequirements requirements{};
+  vkGetBufferMemoryRequirements(device, probe.get(), &requirements);
+  return requirements.memoryTypeBits;
+}
+
+}  // namespace
+
+VkBlock& block_of(DeviceMemory memory) {
+  if (!memory) throw InternalError("[vulkan] a null buffer was passed to the device");
+  return *static_cast<VkBlock*>(memory);
+}
+
+VkAllocator::VkAllocator(VkDevice device, const PhysicalDeviceInfo& info, CommandQueue& queue,
+                         VkDeviceSize largest_allocation)
+    : device_(device),
+      queue_(queue),
+      largest_allocation_(largest_allocation),
+      offset_alignment_(
+          std::max<VkDeviceSize>(4, info.properties.limits.minStorageBufferOffsetAlignment)) {
+  const VkPhysicalDeviceMemoryProperties& memory = info.memory;
+  const uint32_t type_bits = storage_type_bits(device);
+  const int local = find_memory_type(memory, type_bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  if (local < 0) {
+    const int any = find_memory_type(memory, type_bits, 0);
+    if (any < 0) throw DeviceError("[vulkan] no memory type can hold a storage buffer");
+    device_type_ = static_cast<uint32_t>(any);
+  } else {
+    device_type_ = static_cast<uint32_t>(local);
+  }
+  // Mapped copies where device memory is host-visible and its heap is the device's largest (a
+  // CPU or an integrated GPU; a discrete GPU's host-visible window is small and slow to read).
+  const VkMemoryPropertyFlags host =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  const int local_host =
+      find_memory_type(memory, type_bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | host);
+  if (local_host >= 0) {
+    const uint32_t heap = memory.memoryTypes[local_host].heapIndex;
+    bool largest = true;
+    for (uint32_t other = 0; other < memory.memoryHeapCount; ++other) {
+      if ((memory.memoryHeaps[other].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+          memory.memoryHeaps[other].size > memory.memoryHeaps[heap].size)
+        largest = false;
+    }
+    if (largest) {
+      mapped_ = true;
+      device_type_ = static_cast<uint32_t>(local_host);
+    }
+  }
+  if (!mapped_) {
+    // Host-cached memory reads back faster where there is such a type.
+    int staging = find_memory_type(memory, ~0u, host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    if (staging < 0) staging = find_memory_type(memory, ~0u, host);
+    if (staging < 0) throw DeviceError("[vulkan] no host-visible memory type for staging copies");
+    staging_type_ = static_cast<uint32_t>(staging);
+    for (int copy = 0; copy < 2; ++copy) {
+      staging_.push_back(
+          make_block(kStagingBytes, staging_type_, /*map=*/true,
+                     VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT));
+    }
+  }
+}
+
+VkAllocator::~VkAllocator() {
+  // Blocks still queued go once the queue is idle; errors have no one to go to from here.
+  try {
+    queue_.wait_idle();
+  } catch (const Error&) {
+  }
+}
+
+std::unique_ptr<VkBlock> VkAllocator::make_block(VkDeviceSize size, uint32_t memory_type, bool map,
+                                                 VkBufferUsageFlags usage) {
+  auto block = std::make_unique<VkBlock>();
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.size = size;
+  info.usage = usage;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  KILN_VK_CHECK(vkCreateBuffer(device_, &info, nullptr, &buffer));
+  block->owned_buffer = OwnedBuffer(device_, buffer);
+  VkMemoryRequirements requirements{};
+  vkGetBufferMemoryRequirements(device_, buffer, &requirements);
+  VkMemoryAllocateInfo allocate{};
+  allocate.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  allocate.allocationSize = requirements.size;
+  allocate.memoryTypeIndex = memory_type;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  KILN_VK_CHECK(vkAllocateMemory(device_, &allocate, nullptr, &memory));
+  block->owned_memory = OwnedMemory(device_, memory);
+  KILN_VK_CHECK(vkBindBufferMemory(device_, buffer, memory, 0));
+  if (map) {
+    void* address = nullptr;
+    KILN_VK_CHECK(vkMapMemory(device_, memory, 0, VK_WHOLE_SIZE, 0, &address));
+    block->mapped = static_cast<uint8_t*>(address);
+  }
+  block->buffer = buffer;
+  block->size = size;
+  return block;
+}
+
+DeviceMemory VkAllocator::alloc(size_t nbytes) {
+  if (nbytes > largest_allocation_) {
+    throw OutOfMemoryError("[vulkan] cannot allocate " + std::to_string(nbytes) +
+                           " bytes: a kernel binds each buffer whole, and the device binds at "
+                           "most " +
+                           std::to_string(largest_allocation_) +
+                           " bytes of one (maxStorageBufferRange, maxMemoryAllocationSize)");
+  }
+  collect();
+  // Vulkan has no empty buffers; a descriptor's range stays a multiple of 4 bytes.
+  const VkDeviceSize size = std::max<VkDeviceSize>(4, (nbytes + 3) / 4 * 4);
+  try {
+    return make_block(size, device_type_, mapped_, kStorageUsage).release();
+  } catch (const OutOfMemoryError&) {
+    // Buffers given back while queued work still used them hold memory until it finishes.
+    queue_.wait_idle();
+    collect();
+    return make_block(size, device_type_, mapped_, kStorageUsage).release();
+  }
+}
+
+void VkAllocator::free(DeviceMemory memory, size_t) {
+  std::unique_ptr<VkBlock> block(&block_of(memory));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!queue_.finished(block->last_use)) retired_.push_back(std::move(block));
+}
+
+void VkAllocator::collect() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
+                                [this](const std::unique_ptr<VkBlock>& block) {
+                                  return queue_.finished(block->last_use);
+                                }),
+                 retired_.end());
+}
+
+VkBlock& VkAllocator::next_staging() {
+  VkBlock& staging = *staging_[next_staging_];
+  next_staging_ = (next_staging_ + 1) % staging_.size();
+  queue_.wait(staging.last_use);
+  return staging;
+}
+
+void VkAllocator::copy_in(DeviceMemory destination, const void* host, size_t nbytes) {
+  VkBlock& block = block_of(destination);
+  VkBlock& allocation = block.allocation();
+  if (nbytes > block.size)
+    throw InternalError("[vulkan] copy_in of " + std::to_string(nbytes) +
+                        " bytes into a block of " + std::to_string(block.size));
+  if (mapped_) {
+    // Earlier kernels may still read or write this memory (a block reused by the cache).
+    queue_.wait(allocation.last_use);
+    if (nbytes) std::memcpy(block.mapped, host, nbytes);
+    return;
+  }
+  const auto* bytes = static_cast<const uint8_t*>(host);
+  std::lock_guard<std::mutex> lock(staging_mutex_);
+  for (size_t done = 0; done < nbytes; done += kStagingBytes) {
+    const VkDeviceSize chunk = std::min<VkDeviceSize>(kStagingBytes, nbytes - done);
+    VkBlock& staging = next_staging();
+    std::memcpy(staging.mapped, bytes + done, chunk);
+    const VkBufferCopy region{0, block.offset + done, chunk};
+    const uint64_t serial = queue_.submit([&](VkCommandBuffer commands, VkDescriptorPool) {
+      vkCmdCopyBuffer(commands, staging.buffer, block.buffer, 1, &region);
+    });
+    staging.last_use = allocation.last_use = serial;
+  }
+}
+
+void VkAllocator::copy_out(void* host, DeviceMemory source, size_t nbytes) {
+  VkBlock& block = block_of(source);
+  VkBlock& allocation = block.allocation();
+  if (nbytes > block.size)
+    throw InternalError("[vulkan] copy_out of " + std::to_string(nbytes) +
+                        " bytes from a block of " + std::to_string(block.size));
+  if (mapped_) {
+    queue_.wait(allocation.last_use);
+    if (nbytes) std::memcpy(host, block.mapped, nbytes);
+    return;
+  }
+  auto* bytes = static_cast<uint8_t*>(host);
+  std::lock_guard<std::mutex> lock(staging_mutex_);
+  for (size_t done = 0; done < nbytes; done += kStagingBytes) {
+    const VkDeviceSize chunk = std::min<VkDeviceSize>(kStagingBytes, nbytes - done);
+    VkBlock& staging = next_staging();
+    const VkBufferCopy region{block.offset + done, 0, chunk};
+    const uint64_t serial = queue_.submit([&](VkCommandBuffer commands, VkDescriptorPool) {
+      vkCmdCopyBuffer(commands, block.buffer, staging.buffer, 1, &region);
+    });
+    staging.last_use = allocation.last_use = serial;
+    queue_.wait(serial);
+    std::memcpy(bytes + done, staging.mapped, chunk);
+  }
+}
+
+DeviceMemory VkAllocator::subregion(DeviceMemory base, size_t offset, size_t nbytes) {
+  VkBlock& parent = block_of(base);
+  if (offset % offset_alignment_ != 0) {
+    throw DeviceError("[vulkan] subregion: offset " + std::to_string(offset) +
+                      " is not a multiple of the device's storage buffer offset alignment (" +
+                      std::to_string(offset_alignment_) + " bytes)");
+  }
+  if (offset + nbytes > parent.size)
+    throw InternalError("[vulkan] subregion [" + std::to_string(offset) + ", +" +
+                        std::to_string(nbytes) + ") outside a block of " +
+                        std::to_string(parent.size) + " bytes");
+  auto region = std::make_unique<VkBlock>();
+  region->buffer = parent.buffer;
+  region->offset = parent.offset + offset;
+  region->size = std::max<VkDeviceSize>(4, (nbytes + 3) / 4 * 4);
+  if (region->offset - parent.offset + region->size > parent.size) region->size = nbytes;
+  region->mapped = parent.mapped ? parent.mapped + offset : nullptr;
+  region->base = &parent.allocation();
+  return region.release();
+}
+
+void VkAllocator::release_subregion(DeviceMemory region) {
+  std::unique_ptr<VkBlock> block(&block_of(region));
+}
+
+}  // namespace kiln::vulkan

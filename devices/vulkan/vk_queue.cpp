@@ -1,0 +1,194 @@
+#include "devices/vulkan/vk_queue.h"
+
+#include <kiln/error.h>
+
+#include <chrono>
+
+namespace kiln::vulkan {
+namespace {
+
+// Kernels and copies: everything a submission does, as seen by the next one.
+constexpr VkPipelineStageFlags kWorkStages =
+    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+constexpr VkAccessFlags kWorkWrites = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+constexpr VkAccessFlags kWorkAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                      VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+
+void memory_barrier(VkCommandBuffer commands, VkPipelineStageFlags source_stages,
+                    VkAccessFlags source_access, VkPipelineStageFlags destination_stages,
+                    VkAccessFlags destination_access) {
+  VkMemoryBarrier barrier{};
+  barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  barrier.srcAccessMask = source_access;
+  barrier.dstAccessMask = destination_access;
+  vkCmdPipelineBarrier(commands, source_stages, destination_stages, 0, 1, &barrier, 0, nullptr, 0,
+                       nullptr);
+}
+
+}  // namespace
+
+CommandQueue::CommandQueue(VkDevice device, uint32_t family, uint32_t max_bindings,
+                           uint32_t timestamp_bits, float timestamp_period)
+    : device_(device), timestamp_period_(timestamp_period) {
+  vkGetDeviceQueue(device_, family, 0, &queue_);
+  VkCommandPoolCreateInfo pool_info{};
+  pool_info.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
+  pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool_info.queueFamilyIndex = family;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  KILN_VK_CHECK(vkCreateCommandPool(device_, &pool_info, nullptr, &pool));
+  pool_ = OwnedCommandPool(device_, pool);
+
+  if (timestamp_bits > 0) {
+    VkQueryPoolCreateInfo query_info{};
+    query_info.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+    query_info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    query_info.queryCount = 2 * kSlots;
+    VkQueryPool queries = VK_NULL_HANDLE;
+    KILN_VK_CHECK(vkCreateQueryPool(device_, &query_info, nullptr, &queries));
+    timestamps_ = OwnedQueryPool(device_, queries);
+  }
+
+  for (Slot& slot : slots_) {
+    VkCommandBufferAllocateInfo allocate{};
+    allocate.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+    allocate.commandPool = pool_.get();
+    allocate.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    allocate.commandBufferCount = 1;
+    KILN_VK_CHECK(vkAllocateCommandBuffers(device_, &allocate, &slot.commands));
+
+    VkFenceCreateInfo fence_info{};
+    fence_info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+    VkFence fence = VK_NULL_HANDLE;
+    KILN_VK_CHECK(vkCreateFence(device_, &fence_info, nullptr, &fence));
+    slot.fence = OwnedFence(device_, fence);
+
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, max_bindings};
+    VkDescriptorPoolCreateInfo descriptor_info{};
+    descriptor_info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
+    descriptor_info.maxSets = 1;
+    descriptor_info.poolSizeCount = 1;
+    descriptor_info.pPoolSizes = &size;
+    VkDescriptorPool descriptors = VK_NULL_HANDLE;
+    KILN_VK_CHECK(vkCreateDescriptorPool(device_, &descriptor_info, nullptr, &descriptors));
+    slot.descriptors = OwnedDescriptorPool(device_, descriptors);
+  }
+}
+
+CommandQueue::~CommandQueue() {
+  // Nothing may be destroyed while the queue still runs it; errors have no one to go to here.
+  if (queue_ != VK_NULL_HANDLE) vkQueueWaitIdle(queue_);
+}
+
+void CommandQueue::retire(Slot& slot) {
+  if (slot.serial == 0) return;
+  const VkFence fence = slot.fence.get();
+  KILN_VK_CHECK(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
+  if (slot.serial > completed_) {
+    // Submissions finish in order (each waits for the one before at its first barrier).
+    completed_ = slot.serial;
+  }
+  slot.serial = 0;
+}
+
+CommandQueue::Slot* CommandQueue::slot_of(uint64_t serial) {
+  for (Slot& slot : slots_) {
+    if (slot.serial == serial) return &slot;
+  }
+  return nullptr;
+}
+
+uint64_t CommandQueue::submit(const Recorder& record, bool timed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t serial = submitted_ + 1;
+  const size_t index = static_cast<size_t>(serial % kSlots);
+  Slot& slot = slots_[index];
+  retire(slot);
+  const VkFence fence = slot.fence.get();
+  KILN_VK_CHECK(vkResetFences(device_, 1, &fence));
+  KILN_VK_CHECK(vkResetCommandBuffer(slot.commands, 0));
+  KILN_VK_CHECK(vkResetDescriptorPool(device_, slot.descriptors.get(), 0));
+
+  VkCommandBufferBeginInfo begin{};
+  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  KILN_VK_CHECK(vkBeginCommandBuffer(slot.commands, &begin));
+  memory_barrier(slot.commands, kWorkStages, kWorkWrites, kWorkStages, kWorkAccess);
+  const bool device_timed = timed && timestamps_;
+  const uint32_t first_query = static_cast<uint32_t>(2 * index);
+  if (device_timed) {
+    vkCmdResetQueryPool(slot.commands, timestamps_.get(), first_query, 2);
+    vkCmdWriteTimestamp(slot.commands, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_.get(),
+                        first_query);
+  }
+  record(slot.commands, slot.descriptors.get());
+  if (device_timed) {
+    vkCmdWriteTimestamp(slot.commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_.get(),
+                        first_query + 1);
+  }
+  memory_barrier(slot.commands, kWorkStages, kWorkWrites, VK_PIPELINE_STAGE_HOST_BIT,
+                 VK_ACCESS_HOST_READ_BIT);
+  KILN_VK_CHECK(vkEndCommandBuffer(slot.commands));
+
+  VkSubmitInfo submit_info{};
+  submit_info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit_info.commandBufferCount = 1;
+  submit_info.pCommandBuffers = &slot.commands;
+  const auto started = std::chrono::steady_clock::now();
+  KILN_VK_CHECK(vkQueueSubmit(queue_, 1, &submit_info, fence));
+  submitted_ = serial;
+  slot.serial = serial;
+  slot.timed = timed;
+  if (timed && !device_timed) {
+    // No timestamps on this queue: the host's clock around the whole submission.
+    KILN_VK_CHECK(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
+    slot.host_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
+  return serial;
+}
+
+void CommandQueue::wait(uint64_t serial) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (serial <= completed_) return;
+  for (Slot& slot : slots_) {
+    if (slot.serial != 0 && slot.serial <= serial) retire(slot);
+  }
+}
+
+double CommandQueue::wait_timed(uint64_t serial) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Slot* slot = slot_of(serial);
+  if (!slot || !slot->timed)
+    throw InternalError("[vulkan] wait_timed: submission " + std::to_string(serial) +
+                        " was not timed or was reused");
+  const size_t index = static_cast<size_t>(slot - slots_.data());
+  for (Slot& other : slots_) {
+    if (other.serial != 0 && other.serial <= serial) retire(other);
+  }
+  slot->timed = false;
+  if (!timestamps_) return slot->host_seconds;
+  uint64_t ticks[2] = {0, 0};
+  KILN_VK_CHECK(vkGetQueryPoolResults(device_, timestamps_.get(), static_cast<uint32_t>(2 * index),
+                                      2, sizeof(ticks), ticks, sizeof(uint64_t),
+                                      VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+  return static_cast<double>(ticks[1] - ticks[0]) * timestamp_period_ * 1e-9;
+}
+
+void CommandQueue::wait_idle() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Slot& slot : slots_) retire(slot);
+}
+
+bool CommandQueue::finished(uint64_t serial) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (serial <= completed_) return true;
+  for (Slot& slot : slots_) {
+    if (slot.serial == 0 || slot.serial > serial) continue;
+    if (vkGetFenceStatus(device_, slot.fence.get()) != VK_SUCCESS) return false;
+    retire(slot);
+  }
+  return serial <= completed_;
+}
+
+}  // namespace kiln::vulkan

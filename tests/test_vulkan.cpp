@@ -1,0 +1,248 @@
+// The Vulkan device: what it reports without a driver, the limits it reads from the driver and
+// the scheduler honours (lavapipe's: 65535 workgroups per dimension, 32 buffers per kernel, a
+// work item's loops stopped after 65535 iterations, 128 MiB per buffer binding), glslang's errors,
+// and kiln's float semantics where Mesa's shader compiler folds them away. The conformance battery
+// and the rest of the suite run on VULKAN too (scripts/setup.sh test).
+
+#include <catch2/catch.hpp>
+
+#include <kiln/error.h>
+#include <kiln/kiln.h>
+
+#include <cmath>
+#include <limits>
+
+#include "codegen/lower.h"
+#include "runtime/device_context.h"
+#include "runtime/opt_policy.h"
+#include "runtime/registry.h"
+#include "tests/child_process.h"
+#include "tests/codegen_helpers.h"
+
+using namespace kiln;
+
+namespace {
+
+const DeviceRecord* vulkan_record() {
+  static const std::vector<DeviceRecord> records = device_records();
+  for (const DeviceRecord& record : records) {
+    if (record.name == "VULKAN") return &record;
+  }
+  return nullptr;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The VULKAN device, or nullptr (with a warning) where the plugin was not built or finds no
+// device here.
+std::shared_ptr<DeviceContext> vulkan() {
+  const DeviceRecord* record = vulkan_record();
+  if (!record || !record->available) {
+    WARN("no usable Vulkan device here: " << (record ? record->reason : "no plugin built"));
+    return nullptr;
+  }
+  return open_device("VULKAN");
+}
+
+std::vector<double> values_of(const Tensor& tensor) {
+  const std::vector<double> values = tensor.cast(dtypes::float64).to_vector<double>();
+  return values;
+}
+
+// Runs `body` with every kernel's opts from `policy`, restoring the settings after.
+template <typename Body>
+void with_opts(OptPolicy policy, Body&& body) {
+  const OptSettings before = opt_settings();
+  OptSettings settings = before;
+  settings.policy = policy;
+  set_opt_settings(settings);
+  try {
+    body();
+  } catch (...) {
+    set_opt_settings(before);
+    throw;
+  }
+  set_opt_settings(before);
+}
+
+}  // namespace
+
+#ifdef KILN_TOOL_PATH
+TEST_CASE("without a Vulkan driver, VULKAN is unavailable and says why", "[vulkan]") {
+  if (!vulkan_record()) {
+    WARN("no Vulkan plugin in this build");
+    return;
+  }
+  // The loader then finds no driver manifest at all.
+  const test::ChildResult listed = test::run_child(
+      "VK_ICD_FILENAMES=/nonexistent/icd.json VK_DRIVER_FILES=/nonexistent/icd.json",
+      std::string(KILN_TOOL_PATH) + " devices");
+  INFO(listed.output);
+  CHECK(contains(listed.output, "VULKAN  unavailable"));
+  CHECK((contains(listed.output, "no Vulkan driver") ||
+         contains(listed.output, "no Vulkan 1.2 device")));
+  const test::ChildResult opened = test::run_child(
+      "VK_ICD_FILENAMES=/nonexistent/icd.json VK_DRIVER_FILES=/nonexistent/icd.json "
+      "KILN_DEVICE=VULKAN",
+      std::string(KILN_TOOL_PATH) + " devices");
+  CHECK(opened.exit_code == 1);
+  CHECK(contains(opened.output, "VULKAN"));
+}
+#endif
+
+TEST_CASE("the Vulkan device reports the driver's limits", "[vulkan]") {
+  std::shared_ptr<DeviceContext> context = vulkan();
+  if (!context) return;
+  const DeviceProperties& properties = context->device().properties();
+  CHECK(properties.max_kernel_buffers >= 8);
+  CHECK(properties.max_workgroups[0] >= 65535);
+  CHECK(properties.local_memory_bytes >= 16384);
+  CHECK(properties.max_allocation_bytes > 0);
+  CHECK_FALSE(properties.max_allocation_limit.empty());
+  CHECK_FALSE(properties.hardware_id.empty());
+  CHECK(context->device().supports(dtypes::float32));
+  if (contains(properties.driver, "llvmpipe")) {
+    CHECK(properties.max_loop_iterations == 65535);
+    CHECK(properties.max_kernel_buffers == 32);
+    CHECK(properties.max_allocation_bytes == (uint64_t{128} << 20));
+    CHECK(context->device().supports(dtypes::float64));
+    CHECK(context->device().supports(dtypes::int8));
+  }
+  const std::string identity = context->device().compiler().identity();
+  CHECK(contains(identity, "glslang"));
+  CHECK(contains(identity, "pipeline cache"));
+}
+
+TEST_CASE("glslang's errors carry its log and the source", "[vulkan]") {
+  std::shared_ptr<DeviceContext> context = vulkan();
+  if (!context) return;
+  const std::string source =
+      "#version 450\nlayout(local_size_x = 1) in;\nvoid main() { undeclared_name = 1; }\n";
+  try {
+    context->device().compiler().compile(source, "broken");
+    FAIL("glslang accepted a broken shader");
+  } catch (const CompileError& error) {
+    CHECK(contains(error.what(), "broken"));
+    CHECK(contains(error.log(), "undeclared_name"));
+    CHECK(error.source() == source);
+  }
+}
+
+TEST_CASE("a launch of more workgroups than one dimension allows is spread", "[vulkan]") {
+  std::shared_ptr<DeviceContext> context = vulkan();
+  if (!context) return;
+  const int64_t per_dimension = context->device().properties().max_workgroups[0];
+  if (per_dimension > (int64_t{1} << 20)) return;  // a GPU takes it in one dimension
+  // One work item per workgroup (no opts): 3 * per_dimension + 5 workgroups along x.
+  const int64_t count = 3 * per_dimension + 5;
+  with_opts(OptPolicy::None, [&] {
+    const Tensor x = Tensor::arange(0, count, 1, dtypes::int32, "VULKAN");
+    const std::vector<int32_t> doubled = (x * 2).to_vector<int32_t>();
+    REQUIRE(doubled.size() == static_cast<size_t>(count));
+    for (int64_t at :
+         {int64_t{0}, per_dimension - 1, per_dimension, 2 * per_dimension + 7, count - 1})
+      CHECK(doubled[static_cast<size_t>(at)] == 2 * at);
+  });
+  const ScheduleItem item = testing::only_kernel(testing::input({count}, 1) + 1.0f);
+  const LinearProgram program = lower_kernel(item, {}, opt_target(context->device()));
+  REQUIRE(program.launch.size() == 1);
+  CHECK(program.launch[0].spread());
+}
+
+TEST_CASE("long reductions stay inside lavapipe's loop limit", "[vulkan]") {
+  std::shared_ptr<DeviceContext> context = vulkan();
+  if (!context || context->device().properties().max_loop_iterations <= 0) return;
+  // Rows far longer than 65535, reduced along either axis, with every policy: each is split.
+  const int64_t length = 200003;
+  const Tensor values = Tensor::arange(0, 2 * length, 1, dtypes::float32, "VULKAN") % 7.0f;
+  const Tensor rows = values.reshape({2, length});
+  const Tensor columns = values.reshape({length, 2});
+  for (OptPolicy policy : {OptPolicy::Default, OptPolicy::None}) {
+    with_opts(policy, [&] {
+      const std::vector<double> row_sums = values_of(rows.sum({1}));
+      const std::vector<double> column_max = values_of(columns.max({0}));
+      const std::vector<double> column_min = values_of(columns.min({0}));
+      double expected[2] = {0, 0};
+      for (int64_t at = 0; at < 2 * length; ++at) expected[at / length] += at % 7;
+      CHECK(row_sums[0] == Approx(expected[0]).epsilon(1e-6));
+      CHECK(row_sums[1] == Approx(expected[1]).epsilon(1e-6));
+      CHECK(column_max == std::vector<double>{6, 6});
+      CHECK(column_min == std::vector<double>{0, 0});
+    });
+  }
+}
+
+TEST_CASE("a kernel binds no more buffers than the Vulkan device allows", "[vulkan]") {
+  std::shared_ptr<DeviceContext> context = vulkan();
+  if (!context) return;
+  const int64_t inputs = 2 * context->device().properties().max_kernel_buffers + 3;
+  Tensor total = Tensor::full({5}, 0, dtypes::int32, "VULKAN");
+  for (int64_t index = 0; index < inputs; ++index)
+    total = total + Tensor::full({5}, static_cast<double>(index), dtypes::int32, "VULKAN")
+                        .contiguous()
+                        .realize();
+  const std::vector<int32_t> sums = total.to_vector<int32_t>();
+  for (int32_t sum : sums) CHECK(sum == inputs * (inputs - 1) / 2);
+}
+
+TEST_CASE("a buffer past the device's binding range is refused naming the limit", "[vulkan]") {
+  std::shared_ptr<DeviceContext> context = vulkan();
+  if (!context) return;
+  const uint64_t limit = context->device().properties().max_allocation_bytes;
+  if (limit > (uint64_t{1} << 31)) return;  // too large to try here
+  const int64_t elements = static_cast<int64_t>(limit / 4) + 1;
+  try {
+    Tensor::full({elements}, 1, dtypes::float32, "VULKAN").contiguous().realize();
+    FAIL("a buffer past the device's limit was made");
+  } catch (const OutOfMemoryError& error) {
+    CHECK(contains(error.what(), std::to_string(limit)));
+    CHECK(contains(error.what(), context->device().properties().max_allocation_limit));
+  }
+}
+
+TEST_CASE("Vulkan keeps IEEE results the shader compiler would fold", "[vulkan]") {
+  std::shared_ptr<DeviceContext> context = vulkan();
+  if (!context) return;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor x =
+      Tensor::from_vector<float>({0.0f, 1.0f, -1.0f, NAN, INFINITY, -0.0f}, {6}, "VULKAN");
+  // x * 0 (sign), x / 0 and comparisons of widened integers against constants: lavapipe folded
+  // each wrongly when the constant was a literal in the shader.
+  const std::vector<double> sign = values_of(x.sign());
+  CHECK(std::isnan(sign[3]));
+  CHECK(std::signbit(sign[5]));
+  const std::vector<double> quotient = values_of(x / 0.0);
+  CHECK(std::isnan(quotient[0]));
+  CHECK(quotient[1] == inf);
+  CHECK(quotient[2] == -inf);
+  CHECK(std::isnan(quotient[3]));
+  CHECK(std::isnan(values_of((x.sum() / 0.0).sqrt())[0]));
+  const Tensor wide =
+      Tensor::from_vector<int32_t>({28, -335464312, -45, 7}, {4}, "VULKAN").cast(dtypes::int64);
+  CHECK(wide.abs().to_vector<int64_t>() == std::vector<int64_t>{28, 335464312, 45, 7});
+  CHECK((wide < 5).to_vector<bool>() == std::vector<bool>{false, true, true, false});
+  (void)nan;
+}
+
+TEST_CASE("Vulkan computes what the CPU computes", "[vulkan]") {
+  std::shared_ptr<DeviceContext> context = vulkan();
+  if (!context) return;
+  auto same = [](const Tensor& on_vulkan, const Tensor& on_cpu) {
+    const std::vector<double> want = values_of(on_cpu);
+    const std::vector<double> got = values_of(on_vulkan.to(std::string("CPU")));
+    REQUIRE(got.size() == want.size());
+    for (size_t index = 0; index < want.size(); ++index)
+      CHECK(got[index] == Approx(want[index]).epsilon(1e-5).margin(1e-6));
+  };
+  const Tensor a = Tensor::rand({129, 257}, 1, "CPU");
+  const Tensor b = Tensor::rand({257, 65}, 2, "CPU");
+  const Tensor a_vulkan = a.to(std::string("VULKAN")), b_vulkan = b.to(std::string("VULKAN"));
+  same(a_vulkan.matmul(b_vulkan), a.matmul(b));
+  same(a_vulkan.softmax(-1), a.softmax(-1));
+  same(a_vulkan.sum(), a.sum());
+  same(a_vulkan.cast(dtypes::float64).exp().sin(), a.cast(dtypes::float64).exp().sin());
+  same(a_vulkan.cast(dtypes::float16).erf(), a.cast(dtypes::float16).erf());
+}
