@@ -111,6 +111,12 @@ struct Dialect {
       vector_load;
   std::function<std::string(DType, int width)> vector_type;
   std::function<std::string(const std::string& value, int lane)> vector_lane;
+  // The statement storing `values` (one per lane, compute-type names) to buffer[index ..
+  // index + width) as one vector; null where the dialect has no vector stores. The same widths
+  // and alignment rule as loads.
+  std::function<std::string(DType, const std::string& buffer, const std::string& index,
+                            const std::vector<std::string>& values)>
+      vector_store;
   // Functions converting between float and the half types' bits (computed values are rounded
   // through them where they are compared or converted).
   std::string half_to_float = "kiln_half_to_float";

@@ -78,6 +78,13 @@ Dialect make_cuda_dialect() {
   dialect.vector_lane = [](const std::string& value, int lane) {
     return value + "." + std::string(1, "xyzw"[lane]);
   };
+  dialect.vector_store = [](DType dtype, const std::string& buffer, const std::string& index,
+                            const std::vector<std::string>& values) {
+    const std::string type = vector_element_name(dtype) + std::to_string(values.size());
+    std::string lanes;
+    for (const std::string& value : values) lanes += (lanes.empty() ? "" : ", ") + value;
+    return "*(" + type + "*)(" + buffer + " + " + index + ") = make_" + type + "(" + lanes + ")";
+  };
   return dialect;
 }
 

@@ -104,6 +104,14 @@ Dialect opencl_dialect(bool has_fp64, bool vector_loads) {
   dialect.vector_lane = [](const std::string& value, int lane) {
     return value + ".s" + std::string(1, "0123456789abcdef"[lane]);
   };
+  dialect.vector_store = [](DType dtype, const std::string& buffer, const std::string& index,
+                            const std::vector<std::string>& values) {
+    std::string lanes;
+    for (const std::string& value : values) lanes += (lanes.empty() ? "" : ", ") + value;
+    const std::string width = std::to_string(values.size());
+    return "vstore" + width + "((" + vector_element_name(dtype) + width + ")(" + lanes + "), 0, " +
+           buffer + " + " + index + ")";
+  };
   const auto plain_load = dialect.load;
   const auto plain_store = dialect.store;
   dialect.load = [plain_load](DType dtype, const std::string& buffer, const std::string& index) {

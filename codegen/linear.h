@@ -54,7 +54,9 @@ struct LinInstr {
   int reduction_acc = -1;
   // Load: the first of `vector_width` neighbouring elements read as one vector (the dialect's);
   // the others' loads name it in `vector_head` and their place in `vector_lane` (see
-  // vectorize_loads).
+  // vectorize_loads). Store: the first of `vector_width` neighbouring elements written as one
+  // vector, its `srcs` every lane's value in order; the others' stores name it in `vector_head`
+  // and write nothing themselves (see vectorize_stores).
   int vector_width = 1;
   int vector_head = -1;
   int vector_lane = 0;

@@ -538,12 +538,18 @@ class Renderer {
         out << pad() << "}\n";
         return;
       case LinOp::Store: {
+        if (instr.vector_head >= 0) return;  // written by its vector's first store
         const std::string buffer = buffer_name(instr);
         const std::string element_index = sym_text(instr.index, dialect_);
         const std::string value = name_of(instr.srcs[0]);
-        const std::string statement =
-            instr.local ? buffer + "[" + element_index + "] = " + value
-                        : dialect_.store(instr.dtype, buffer, element_index, value);
+        std::string statement = instr.local
+                                    ? buffer + "[" + element_index + "] = " + value
+                                    : dialect_.store(instr.dtype, buffer, element_index, value);
+        if (instr.vector_width > 1) {
+          std::vector<std::string> values;
+          for (int src : instr.srcs) values.push_back(name_of(src));
+          statement = dialect_.vector_store(instr.dtype, buffer, element_index, values);
+        }
         out << pad();
         if (!(instr.valid == Sym(1))) out << "if (" << sym_text(instr.valid, dialect_) << ") ";
         out << statement << ";\n";
@@ -570,7 +576,7 @@ std::string render_sym(const Sym& value) {
 }
 
 std::string render_kernel(const LinearProgram& program, const Dialect& dialect) {
-  return Renderer(vectorize_loads(program, dialect), dialect).run();
+  return Renderer(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect).run();
 }
 
 }  // namespace kiln

@@ -5,11 +5,27 @@
 namespace kiln {
 namespace {
 
-bool vectorizable(const LinInstr& instr) {
+// An unmasked access of a 32-bit dtype (stored as it is computed) to a kernel parameter, not yet
+// part of a vector.
+bool vectorizable(const LinInstr& instr, LinOp op) {
   const ScalarType type = instr.dtype.type();
-  return instr.op == LinOp::Load && !instr.local && instr.valid == Sym(1) &&
-         instr.vector_width == 1 && instr.vector_head < 0 &&
+  return instr.op == op && !instr.local && instr.valid == Sym(1) && instr.vector_width == 1 &&
+         instr.vector_head < 0 &&
          (type == ScalarType::Float32 || type == ScalarType::Int32 || type == ScalarType::UInt32);
+}
+
+// The widest of the dialect's widths for which lanes 1 .. width - 1 are all in `lane_at` (and
+// the head index is aligned where the dialect wants it); 0 where none.
+int widest_complete(const Dialect& dialect, const std::map<int64_t, size_t>& lane_at,
+                    const Sym& head_index) {
+  for (int width : dialect.vector_widths) {
+    bool complete = true;
+    for (int lane = 1; lane < width && complete; ++lane) complete = lane_at.count(lane) > 0;
+    if (!complete) continue;
+    if (dialect.vector_loads_aligned && mod(head_index, Sym(width)) != Sym(0)) continue;
+    return width;
+  }
+  return 0;
 }
 
 // Ends the stretch of code in which a load at `head` may be joined by later loads.
@@ -25,31 +41,58 @@ LinearProgram vectorize_loads(LinearProgram program, const Dialect& dialect) {
   const int widest = dialect.vector_widths.front();
   std::vector<LinInstr>& instrs = program.instrs;
   for (size_t head = 0; head < instrs.size(); ++head) {
-    if (!vectorizable(instrs[head])) continue;
+    if (!vectorizable(instrs[head], LinOp::Load)) continue;
     // The later loads of this stretch at index + 1 .. index + widest - 1.
     std::map<int64_t, size_t> lane_at;
     for (size_t later = head + 1; later < instrs.size(); ++later) {
       if (ends_stretch(instrs[later], instrs[head])) break;
-      if (!vectorizable(instrs[later]) || instrs[later].buffer != instrs[head].buffer ||
-          instrs[later].dtype != instrs[head].dtype)
+      if (!vectorizable(instrs[later], LinOp::Load) ||
+          instrs[later].buffer != instrs[head].buffer || instrs[later].dtype != instrs[head].dtype)
         continue;
       const Sym offset = instrs[later].index - instrs[head].index;
       if (!offset.is_const()) continue;
       const int64_t lane = offset.const_value();
       if (lane >= 1 && lane < widest) lane_at.emplace(lane, later);
     }
-    for (int width : dialect.vector_widths) {
-      bool complete = true;
-      for (int lane = 1; lane < width && complete; ++lane) complete = lane_at.count(lane) > 0;
-      if (!complete) continue;
-      if (dialect.vector_loads_aligned && mod(instrs[head].index, Sym(width)) != Sym(0)) continue;
-      instrs[head].vector_width = width;
-      for (int lane = 1; lane < width; ++lane) {
-        LinInstr& member = instrs[lane_at[lane]];
-        member.vector_head = static_cast<int>(head);
-        member.vector_lane = lane;
-      }
-      break;
+    const int width = widest_complete(dialect, lane_at, instrs[head].index);
+    if (width == 0) continue;
+    instrs[head].vector_width = width;
+    for (int lane = 1; lane < width; ++lane) {
+      LinInstr& member = instrs[lane_at[lane]];
+      member.vector_head = static_cast<int>(head);
+      member.vector_lane = lane;
+    }
+  }
+  return program;
+}
+
+LinearProgram vectorize_stores(LinearProgram program, const Dialect& dialect) {
+  if (dialect.vector_widths.empty() || !dialect.vector_store) return program;
+  const int widest = dialect.vector_widths.front();
+  std::vector<LinInstr>& instrs = program.instrs;
+  for (size_t head = 0; head < instrs.size(); ++head) {
+    if (!vectorizable(instrs[head], LinOp::Store)) continue;
+    // The stores right after this one (a run of stores, so every lane's value is computed
+    // before the head) at index + 1 .. index + widest - 1.
+    std::map<int64_t, size_t> lane_at;
+    for (size_t later = head + 1; later < instrs.size() && instrs[later].op == LinOp::Store;
+         ++later) {
+      if (!vectorizable(instrs[later], LinOp::Store) ||
+          instrs[later].buffer != instrs[head].buffer || instrs[later].dtype != instrs[head].dtype)
+        continue;
+      const Sym offset = instrs[later].index - instrs[head].index;
+      if (!offset.is_const()) continue;
+      const int64_t lane = offset.const_value();
+      if (lane >= 1 && lane < widest) lane_at.emplace(lane, later);
+    }
+    const int width = widest_complete(dialect, lane_at, instrs[head].index);
+    if (width == 0) continue;
+    instrs[head].vector_width = width;
+    for (int lane = 1; lane < width; ++lane) {
+      LinInstr& member = instrs[lane_at[lane]];
+      member.vector_head = static_cast<int>(head);
+      member.vector_lane = lane;
+      instrs[head].srcs.push_back(member.srcs[0]);
     }
   }
   return program;

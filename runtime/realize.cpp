@@ -162,6 +162,9 @@ std::shared_ptr<const PreparedKernel> prepare_kernel(const ScheduleItem& item) {
   prepared->program = vectorize_loads(std::move(prepared->program), context->device().dialect());
   if (debug_level() >= 5)
     logger().info("after vectorize_loads:\n{}", prepared->program.to_string());
+  prepared->program = vectorize_stores(std::move(prepared->program), context->device().dialect());
+  if (debug_level() >= 5)
+    logger().info("after vectorize_stores:\n{}", prepared->program.to_string());
   check_dtypes(prepared->program, context->device());
   check_loop_iterations(prepared->program, context->device());
   prepared->source = render_kernel(prepared->program, context->device().dialect());

@@ -292,7 +292,34 @@ TEST_CASE("neighbouring loads render as vector loads where the dialect has vecto
   CHECK(contains(masked, "vload4(0, data1 + "));
 }
 
-TEST_CASE("OpenCL vector loads compute what scalar loads compute", "[dialects]") {
+TEST_CASE("neighbouring stores render as vector stores where the dialect has vectors",
+          "[dialects]") {
+  // A tile of 4x8 outputs per work item stores rows of 8 neighbouring elements.
+  const ScheduleItem product =
+      schedule_of(input({64, 32}, 1).matmul(input({32, 64}, 2))).items.at(0);
+  const LinearProgram tiled =
+      lower_kernel(product, {{OptKind::Upcast, 1, 8}, {OptKind::Upcast, 0, 4}}, gpu_target());
+  const std::string opencl = render_kernel(tiled, opencl_dialect(true, true));
+  CHECK(contains(opencl, "vstore8((float8)("));
+  const std::string cuda = render_kernel(tiled, cuda_dialect());
+  CHECK(contains(cuda, "*(float4*)(data0 + "));
+  CHECK(contains(cuda, " = make_float4("));
+  CHECK_FALSE(contains(render_kernel(tiled, opencl_dialect(true)), "vstore"));  // PoCL
+  CHECK_FALSE(contains(render_kernel(tiled, glsl_dialect()), "vstore"));
+  check_cuda_compiles({cuda});
+  // Outputs that start one element in a row of 65 are not aligned for CUDA's float4.
+  const ScheduleItem odd = schedule_of(input({64, 65}, 3) * 2.0f).items.at(0);
+  const LinearProgram rows = lower_kernel(odd, {{OptKind::Upcast, 1, 5}}, gpu_target());
+  CHECK_FALSE(contains(render_kernel(rows, cuda_dialect()), "make_float"));
+  // Half types and masked (GROUP-guarded) stores stay scalar.
+  const ScheduleItem half =
+      schedule_of((input({64, 64}, 4) * 2.0f).cast(dtypes::float16)).items.at(0);
+  CHECK_FALSE(contains(
+      render_kernel(lower_kernel(half, {{OptKind::Upcast, 1, 8}}, gpu_target()), cuda_dialect()),
+      "make_"));
+}
+
+TEST_CASE("OpenCL vector loads and stores compute what scalar ones compute", "[dialects]") {
   // PoCL's dialect has no vector loads (they slow it down); a GPU's has. Both run here.
   std::shared_ptr<DeviceContext> context;
   try {
@@ -324,6 +351,8 @@ TEST_CASE("OpenCL vector loads compute what scalar loads compute", "[dialects]")
       const std::string source = render_kernel(program, *dialect);
       INFO(source);
       CHECK(contains(source, "vload") == (dialect == &with_vectors));
+      if (case_.tensor.ndim() == 2 && case_.opts.size() == 2)  // the matmul tile
+        CHECK(contains(source, "vstore") == (dialect == &with_vectors));
       Program& compiled = context->program(source, program.name);
       LaunchRequest request;
       std::vector<size_t> sizes;
