@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "core/graph_build.h"
-#include "core/rewrite.h"
 
 namespace kiln {
 namespace {
@@ -112,21 +111,17 @@ UOpRef bounded(const UOpRef& reduce, int64_t limit) {
   const UOpRef stored = UOp::make(Op::Contiguous, reduce->dtype(), {partial}, {}, partial_shape);
   Shape total_shape = partial_shape;
   total_shape[static_cast<size_t>(part_axis)] = 1;
-  UOpRef total =
+  // Too many parts for one kernel: graph_rewrite applies the rule to this new Reduce too.
+  const UOpRef total =
       UOp::make(Op::Reduce, reduce->dtype(), {stored}, ReduceArg{arg.op, {part_axis}}, total_shape);
-  if (UOpRef smaller = bounded(total, limit)) total = smaller;
   return reshape_node(total, reduce->shape());
 }
 
 }  // namespace
 
-std::vector<UOpRef> bound_reduce_lengths(const std::vector<UOpRef>& roots,
-                                         const ReduceLengthLimit& limit) {
-  return graph_rewrite(roots, [&](const UOpRef& node) -> UOpRef {
-    if (node->op() != Op::Reduce) return nullptr;
-    const int64_t most = limit(node);
-    return most > 0 ? bounded(node, most) : nullptr;
-  });
+UOpRef bound_reduce_length(const UOpRef& node, int64_t limit) {
+  if (node->op() != Op::Reduce || limit <= 0) return nullptr;
+  return bounded(node, limit);
 }
 
 }  // namespace kiln

@@ -5,18 +5,12 @@
 // split again where the parts are too many). The reduced axes are moved last and flattened first
 // (Views, no copies), and a length that does not divide is padded with the reduction's identity.
 
-#include <functional>
-#include <vector>
-
 #include "core/uop.h"
 
 namespace kiln {
 
-// The most elements one kernel may reduce per output for the reduction `reduce` (on whichever
-// device it runs); 0: any number.
-using ReduceLengthLimit = std::function<int64_t(const UOpRef& reduce)>;
-
-std::vector<UOpRef> bound_reduce_lengths(const std::vector<UOpRef>& roots,
-                                         const ReduceLengthLimit& limit);
+// A rewrite rule (core/rewrite.h): `node`, a Reduce of more than `limit` elements per output,
+// as reductions of at most `limit` each; nullptr for any other node, or where `limit` is 0.
+UOpRef bound_reduce_length(const UOpRef& node, int64_t limit);
 
 }  // namespace kiln

@@ -23,6 +23,9 @@ constexpr int64_t kMaxSplits = 256;
 // lavapipe to 32): past that, the node's sources are realized.
 constexpr int64_t kMaxFusedOps = 1000;
 constexpr int64_t kMaxCountedBuffers = 1 << 20;  // caps the estimate below against overflow
+// Every device binds at least this many buffers per kernel (Vulkan guarantees 4 storage buffers
+// per stage), so smaller kernels need not look up the device's limit.
+constexpr int64_t kMinKernelBuffers = 4;
 
 bool is_leaf_buffer_view(const UOp& node) {
   return node.op() == Op::Buffer || (node.op() == Op::View && node.src()->op() == Op::Buffer);
@@ -118,9 +121,11 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
     if (found != known_limits.end()) return found->second;
     return known_limits.emplace(name, limits_of ? limits_of(name) : KernelLimits{}).first->second;
   };
-  std::vector<UOpRef> roots = split_large_reductions(input_roots);
-  roots = bound_reduce_lengths(roots, [&](const UOpRef& reduce) {
-    return limits(device_of_node(reduce, device)).max_reduce_length;
+  // One pass (a replacement's new nodes are rewritten too, so a split's parts are bounded).
+  const std::vector<UOpRef> roots = graph_rewrite(input_roots, [&](const UOpRef& node) -> UOpRef {
+    if (UOpRef split = split_rule(node)) return split;
+    if (node->op() != Op::Reduce) return nullptr;
+    return bound_reduce_length(node, limits(device_of_node(node, device)).max_reduce_length);
   });
   const std::vector<UOpRef> order = toposort(roots);
 
@@ -159,12 +164,15 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
         if (node_device.empty()) node_device = device_of[src.get()];
       }
     }
-    if (node->op() != Op::Buffer) {
-      // A kernel computing the node would bind too many buffers: its sources are realized, those
-      // that read the most first, until it binds few enough (its output is one more).
-      const int64_t max_inputs =
-          std::max<int64_t>(limits(node_device.empty() ? device : node_device).max_buffers - 1,
-                            static_cast<int64_t>(node->srcs().size()));
+    // A kernel computing the node would bind too many buffers (its output is one more): its
+    // sources are realized, those that read the most first, until it binds few enough.
+    const auto max_inputs = [&] {
+      return std::max<int64_t>(limits(node_device.empty() ? device : node_device).max_buffers - 1,
+                               static_cast<int64_t>(node->srcs().size()));
+    };
+    KernelSize size;
+    if (node->op() != Op::Buffer) size = kernel_size(*node, realized, size_of);
+    if (size.buffers > kMinKernelBuffers - 1 && size.buffers > max_inputs()) {
       std::vector<const UOp*> sources;
       for (const UOpRef& src : node->srcs()) {
         // Realizing a source pays where it reads more than the one buffer it would become.
@@ -176,8 +184,9 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
         return size_of[a].buffers > size_of[b].buffers;
       });
       for (const UOp* src : sources) {
-        if (kernel_size(*node, realized, size_of).buffers <= max_inputs) break;
         realized.insert(src);
+        size = kernel_size(*node, realized, size_of);
+        if (size.buffers <= max_inputs()) break;
       }
     }
     bool reduce_inside = node->op() == Op::Reduce;
@@ -188,7 +197,6 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
     if (node->op() == Op::Buffer) continue;
     const bool repeats_reduce =
         reduce_inside && (users[node].size() > 1 || broadcast_read.count(node));
-    const KernelSize size = kernel_size(*node, realized, size_of);
     size_of[node] = size;
     const bool too_large = size.ops > kMaxFusedOps;
     if (must_realize.count(node) || repeats_reduce || too_large || node->op() == Op::Copy)

@@ -228,8 +228,9 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
     return std::make_shared<Buffer>(open_device(name), dtype, numel);
   };
   if (debug_level() >= 5) logger().info("graph:\n{}", graph_to_string(roots));
-  const KernelLimitsOf limits_of = [](const std::string& name) {
-    const DeviceProperties& properties = open_device(name)->device().properties();
+  const KernelLimitsOf limits_of = [&](const std::string& name) {
+    const DeviceProperties& properties =
+        (name == device ? context : open_device(name))->device().properties();
     KernelLimits limits;
     if (properties.max_kernel_buffers > 0)
       limits.max_buffers = std::min(limits.max_buffers, properties.max_kernel_buffers);
