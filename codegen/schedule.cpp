@@ -121,12 +121,18 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
     if (found != known_limits.end()) return found->second;
     return known_limits.emplace(name, limits_of ? limits_of(name) : KernelLimits{}).first->second;
   };
-  // One pass (a replacement's new nodes are rewritten too, so a split's parts are bounded).
-  const std::vector<UOpRef> roots = graph_rewrite(input_roots, [&](const UOpRef& node) -> UOpRef {
-    if (UOpRef split = split_rule(node)) return split;
-    if (node->op() != Op::Reduce) return nullptr;
-    return bound_reduce_length(node, limits(device_of_node(node, device)).max_reduce_length);
-  });
+  // One pass: values realized before (by another graph that shares these nodes) are read, not
+  // computed, and long reductions are split (a replacement's new nodes are rewritten too, so a
+  // split's parts are bounded).
+  const RewriteRule realized_before = [](const UOpRef& node) { return node->realized_value(); };
+  const std::vector<UOpRef> roots = graph_rewrite(
+      input_roots,
+      [&](const UOpRef& node) -> UOpRef {
+        if (UOpRef split = split_rule(node)) return split;
+        if (node->op() != Op::Reduce) return nullptr;
+        return bound_reduce_length(node, limits(device_of_node(node, device)).max_reduce_length);
+      },
+      realized_before);
   const std::vector<UOpRef> order = toposort(roots);
 
   // Users of each node, and whether any user broadcasts it through a View.

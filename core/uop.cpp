@@ -120,6 +120,14 @@ UOpRef UOp::make(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape sh
   return node;
 }
 
+UOpRef UOp::realized_value() const {
+  return realized_.lock();
+}
+
+void UOp::set_realized_value(const UOpRef& value) const {
+  realized_ = value;
+}
+
 int64_t UOp::numel() const {
   int64_t total = 1;
   for (int64_t size : shape_) total *= size;

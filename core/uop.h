@@ -132,6 +132,13 @@ class UOp {
   // One line: op, dtype, shape and argument.
   std::string to_string() const;
 
+  // The value this node was realized to (a Buffer node, or a View of one) while that value is
+  // alive, else null: a graph that uses this node reads the value instead of computing it again.
+  // The node does not keep the value alive (the tensor that realized it does). Only realize,
+  // which runs one at a time in the process, reads or sets it.
+  UOpRef realized_value() const;
+  void set_realized_value(const UOpRef& value) const;
+
   UOp(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape, size_t hash)
       : op_(op),
         dtype_(dtype),
@@ -148,6 +155,7 @@ class UOp {
   Shape shape_;
   size_t hash_;
   mutable std::weak_ptr<const UOp> weak_self_;  // lets the intern table hand out owners
+  mutable std::weak_ptr<const UOp> realized_;   // see realized_value()
 };
 
 const char* op_name(Op op);

@@ -262,6 +262,11 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
     // back to the caching allocator right after its last reader, and a later kernel reuses it.
     item = ScheduleItem{};
   }
+  // Graphs built on these nodes before they were realized read the results from now on.
+  for (size_t index = 0; index < roots.size(); ++index) {
+    if (schedule.results[index].get() != roots[index].get())
+      roots[index]->set_realized_value(schedule.results[index]);
+  }
   trace_event("realize", "realize", start, seconds_since(start),
               std::to_string(schedule.items.size()) + " item(s) on " + device);
   if (debug_level() >= 1 && !schedule.items.empty()) {

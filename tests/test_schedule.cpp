@@ -197,3 +197,45 @@ TEST_CASE("reductions longer than the device may loop are split", "[schedule]") 
     CHECK(bounded.items.size() >= 2);
   }
 }
+
+namespace {
+
+bool computes(const Schedule& schedule, Op op) {
+  for (const ScheduleItem& item : schedule.items) {
+    if (item.kind != ScheduleItem::Kind::Kernel) continue;
+    for (const UOpRef& node : toposort({item.ast})) {
+      if (node->op() == op) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a realized value is read by every graph built on it, while it lives", "[schedule]") {
+  const Tensor a = input({64, 32}, 1);
+  Tensor x = (a + 1).exp();
+  const Tensor y = x * 2;
+  CHECK(computes(schedule_of(y), Op::Exp));
+  x.realize();
+  // y was built on x's graph before x was realized: it now reads x's buffer.
+  const Schedule after = schedule_of(y);
+  REQUIRE(after.items.size() == 1);
+  CHECK_FALSE(computes(after, Op::Exp));
+  REQUIRE(after.items[0].inputs.size() == 1);
+  CHECK(after.items[0].inputs[0] == x.node());
+  const std::vector<float> values = y.to_vector<float>();
+  const std::vector<float> inputs = a.to_vector<float>();
+  for (size_t index = 0; index < values.size(); ++index)
+    CHECK(values[index] == Approx(std::exp(inputs[index] + 1.0) * 2).epsilon(1e-6));
+
+  // Once the tensor that holds the value is gone, the graph computes it again.
+  Tensor w = a * 0;
+  {
+    Tensor z = (a + 2).exp();
+    w = z * 3;
+    z.realize();
+    CHECK_FALSE(computes(schedule_of(w), Op::Exp));
+  }
+  CHECK(computes(schedule_of(w), Op::Exp));
+}
