@@ -114,7 +114,8 @@ std::vector<UOpRef> split_large_reductions(const std::vector<UOpRef>& roots) {
 }
 
 Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::string& device,
-                         const BufferFactory& make_buffer, const KernelLimitsOf& limits_of) {
+                         const BufferFactory& make_buffer, const KernelLimitsOf& limits_of,
+                         bool read_realized) {
   std::unordered_map<std::string, KernelLimits> known_limits;
   auto limits = [&](const std::string& name) -> const KernelLimits& {
     auto found = known_limits.find(name);
@@ -132,7 +133,7 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
         if (node->op() != Op::Reduce) return nullptr;
         return bound_reduce_length(node, limits(device_of_node(node, device)).max_reduce_length);
       },
-      realized_before);
+      read_realized ? realized_before : RewriteRule());
   const std::vector<UOpRef> order = toposort(roots);
 
   // Users of each node, and whether any user broadcasts it through a View.

@@ -41,9 +41,11 @@ struct KernelLimits {
 };
 using KernelLimitsOf = std::function<KernelLimits(const std::string& device)>;
 
-// `limits_of` gives each device's limits (unset: the defaults above for every device).
+// `limits_of` gives each device's limits (unset: the defaults above for every device). With
+// `read_realized`, a node realized before (UOp::realized_value) is read, not computed.
 Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& device,
-                         const BufferFactory& make_buffer, const KernelLimitsOf& limits_of = {});
+                         const BufferFactory& make_buffer, const KernelLimitsOf& limits_of = {},
+                         bool read_realized = true);
 
 // The passes create_schedule runs first, exposed for tests.
 std::vector<UOpRef> split_large_reductions(const std::vector<UOpRef>& roots);

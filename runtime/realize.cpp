@@ -16,6 +16,7 @@
 #include "core/rewrite.h"
 #include "runtime/buffer.h"
 #include "runtime/debug.h"
+#include "runtime/launch_recorder.h"
 #include "runtime/opt_policy.h"
 #include "runtime/registry.h"
 #include "runtime/trace.h"
@@ -185,6 +186,13 @@ void run_kernel(const ScheduleItem& item, const PreparedKernel& prepared) {
   dispatch_sizes(program, global, local);
   request.global = {global[0], global[1], global[2]};
   request.local = {local[0], local[1], local[2]};
+  if (LaunchRecorder* recorder = active_recorder()) {
+    RecordedLaunch launch{&compiled, request, {}};
+    launch.buffers.push_back(std::static_pointer_cast<Buffer>(item.output->storage()));
+    for (const UOpRef& input : item.inputs)
+      launch.buffers.push_back(std::static_pointer_cast<Buffer>(input->storage()));
+    recorder->launches.push_back(std::move(launch));
+  }
   request.wait = debug_level() >= 2 || tracing_enabled();
   request.work_per_item = estimate_flops(program) / static_cast<double>(program.global_size) + 1;
   const bool timed = debug_level() >= 2;
@@ -209,18 +217,33 @@ void run_copy(const ScheduleItem& item) {
   if (source.context().device().properties().compile_only ||
       destination.context().device().properties().compile_only)
     return;
+  if (LaunchRecorder* recorder = active_recorder()) {
+    recorder->launches.push_back(
+        RecordedLaunch{nullptr,
+                       {},
+                       {std::static_pointer_cast<Buffer>(item.inputs[0]->storage()),
+                        std::static_pointer_cast<Buffer>(item.output->storage())}});
+  }
+  copy_between_devices(source, destination);
+}
+
+}  // namespace
+
+void copy_between_devices(Buffer& source, Buffer& destination) {
   std::vector<uint8_t> staging(source.nbytes());
   source.copy_out(staging.data());
   destination.copy_in(staging.data());
 }
 
-}  // namespace
-
-std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::string& device) {
+std::unique_lock<std::recursive_mutex> lock_realizations() {
   // One realize at a time in the process: each runs its kernels on every core already, and the
   // schedule, the buffers it plans and the launch queues are then never shared between threads.
   static std::recursive_mutex realize_mutex;
-  std::lock_guard<std::recursive_mutex> one_at_a_time(realize_mutex);
+  return std::unique_lock<std::recursive_mutex>(realize_mutex);
+}
+
+std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::string& device) {
+  const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
   const Clock::time_point start = Clock::now();
   std::shared_ptr<DeviceContext> context = open_device(device);
   const int64_t compiles_before = context->stats().compiles;
@@ -240,7 +263,7 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
       limits.max_reduce_length = std::max<int64_t>(1, properties.max_loop_iterations / 4);
     return limits;
   };
-  Schedule schedule = create_schedule(roots, device, make_buffer, limits_of);
+  Schedule schedule = create_schedule(roots, device, make_buffer, limits_of, !active_recorder());
   if (debug_level() >= 3) logger().info("schedule:\n{}", schedule_to_string(schedule));
 
   // Lower and check every kernel before running any, so a dtype error changes nothing.

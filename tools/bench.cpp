@@ -22,6 +22,8 @@ namespace {
 using bench::Result;
 
 constexpr double kOverheadTargetSeconds = 50e-6;
+// A replayed 10-kernel step beyond its kernels' own time (issue 11's target on the CPU).
+constexpr double kReplayTargetSeconds = 10e-6;
 constexpr size_t kCopyBandwidthBytes = size_t{64} << 20;
 constexpr size_t kDeviceCopyBytes = size_t{256} << 20;  // well past a GPU's L2
 constexpr int64_t kGpuMatmulSide = 4096;
@@ -250,6 +252,7 @@ int bench_main(const std::vector<std::string>& args) {
   if (limits.gemm_bfloat16_flops > 0)
     run("matmul bf16", [&] { return bench::bench_matmul_bfloat16(harness, limits); });
   run("overhead", [&] { return bench::bench_overhead(harness, kOverheadTargetSeconds); });
+  run("replay", [&] { return bench::bench_replay(harness, kReplayTargetSeconds); });
 
   std::printf(
       "\nfraction: figure / limit; for overhead, the share of the target used (lower is better)\n");

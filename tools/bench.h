@@ -159,5 +159,8 @@ Result bench_matmul(Harness& harness, const Blas* blas, const DeviceLimits& limi
 // bfloat16 inputs and output (float32 accumulation) beside the vendor's bfloat16 GEMM.
 Result bench_matmul_bfloat16(Harness& harness, const DeviceLimits& limits);
 Result bench_overhead(Harness& harness, double target_seconds);
+// A captured step of `kKernels` small kernels replayed (include/kiln/capture.h): the time of one
+// replay, beside the target for the whole step and the warm realize of the same step.
+Result bench_replay(Harness& harness, double target_seconds);
 
 }  // namespace kiln::tools::bench

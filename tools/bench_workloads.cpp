@@ -2,6 +2,7 @@
 // result against a reference computed here in double precision, and only then times it: a fast
 // wrong answer is not a figure.
 
+#include <kiln/capture.h>
 #include <kiln/error.h>
 #include <kiln/tensor.h>
 
@@ -389,6 +390,61 @@ Result bench_overhead(Harness& harness, double target_seconds) {
     result.figure = measured.timing.median_seconds;
     if (result.figure >= target_seconds) result.note = "over the target";
   }
+  return result;
+}
+
+// Ten chained kernels on 16 elements, replayed: what a replay costs beyond the kernels' own time
+// (tiny here), set beside the same step built and realized warm.
+Result bench_replay(Harness& harness, double target_seconds) {
+  constexpr int kKernels = 10;
+  const int64_t n = 16;
+  Result result("replay", std::to_string(kKernels) + "x" + std::to_string(n) + " f32");
+  result.unit = Result::Unit::Seconds;
+  result.limit = target_seconds;
+  result.limit_name = "target <";
+  auto step_function = [&](const std::vector<Tensor>& in) {
+    Tensor value = in[0];
+    for (int kernel = 0; kernel < kKernels; ++kernel) value = (value * 1.5f + 1).contiguous();
+    return std::vector<Tensor>{value};
+  };
+  const Tensor x = harness.realized_rand({n}, 11);
+  CapturedStep step(step_function);
+  step({x});
+  step({x});
+  const std::vector<float> input = x.to_vector<float>();
+  result.problem = compare(
+      step({x})[0].to_vector<float>(),
+      [&](size_t i) {
+        double value = input[i];
+        for (int kernel = 0; kernel < kKernels; ++kernel) value = value * 1.5 + 1;
+        return value;
+      },
+      4, 0);
+  if (result.problem.empty() && step.kernels() != kKernels)
+    result.problem = "the capture holds " + std::to_string(step.kernels()) + " kernels, expected " +
+                     std::to_string(kKernels);
+  if (!result.problem.empty()) return result;
+  const int repeat = std::max(harness.repeat() * 100, 200);
+  const Timing replay = time_median(
+      [&] {
+        step({x});
+        harness.context().device().synchronize();
+      },
+      repeat, harness.sizes().budget_seconds);
+  const Timing realize = time_median(
+      [&] {
+        step_function({x})[0].realize();
+        harness.context().device().synchronize();
+      },
+      repeat, harness.sizes().budget_seconds);
+  result.timing = replay;
+  result.kernels = kKernels;
+  result.figure = replay.median_seconds;
+  char text[160];
+  std::snprintf(text, sizeof(text), "%.2f us per kernel; the step realized warm: %.1f us",
+                replay.median_seconds / kKernels * 1e6, realize.median_seconds * 1e6);
+  result.note = text;
+  if (result.figure >= target_seconds) result.note += "; over the target";
   return result;
 }
 

@@ -1,0 +1,49 @@
+#pragma once
+// Capture and replay: a step an application runs many times (a model's forward pass, one
+// iteration of a solver) is run once to warm up, once more while kiln records every kernel it
+// launches, and from then on replayed: the recorded kernels run again on the new inputs, with no
+// graph built, nothing scheduled, lowered or looked up in a cache.
+//
+//   kiln::CapturedStep step([&](const std::vector<kiln::Tensor>& in) {
+//     return std::vector<kiln::Tensor>{(in[0].matmul(weights) + bias).relu().softmax(-1)};
+//   });
+//   for (const kiln::Tensor& batch : batches) consume(step({batch})[0]);
+//
+// The function must compute its outputs from its inputs, and from tensors it holds (weights),
+// through tensor operations only: what it reads on the host, and any choice it makes from that,
+// is fixed when the step is captured. Every call's inputs must match the captured inputs in
+// number, shape, dtype and device; a mismatch is an error that names the input, never a
+// recapture. Each call returns new output tensors (a replay does not overwrite earlier outputs).
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <kiln/tensor.h>
+
+namespace kiln {
+
+class CapturedStep {
+ public:
+  using Function = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
+
+  explicit CapturedStep(Function function);
+  ~CapturedStep();
+  CapturedStep(const CapturedStep&) = delete;
+  CapturedStep& operator=(const CapturedStep&) = delete;
+
+  // Runs the step: the first call as written, the second while capturing, later ones as a
+  // replay. Throws ShapeError, DTypeError or DeviceError when `inputs` do not match the capture.
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
+
+  // Whether the step is captured (after its second call).
+  bool captured() const;
+  // Kernels each replay launches.
+  size_t kernels() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace kiln

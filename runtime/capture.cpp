@@ -1,0 +1,184 @@
+// CapturedStep (include/kiln/capture.h): the second call records every kernel launch and copy its
+// realizes make (runtime/launch_recorder.h); later calls launch those again, each buffer swapped
+// for its counterpart of the call: the call's inputs for the captured inputs, a new buffer for
+// each captured output, and the captured buffers themselves for intermediates and for the
+// tensors the step holds (weights), which the capture keeps alive.
+
+#include <kiln/capture.h>
+#include <kiln/error.h>
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/rewrite.h"
+#include "runtime/buffer.h"
+#include "runtime/launch_recorder.h"
+#include "runtime/realize.h"
+#include "runtime/registry.h"
+#include "runtime/tensor_internal.h"
+
+namespace kiln {
+
+struct CapturedStep::State {
+  Function function;
+  int calls = 0;
+
+  // The capture.
+  struct Input {
+    Shape shape;
+    DType dtype;
+    std::string device;
+    std::shared_ptr<Buffer> buffer;  // the capture call's: replaced by each call's own
+  };
+  std::vector<Input> inputs;
+  std::vector<RecordedLaunch> launches;
+  struct Output {
+    UOpRef node;  // as the capture returned it: a Buffer node, or a View of one
+    std::string device;
+    std::shared_ptr<Buffer> buffer;
+  };
+  std::vector<Output> outputs;
+  std::unordered_set<const Buffer*> written;  // buffers the launches write
+};
+
+namespace {
+
+std::shared_ptr<Buffer> buffer_behind(const UOp& node) {
+  const UOp& base = node.op() == Op::Buffer ? node : *node.src();
+  return std::static_pointer_cast<Buffer>(base.storage());
+}
+
+// The input as a tensor that is a whole buffer (what a captured kernel reads).
+Tensor as_plain_buffer(const Tensor& input) {
+  input.realize();
+  if (input.node()->op() == Op::Buffer) return input;
+  Tensor copy = input.contiguous();
+  copy.realize();
+  return copy;
+}
+
+std::string input_text(size_t index, const Tensor& input) {
+  return "input " + std::to_string(index) + " (" + describe(input) + " on " + input.device() + ")";
+}
+
+}  // namespace
+
+CapturedStep::CapturedStep(Function function) : state_(std::make_unique<State>()) {
+  state_->function = std::move(function);
+}
+
+CapturedStep::~CapturedStep() = default;
+
+bool CapturedStep::captured() const {
+  return state_->calls >= 2;
+}
+
+size_t CapturedStep::kernels() const {
+  size_t count = 0;
+  for (const RecordedLaunch& launch : state_->launches) count += launch.program != nullptr;
+  return count;
+}
+
+std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) {
+  State& state = *state_;
+  if (state.calls == 0) {  // warm-up: compiles what the step needs
+    std::vector<Tensor> outputs = state.function(inputs);
+    for (const Tensor& output : outputs) output.realize();
+    state.calls = 1;
+    return outputs;
+  }
+
+  if (state.calls == 1) {  // capture
+    std::vector<Tensor> plain;
+    for (const Tensor& input : inputs) {
+      plain.push_back(as_plain_buffer(input));
+      state.inputs.push_back(
+          {input.shape(), input.dtype(), input.device(), buffer_behind(*plain.back().node())});
+    }
+    LaunchRecorder recorder;
+    std::vector<Tensor> outputs;
+    {
+      const RecordingScope recording(recorder);
+      outputs = state.function(plain);
+      for (const Tensor& output : outputs) output.realize();
+    }
+    for (const RecordedLaunch& launch : recorder.launches)
+      state.written.insert(launch.buffers[launch.program ? 0 : 1].get());
+    for (const Tensor& output : outputs) {
+      const UOpRef node = output.node();
+      if (node->op() != Op::Buffer && !(node->op() == Op::View && node->src()->op() == Op::Buffer))
+        throw InternalError("[CapturedStep] a realized output is not a view of a buffer");
+      state.outputs.push_back({node, output.device(), buffer_behind(*node)});
+    }
+    state.launches = std::move(recorder.launches);
+    state.calls = 2;
+    return outputs;
+  }
+
+  // Replay.
+  if (inputs.size() != state.inputs.size())
+    throw ShapeError("[CapturedStep] the step was captured with " +
+                     std::to_string(state.inputs.size()) + " input(s), got " +
+                     std::to_string(inputs.size()));
+  for (size_t index = 0; index < inputs.size(); ++index) {
+    const State::Input& captured = state.inputs[index];
+    const Tensor& input = inputs[index];
+    const std::string expected = std::string("; the step was captured with ") +
+                                 captured.dtype.name() + shape_string(captured.shape) + " on " +
+                                 captured.device;
+    if (input.shape() != captured.shape)
+      throw ShapeError("[CapturedStep] " + input_text(index, input) + " has another shape" +
+                       expected);
+    if (input.dtype() != captured.dtype)
+      throw DTypeError("[CapturedStep] " + input_text(index, input) + " has another dtype" +
+                       expected);
+    if (input.device() != captured.device)
+      throw DeviceError("[CapturedStep] " + input_text(index, input) + " is on another device" +
+                        expected);
+  }
+  std::unordered_map<const Buffer*, std::shared_ptr<Buffer>> swapped;
+  std::vector<Tensor> plain;
+  for (size_t index = 0; index < inputs.size(); ++index) {
+    plain.push_back(as_plain_buffer(inputs[index]));
+    swapped[state.inputs[index].buffer.get()] = buffer_behind(*plain.back().node());
+  }
+  for (const State::Output& output : state.outputs) {
+    const Buffer* captured = output.buffer.get();
+    if (!state.written.count(captured) || swapped.count(captured)) continue;
+    swapped[captured] = std::make_shared<Buffer>(open_device(output.device), output.buffer->dtype(),
+                                                 output.buffer->numel());
+  }
+  auto current = [&](const std::shared_ptr<Buffer>& buffer) -> Buffer& {
+    auto found = swapped.find(buffer.get());
+    return found == swapped.end() ? *buffer : *found->second;
+  };
+
+  {
+    const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
+    for (const RecordedLaunch& launch : state.launches) {
+      if (!launch.program) {
+        copy_between_devices(current(launch.buffers[0]), current(launch.buffers[1]));
+        continue;
+      }
+      LaunchRequest request = launch.request;
+      for (size_t index = 0; index < launch.buffers.size(); ++index)
+        request.buffers[index] = current(launch.buffers[index]).memory();
+      launch.program->launch(request);
+    }
+  }
+
+  std::vector<Tensor> outputs;
+  for (const State::Output& output : state.outputs) {
+    auto found = swapped.find(output.buffer.get());
+    const std::shared_ptr<Buffer>& buffer = found == swapped.end() ? output.buffer : found->second;
+    const UOpRef& captured_buffer =
+        output.node->op() == Op::Buffer ? output.node : output.node->src();
+    const UOpRef node =
+        UOp::make(Op::Buffer, captured_buffer->dtype(), {}, buffer, captured_buffer->shape());
+    outputs.push_back(make_tensor(
+        output.node->op() == Op::Buffer ? node : with_srcs(output.node, {node}), output.device));
+  }
+  return outputs;
+}
+
+}  // namespace kiln
