@@ -4,7 +4,9 @@
 #include <kiln/error.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
+#include <set>
 
 #include "codegen/dialect.h"
 #include "devices/opencl/cl_check.h"
@@ -133,6 +135,41 @@ class ClKernelProgram : public Program {
   std::mutex mutex_;
 };
 
+// The queues of the live devices, finished at exit before the driver's own static objects go.
+// PoCL compiles a kernel for its workgroup size when the kernel first runs, so work still queued
+// when the process exits would need its compiler (LLVM) after LLVM's static objects were
+// destroyed, and aborts ("Failed to create kernel compiler pass"). The exit handler is registered
+// once a program is built, after the driver's compiler registered its own, so that it runs first.
+class QueuesFinishedAtExit {
+ public:
+  static void add(cl_command_queue queue) {
+    std::lock_guard<std::mutex> lock(mutex());
+    queues().insert(queue);
+  }
+  static void remove(cl_command_queue queue) {
+    std::lock_guard<std::mutex> lock(mutex());
+    queues().erase(queue);
+  }
+  static void arm() {
+    static std::once_flag once;
+    std::call_once(once, [] { std::atexit(finish_all); });
+  }
+
+ private:
+  static void finish_all() {
+    std::lock_guard<std::mutex> lock(mutex());
+    for (cl_command_queue queue : queues()) clFinish(queue);  // errors: no one to report to
+  }
+  static std::mutex& mutex() {
+    static std::mutex instance;
+    return instance;
+  }
+  static std::set<cl_command_queue>& queues() {
+    static std::set<cl_command_queue> instance;
+    return instance;
+  }
+};
+
 struct Capabilities {
   bool fp64 = false;
   bool int64 = false;
@@ -161,6 +198,7 @@ class ClDevice : public Device {
     // Profiling on: KILN_DEBUG=2 times each kernel with its event; the cost is a timestamp.
     queue_ = ClQueue(KILN_CL_CREATE(clCreateCommandQueue, context_.get(), device_id_,
                                     CL_QUEUE_PROFILING_ENABLE));
+    QueuesFinishedAtExit::add(queue_.get());
 
     const Capabilities capabilities = capabilities_of(device_id_);
     const auto type = KILN_CL_DEVICE_VALUE(cl_device_type, device_id_, CL_DEVICE_TYPE);
@@ -226,7 +264,10 @@ class ClDevice : public Device {
 
   ~ClDevice() override {
     // Let queued work finish before the queue and context go; errors have no one to go to here.
-    if (queue_) clFinish(queue_.get());
+    if (queue_) {
+      QueuesFinishedAtExit::remove(queue_.get());
+      clFinish(queue_.get());
+    }
   }
 
   const std::string& name() const override { return name_; }
@@ -239,6 +280,7 @@ class ClDevice : public Device {
                                         const std::string& kernel_name) override {
     ClProgram program =
         load_binary(context_.get(), device_id_, binary, build_options_, kernel_name);
+    QueuesFinishedAtExit::arm();
     ClKernel kernel(KILN_CL_CREATE(clCreateKernel, program.get(), kernel_name.c_str()));
     size_t kernel_group_size = 1;
     KILN_CL_CHECK(clGetKernelWorkGroupInfo(kernel.get(), device_id_, CL_KERNEL_WORK_GROUP_SIZE,
