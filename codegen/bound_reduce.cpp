@@ -10,8 +10,12 @@ namespace {
 
 // The identity of `op` in `dtype` where it is not the +0 (or false) a padded View reads.
 std::optional<ConstArg> identity(ReduceOp op, DType dtype) {
-  if (op == ReduceOp::Sum) return std::nullopt;
   ConstArg value;
+  if (op == ReduceOp::Sum) {
+    if (!dtype.is_float()) return std::nullopt;
+    value.float_value = -0.0;  // -0 + x is x for every x; +0 would make a sum of -0s +0
+    return value;
+  }
   if (op == ReduceOp::Prod) {
     value.float_value = 1;
     value.int_value = 1;
@@ -34,12 +38,13 @@ std::optional<ConstArg> identity(ReduceOp op, DType dtype) {
     if (max) return std::nullopt;  // 0
     // All ones: the largest value (uint64's as its bit pattern).
     value.int_value = bits == 64 ? -1 : static_cast<int64_t>((uint64_t{1} << bits) - 1);
+    value.float_value = dtype.max_value();
   } else {
     const int64_t largest =
         bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
     value.int_value = max ? -largest - 1 : largest;
+    value.float_value = max ? dtype.min_value() : dtype.max_value();
   }
-  value.float_value = static_cast<double>(value.int_value);
   return value;
 }
 

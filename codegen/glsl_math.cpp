@@ -300,23 +300,52 @@ float kiln_erf(float x) {
   }
   return kiln_f_negative(x) ? -value : value;
 }
+// a b mod m for a, b < m < 2^24, in 32-bit integers (no shaderInt64 needed): the 48-bit
+// product's high word is reduced 8 bits at a time.
+uint kiln_mulmod24(uint a, uint b, uint m) {
+  uint high, low;
+  umulExtended(a, b, high, low);
+  uint r = high % m;
+  r = (r << 8) % m;
+  r = (r << 8) % m;
+  r = (r << 8) % m;
+  r = (r << 8) % m;
+  return (r + low % m) % m;
+}
+// 2^d mod m for 0 <= d < 512, by squaring, written out (no loop).
+uint kiln_pow2_mod(int d, uint m) {
+  uint power = 1u % m, base = 2u % m;
+  if ((d & 1) != 0) power = kiln_mulmod24(power, base, m);
+  base = kiln_mulmod24(base, base, m);
+  if ((d & 2) != 0) power = kiln_mulmod24(power, base, m);
+  base = kiln_mulmod24(base, base, m);
+  if ((d & 4) != 0) power = kiln_mulmod24(power, base, m);
+  base = kiln_mulmod24(base, base, m);
+  if ((d & 8) != 0) power = kiln_mulmod24(power, base, m);
+  base = kiln_mulmod24(base, base, m);
+  if ((d & 16) != 0) power = kiln_mulmod24(power, base, m);
+  base = kiln_mulmod24(base, base, m);
+  if ((d & 32) != 0) power = kiln_mulmod24(power, base, m);
+  base = kiln_mulmod24(base, base, m);
+  if ((d & 64) != 0) power = kiln_mulmod24(power, base, m);
+  base = kiln_mulmod24(base, base, m);
+  if ((d & 128) != 0) power = kiln_mulmod24(power, base, m);
+  base = kiln_mulmod24(base, base, m);
+  if ((d & 256) != 0) power = kiln_mulmod24(power, base, m);
+  base = kiln_mulmod24(base, base, m);
+  return power;
+}
 // C's fmod, exact: |x| = mx 2^ex and |y| = my 2^ey with integer mantissas, and
-// |x| mod |y| = (mx 2^(ex - ey) mod my) 2^ey, where 2^(ex - ey) mod my comes from squaring
-// (ex - ey < 2^9), without a loop.
-#define KILN_FMOD_STEP(bit) if (((d >> bit) & 1) != 0) power = power * base % m; base = base * base % m;
+// |x| mod |y| = (mx 2^(ex - ey) mod my) 2^ey.
 float kiln_fmod(float x, float y) {
   uint bits_x = floatBitsToUint(x), bits_y = floatBitsToUint(y);
   uint sign = bits_x & 0x80000000u, abs_x = bits_x & 0x7fffffffu, abs_y = bits_y & 0x7fffffffu;
   if (abs_y == 0u || abs_x >= 0x7f800000u || abs_y > 0x7f800000u) return kiln_f_nan();
   if (abs_x < abs_y) return x;
   int ex = max(int(abs_x >> 23), 1) - 150, ey = max(int(abs_y >> 23), 1) - 150;
-  uint64_t mx = uint64_t((abs_x & 0x7fffffu) | (abs_x >= 0x800000u ? 0x800000u : 0u));
-  uint64_t m = uint64_t((abs_y & 0x7fffffu) | (abs_y >= 0x800000u ? 0x800000u : 0u));
-  int d = ex - ey;
-  uint64_t power = 1ul % m, base = 2ul % m;
-  KILN_FMOD_STEP(0) KILN_FMOD_STEP(1) KILN_FMOD_STEP(2) KILN_FMOD_STEP(3) KILN_FMOD_STEP(4)
-  KILN_FMOD_STEP(5) KILN_FMOD_STEP(6) KILN_FMOD_STEP(7) KILN_FMOD_STEP(8)
-  uint64_t r = mx % m * power % m;
+  uint mx = (abs_x & 0x7fffffu) | (abs_x >= 0x800000u ? 0x800000u : 0u);
+  uint m = (abs_y & 0x7fffffu) | (abs_y >= 0x800000u ? 0x800000u : 0u);
+  uint r = kiln_mulmod24(mx % m, kiln_pow2_mod(ex - ey, m), m);
   return uintBitsToFloat(sign | floatBitsToUint(kiln_scalbn(float(r), ey)));
 }
 )";

@@ -331,7 +331,35 @@ uint64_t kiln_mulmod(uint64_t a, uint64_t b, uint64_t m) {
   if (r >= m) r -= m;
   return r;
 }
-#define KILN_DFMOD_STEP(bit) if (((d >> bit) & 1) != 0) power = kiln_mulmod(power, base, m); base = kiln_mulmod(base, base, m);
+// 2^d mod m for 0 <= d < 4096, by squaring, written out (no loop).
+uint64_t kiln_pow2_mod(int d, uint64_t m) {
+  uint64_t power = 1ul % m, base = 2ul % m;
+  if ((d & 1) != 0) power = kiln_mulmod(power, base, m);
+  base = kiln_mulmod(base, base, m);
+  if ((d & 2) != 0) power = kiln_mulmod(power, base, m);
+  base = kiln_mulmod(base, base, m);
+  if ((d & 4) != 0) power = kiln_mulmod(power, base, m);
+  base = kiln_mulmod(base, base, m);
+  if ((d & 8) != 0) power = kiln_mulmod(power, base, m);
+  base = kiln_mulmod(base, base, m);
+  if ((d & 16) != 0) power = kiln_mulmod(power, base, m);
+  base = kiln_mulmod(base, base, m);
+  if ((d & 32) != 0) power = kiln_mulmod(power, base, m);
+  base = kiln_mulmod(base, base, m);
+  if ((d & 64) != 0) power = kiln_mulmod(power, base, m);
+  base = kiln_mulmod(base, base, m);
+  if ((d & 128) != 0) power = kiln_mulmod(power, base, m);
+  base = kiln_mulmod(base, base, m);
+  if ((d & 256) != 0) power = kiln_mulmod(power, base, m);
+  base = kiln_mulmod(base, base, m);
+  if ((d & 512) != 0) power = kiln_mulmod(power, base, m);
+  base = kiln_mulmod(base, base, m);
+  if ((d & 1024) != 0) power = kiln_mulmod(power, base, m);
+  base = kiln_mulmod(base, base, m);
+  if ((d & 2048) != 0) power = kiln_mulmod(power, base, m);
+  base = kiln_mulmod(base, base, m);
+  return power;
+}
 double kiln_fmod(double x, double y) {
   uint64_t bits_x = kiln_double_bits(x), bits_y = kiln_double_bits(y);
   uint64_t sign = bits_x & 0x8000000000000000ul;
@@ -341,12 +369,7 @@ double kiln_fmod(double x, double y) {
   int ex = max(int(abs_x >> 52), 1) - 1075, ey = max(int(abs_y >> 52), 1) - 1075;
   uint64_t mx = (abs_x & 0xffffffffffffful) | (abs_x >= 0x10000000000000ul ? 0x10000000000000ul : 0ul);
   uint64_t m = (abs_y & 0xffffffffffffful) | (abs_y >= 0x10000000000000ul ? 0x10000000000000ul : 0ul);
-  int d = ex - ey;
-  uint64_t power = 1ul % m, base = 2ul % m;
-  KILN_DFMOD_STEP(0) KILN_DFMOD_STEP(1) KILN_DFMOD_STEP(2) KILN_DFMOD_STEP(3) KILN_DFMOD_STEP(4)
-  KILN_DFMOD_STEP(5) KILN_DFMOD_STEP(6) KILN_DFMOD_STEP(7) KILN_DFMOD_STEP(8) KILN_DFMOD_STEP(9)
-  KILN_DFMOD_STEP(10) KILN_DFMOD_STEP(11)
-  uint64_t r = kiln_mulmod(mx % m, power, m);
+  uint64_t r = kiln_mulmod(mx % m, kiln_pow2_mod(ex - ey, m), m);
   return kiln_bits_double(sign | kiln_double_bits(kiln_scalbn(double(r), ey)));
 }
 )";

@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include "codegen/index_text.h"
-#include "codegen/vectorize.h"
 
 namespace kiln {
 namespace {
@@ -576,7 +575,7 @@ std::string render_sym(const Sym& value) {
 }
 
 std::string render_kernel(const LinearProgram& program, const Dialect& dialect) {
-  return Renderer(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect).run();
+  return Renderer(program, dialect).run();
 }
 
 }  // namespace kiln

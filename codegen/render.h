@@ -8,6 +8,8 @@
 
 namespace kiln {
 
+// Renders the program as it is: vector loads and stores only where a pass marked them
+// (codegen/vectorize.h; realize runs those passes first).
 std::string render_kernel(const LinearProgram& program, const Dialect& dialect);
 
 // A symbolic integer as an expression in the dialect (floor division where it matters).

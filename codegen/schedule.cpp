@@ -92,20 +92,44 @@ KernelSize kernel_size(const UOp& node, const std::unordered_set<const UOp*>& re
 }
 
 // The device a node is computed on, as create_schedule decides it: a Copy's target, a Buffer's
-// device, else its first source's that has one; `fallback` where none does.
-std::string device_of_node(const UOpRef& root, const std::string& fallback) {
-  std::vector<const UOp*> stack{root.get()};
-  std::unordered_set<const UOp*> seen;
-  while (!stack.empty()) {
-    const UOp* node = stack.back();
-    stack.pop_back();
-    if (node->op() == Op::Copy) return node->device_arg();
-    if (node->op() == Op::Buffer) return node->storage()->device();
-    if (!seen.insert(node).second) continue;
-    for (size_t at = node->srcs().size(); at-- > 0;) stack.push_back(node->srcs()[at].get());
+// device, else its first source's that has one; `fallback` where none does (a graph of constants).
+// Each node is looked at once, however many Reduces ask.
+class DeviceOf {
+ public:
+  explicit DeviceOf(std::string fallback) : fallback_(std::move(fallback)) {}
+
+  const std::string& operator()(const UOpRef& root) {
+    std::vector<std::pair<const UOp*, size_t>> stack{{root.get(), 0}};
+    while (!stack.empty()) {
+      const UOp* node = stack.back().first;
+      const size_t next = stack.back().second++;
+      if (known_.count(node)) {
+        stack.pop_back();
+        continue;
+      }
+      if (node->op() == Op::Copy || node->op() == Op::Buffer) {
+        known_[node] = node->op() == Op::Copy ? node->device_arg() : node->storage()->device();
+        stack.pop_back();
+        continue;
+      }
+      if (next < node->srcs().size()) {
+        stack.emplace_back(node->srcs()[next].get(), 0);
+        continue;
+      }
+      std::string& device = known_[node];
+      for (const UOpRef& src : node->srcs()) {
+        if (device.empty()) device = known_.at(src.get());
+      }
+      stack.pop_back();
+    }
+    const std::string& device = known_.at(root.get());
+    return device.empty() ? fallback_ : device;
   }
-  return fallback;
-}
+
+ private:
+  std::string fallback_;
+  std::unordered_map<const UOp*, std::string> known_;  // "" for a graph of constants
+};
 
 }  // namespace
 
@@ -125,13 +149,20 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
   // One pass: values realized before (by another graph that shares these nodes) are read, not
   // computed, and long reductions are split (a replacement's new nodes are rewritten too, so a
   // split's parts are bounded).
-  const RewriteRule realized_before = [](const UOpRef& node) { return node->realized_value(); };
+  DeviceOf device_of_node(device);
+  const RewriteRule realized_before = [&](const UOpRef& node) -> UOpRef {
+    UOpRef value = node->realized_value();
+    if (!value) return nullptr;
+    // A graph of constants carries no device: its node may have been realized on another one.
+    const UOp& buffer = value->op() == Op::Buffer ? *value : *value->src();
+    return buffer.storage()->device() == device_of_node(node) ? value : nullptr;
+  };
   const std::vector<UOpRef> roots = graph_rewrite(
       input_roots,
       [&](const UOpRef& node) -> UOpRef {
         if (UOpRef split = split_rule(node)) return split;
         if (node->op() != Op::Reduce) return nullptr;
-        return bound_reduce_length(node, limits(device_of_node(node, device)).max_reduce_length);
+        return bound_reduce_length(node, limits(device_of_node(node)).max_reduce_length);
       },
       read_realized ? realized_before : RewriteRule());
   const std::vector<UOpRef> order = toposort(roots);

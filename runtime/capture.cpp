@@ -57,6 +57,16 @@ Tensor as_plain_buffer(const Tensor& input) {
   return copy;
 }
 
+// The input in a buffer of its own, so that no two captured inputs, and no input and a tensor the
+// step holds, share one: a replay swaps each captured input's buffer for the call's.
+Tensor private_copy(const Tensor& input) {
+  const Tensor plain = as_plain_buffer(input);
+  Buffer& source = *buffer_behind(*plain.node());
+  auto copy = std::make_shared<Buffer>(open_device(input.device()), input.dtype(), input.numel());
+  copy_between_devices(source, *copy);
+  return make_tensor(UOp::make(Op::Buffer, input.dtype(), {}, copy, input.shape()), input.device());
+}
+
 std::string input_text(size_t index, const Tensor& input) {
   return "input " + std::to_string(index) + " (" + describe(input) + " on " + input.device() + ")";
 }
@@ -88,28 +98,33 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
     return outputs;
   }
 
-  if (state.calls == 1) {  // capture
-    std::vector<Tensor> plain;
+  if (state.calls == 1) {  // capture: built aside, kept only when it succeeds
+    std::vector<Tensor> private_inputs;
+    std::vector<State::Input> captured_inputs;
     for (const Tensor& input : inputs) {
-      plain.push_back(as_plain_buffer(input));
-      state.inputs.push_back(
-          {input.shape(), input.dtype(), input.device(), buffer_behind(*plain.back().node())});
+      private_inputs.push_back(private_copy(input));
+      captured_inputs.push_back({input.shape(), input.dtype(), input.device(),
+                                 buffer_behind(*private_inputs.back().node())});
     }
     LaunchRecorder recorder;
     std::vector<Tensor> outputs;
     {
       const RecordingScope recording(recorder);
-      outputs = state.function(plain);
+      outputs = state.function(private_inputs);
       for (const Tensor& output : outputs) output.realize();
+    }
+    std::vector<State::Output> captured_outputs;
+    for (size_t index = 0; index < outputs.size(); ++index) {
+      const UOpRef node = outputs[index].node();
+      if (node->op() != Op::Buffer && !(node->op() == Op::View && node->src()->op() == Op::Buffer))
+        throw InternalError("[CapturedStep] output " + std::to_string(index) +
+                            " is, realized, not a view of a buffer: " + node->to_string());
+      captured_outputs.push_back({node, outputs[index].device(), buffer_behind(*node)});
     }
     for (const RecordedLaunch& launch : recorder.launches)
       state.written.insert(launch.buffers[launch.program ? 0 : 1].get());
-    for (const Tensor& output : outputs) {
-      const UOpRef node = output.node();
-      if (node->op() != Op::Buffer && !(node->op() == Op::View && node->src()->op() == Op::Buffer))
-        throw InternalError("[CapturedStep] a realized output is not a view of a buffer");
-      state.outputs.push_back({node, output.device(), buffer_behind(*node)});
-    }
+    state.inputs = std::move(captured_inputs);
+    state.outputs = std::move(captured_outputs);
     state.launches = std::move(recorder.launches);
     state.calls = 2;
     return outputs;

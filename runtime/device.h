@@ -125,6 +125,19 @@ inline std::string pci_hardware_id(uint32_t domain, uint32_t bus, uint32_t devic
   return text;
 }
 
+// A 16-byte UUID as drivers report one (Vulkan's deviceUUID and pipelineCacheUUID, OpenCL's
+// CL_DEVICE_UUID_KHR), as 8-4-4-4-12 lower-case hex digits.
+inline std::string uuid_text(const uint8_t* bytes) {
+  std::string text;
+  char pair[3];
+  for (int index = 0; index < 16; ++index) {
+    if (index == 4 || index == 6 || index == 8 || index == 10) text += '-';
+    std::snprintf(pair, sizeof(pair), "%02x", bytes[index]);
+    text += pair;
+  }
+  return text;
+}
+
 // What the device's own vendor tools reach on it, measured by its driver for `kiln bench` to set
 // kiln's figures beside. A figure is 0 where the device cannot measure it.
 struct DeviceLimits {

@@ -186,15 +186,16 @@ void run_kernel(const ScheduleItem& item, const PreparedKernel& prepared) {
   dispatch_sizes(program, global, local);
   request.global = {global[0], global[1], global[2]};
   request.local = {local[0], local[1], local[2]};
+  request.wait = debug_level() >= 2 || tracing_enabled();
+  request.work_per_item = estimate_flops(program) / static_cast<double>(program.global_size) + 1;
   if (LaunchRecorder* recorder = active_recorder()) {
     RecordedLaunch launch{&compiled, request, {}};
+    launch.request.wait = false;  // a replay waits for nothing
     launch.buffers.push_back(std::static_pointer_cast<Buffer>(item.output->storage()));
     for (const UOpRef& input : item.inputs)
       launch.buffers.push_back(std::static_pointer_cast<Buffer>(input->storage()));
     recorder->launches.push_back(std::move(launch));
   }
-  request.wait = debug_level() >= 2 || tracing_enabled();
-  request.work_per_item = estimate_flops(program) / static_cast<double>(program.global_size) + 1;
   const bool timed = debug_level() >= 2;
   const Clock::time_point launched = Clock::now();
   const double seconds = compiled.launch(request);

@@ -106,3 +106,33 @@ TEST_CASE("a replay builds no graph and compiles nothing", "[capture]") {
   CHECK(built == 2);
   CHECK(open_device(default_device())->stats().compiles == compiles);
 }
+
+TEST_CASE("captured inputs never share a buffer", "[capture]") {
+  // The same tensor twice, and a tensor the step also holds: each input gets its own buffer at
+  // capture, so a replay swaps each for the call's input without touching the others.
+  const Tensor weights = Tensor::rand({6}, 21).realize();
+  CapturedStep step([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0] * 2 + in[1] * 3 + weights};
+  });
+  const Tensor x = Tensor::rand({6}, 22).realize();
+  step({x, x});
+  step({weights, weights});
+  const Tensor a = Tensor::rand({6}, 23).realize(), b = Tensor::rand({6}, 24).realize();
+  check_close(values_of(step({a, b})[0]), values_of(a * 2 + b * 3 + weights));
+  check_close(values_of(step({weights, a})[0]), values_of(weights * 2 + a * 3 + weights));
+}
+
+TEST_CASE("a capture that throws leaves the step as it was", "[capture]") {
+  int calls = 0;
+  CapturedStep step([&](const std::vector<Tensor>& in) {
+    if (++calls == 2) throw ShapeError("[test] the second call fails");
+    return std::vector<Tensor>{in[0] + 1};
+  });
+  const Tensor x = Tensor::rand({4}, 31).realize();
+  step({x});
+  CHECK_THROWS_AS(step({x}), ShapeError);
+  CHECK_FALSE(step.captured());
+  check_close(values_of(step({x})[0]), values_of(x + 1));  // captures now
+  CHECK(step.captured());
+  check_close(values_of(step({x})[0]), values_of(x + 1));
+}

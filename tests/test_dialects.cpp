@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "codegen/render.h"
+#include "codegen/vectorize.h"
 #include "runtime/registry.h"
 #include "tests/child_process.h"
 #include "tests/codegen_helpers.h"
@@ -99,6 +100,11 @@ std::vector<std::string> render_all(const std::vector<LinearProgram>& kernels,
     }
   }
   return sources;
+}
+
+// The source realize renders: the program with its vector loads and stores marked.
+std::string render_vectorized(const LinearProgram& program, const Dialect& dialect) {
+  return render_kernel(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect);
 }
 
 std::string tool_path(const std::string& name, const std::string& fallback) {
@@ -268,25 +274,25 @@ TEST_CASE("neighbouring loads render as vector loads where the dialect has vecto
   // A row sum with 8 partial sums reads 8 neighbouring elements per step.
   const ScheduleItem row_sum = schedule_of(input({64, 64}, 1).sum({1})).items.at(0);
   const LinearProgram partials = lower_kernel(row_sum, {{OptKind::Upcast, 1, 8}}, gpu_target());
-  CHECK(contains(render_kernel(partials, opencl_dialect(true, true)), "vload8(0, data1 + "));
-  const std::string cuda = render_kernel(partials, cuda_dialect());
+  CHECK(contains(render_vectorized(partials, opencl_dialect(true, true)), "vload8(0, data1 + "));
+  const std::string cuda = render_vectorized(partials, cuda_dialect());
   CHECK(contains(cuda, "(*(const float4*)(data1 + "));
   CHECK(contains(cuda, "_vector.w;"));
-  CHECK_FALSE(contains(render_kernel(partials, c_dialect()), "_vector"));
-  CHECK_FALSE(contains(render_kernel(partials, glsl_dialect()), "_vector"));
+  CHECK_FALSE(contains(render_vectorized(partials, c_dialect()), "_vector"));
+  CHECK_FALSE(contains(render_vectorized(partials, glsl_dialect()), "_vector"));
   check_cuda_compiles({cuda});
 
   // A view that starts one element in: OpenCL's vload needs no alignment, CUDA's float4 does.
   const ScheduleItem shifted =
       schedule_of(input({64, 65}, 2).shrink({{0, 64}, {1, 65}}).sum({1})).items.at(0);
   const LinearProgram unaligned = lower_kernel(shifted, {{OptKind::Upcast, 1, 8}}, gpu_target());
-  CHECK(contains(render_kernel(unaligned, opencl_dialect(true, true)), "vload8"));
-  CHECK_FALSE(contains(render_kernel(unaligned, opencl_dialect(true)), "vload8"));  // PoCL
-  CHECK_FALSE(contains(render_kernel(unaligned, cuda_dialect()), "float4"));
+  CHECK(contains(render_vectorized(unaligned, opencl_dialect(true, true)), "vload8"));
+  CHECK_FALSE(contains(render_vectorized(unaligned, opencl_dialect(true)), "vload8"));  // PoCL
+  CHECK_FALSE(contains(render_vectorized(unaligned, cuda_dialect()), "float4"));
   // Masked (padded) lanes stay scalar; the lanes between them, never masked, are one vector.
   const ScheduleItem padded =
       schedule_of(input({64, 60}, 3).pad({{0, 0}, {2, 2}}).sum({1})).items.at(0);
-  const std::string masked = render_kernel(
+  const std::string masked = render_vectorized(
       lower_kernel(padded, {{OptKind::Upcast, 1, 8}}, gpu_target()), opencl_dialect(true, true));
   CHECK(contains(masked, "? data1["));
   CHECK(contains(masked, "vload4(0, data1 + "));
@@ -299,24 +305,25 @@ TEST_CASE("neighbouring stores render as vector stores where the dialect has vec
       schedule_of(input({64, 32}, 1).matmul(input({32, 64}, 2))).items.at(0);
   const LinearProgram tiled =
       lower_kernel(product, {{OptKind::Upcast, 1, 8}, {OptKind::Upcast, 0, 4}}, gpu_target());
-  const std::string opencl = render_kernel(tiled, opencl_dialect(true, true));
+  const std::string opencl = render_vectorized(tiled, opencl_dialect(true, true));
   CHECK(contains(opencl, "vstore8((float8)("));
-  const std::string cuda = render_kernel(tiled, cuda_dialect());
+  const std::string cuda = render_vectorized(tiled, cuda_dialect());
   CHECK(contains(cuda, "*(float4*)(data0 + "));
   CHECK(contains(cuda, " = make_float4("));
-  CHECK_FALSE(contains(render_kernel(tiled, opencl_dialect(true)), "vstore"));  // PoCL
-  CHECK_FALSE(contains(render_kernel(tiled, glsl_dialect()), "vstore"));
+  CHECK_FALSE(contains(render_vectorized(tiled, opencl_dialect(true)), "vstore"));  // PoCL
+  CHECK_FALSE(contains(render_vectorized(tiled, glsl_dialect()), "vstore"));
   check_cuda_compiles({cuda});
   // Outputs that start one element in a row of 65 are not aligned for CUDA's float4.
   const ScheduleItem odd = schedule_of(input({64, 65}, 3) * 2.0f).items.at(0);
   const LinearProgram rows = lower_kernel(odd, {{OptKind::Upcast, 1, 5}}, gpu_target());
-  CHECK_FALSE(contains(render_kernel(rows, cuda_dialect()), "make_float"));
+  CHECK_FALSE(contains(render_vectorized(rows, cuda_dialect()), "make_float"));
   // Half types and masked (GROUP-guarded) stores stay scalar.
   const ScheduleItem half =
       schedule_of((input({64, 64}, 4) * 2.0f).cast(dtypes::float16)).items.at(0);
-  CHECK_FALSE(contains(
-      render_kernel(lower_kernel(half, {{OptKind::Upcast, 1, 8}}, gpu_target()), cuda_dialect()),
-      "make_"));
+  CHECK_FALSE(
+      contains(render_vectorized(lower_kernel(half, {{OptKind::Upcast, 1, 8}}, gpu_target()),
+                                 cuda_dialect()),
+               "make_"));
 }
 
 TEST_CASE("OpenCL vector loads and stores compute what scalar ones compute", "[dialects]") {
@@ -348,7 +355,7 @@ TEST_CASE("OpenCL vector loads and stores compute what scalar ones compute", "[d
     std::vector<std::vector<uint8_t>> outputs;
     for (const Dialect* dialect : {&with_vectors, &without}) {
       program.name = std::string("vectors_") + (dialect == &with_vectors ? "on" : "off");
-      const std::string source = render_kernel(program, *dialect);
+      const std::string source = render_vectorized(program, *dialect);
       INFO(source);
       CHECK(contains(source, "vload") == (dialect == &with_vectors));
       if (case_.tensor.ndim() == 2 && case_.opts.size() == 2)  // the matmul tile

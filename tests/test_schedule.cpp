@@ -239,3 +239,18 @@ TEST_CASE("a realized value is read by every graph built on it, while it lives",
   }
   CHECK(computes(schedule_of(w), Op::Exp));
 }
+
+TEST_CASE("a value realized on one device is not read on another", "[schedule]") {
+  // rand, full and arange build the same node for every device: realized on the CPU, it must
+  // still be computed on another device, into that device's memory.
+  for (const std::string& other : kiln::devices()) {
+    if (other == "CPU") continue;
+    const Tensor on_cpu = Tensor::rand({33}, 12345, "CPU");
+    on_cpu.realize();
+    const Tensor elsewhere = Tensor::rand({33}, 12345, other);
+    const Tensor sum = elsewhere + Tensor::full({33}, 1, dtypes::float32, other);
+    CHECK(sum.to(std::string("CPU")).to_vector<float>() == (on_cpu + 1).to_vector<float>());
+    elsewhere.realize();
+    CHECK(elsewhere.node()->storage()->device() == other);
+  }
+}

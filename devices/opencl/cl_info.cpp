@@ -95,16 +95,8 @@ std::string hardware_id_of(cl_device_id device) {
   }
   if (has_extension(device, "cl_khr_device_uuid")) {
     cl_uchar uuid[CL_UUID_SIZE_KHR] = {};
-    if (clGetDeviceInfo(device, CL_DEVICE_UUID_KHR, sizeof(uuid), uuid, nullptr) == CL_SUCCESS) {
-      std::string text = "UUID ";
-      char pair[3];
-      for (int index = 0; index < CL_UUID_SIZE_KHR; ++index) {
-        if (index == 4 || index == 6 || index == 8 || index == 10) text += '-';
-        std::snprintf(pair, sizeof(pair), "%02x", uuid[index]);
-        text += pair;
-      }
-      return text;
-    }
+    if (clGetDeviceInfo(device, CL_DEVICE_UUID_KHR, sizeof(uuid), uuid, nullptr) == CL_SUCCESS)
+      return "UUID " + uuid_text(uuid);
   }
   return "";
 }

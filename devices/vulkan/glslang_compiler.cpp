@@ -96,7 +96,7 @@ class GlslangCompiler : public Compiler {
                          trimmed(glslang_program_SPIRV_get_messages(program.get())), source);
     std::vector<uint8_t> binary(words * sizeof(uint32_t));
     std::memcpy(binary.data(), glslang_program_SPIRV_get_ptr(program.get()), binary.size());
-    return with_float_controls(binary, float_controls_);
+    return with_float_controls(binary, float_controls_, kernel_name);
   }
 
  private:

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "devices/vulkan/spirv_patch.h"
+#include "devices/vulkan/spirv_module.h"
 #include "runtime/device.h"
 
 namespace kiln::vulkan {
@@ -14,7 +14,7 @@ std::string glslang_version();
 
 // `device_identity` names what else decides the binary the driver makes of the SPIR-V (device,
 // driver version, pipeline-cache UUID); it goes into the compiler's identity, the disk-cache key.
-// The modules get the float controls `float_controls` allows (spirv_patch.h). glslang checks
+// The modules get the float controls `float_controls` allows (spirv_module.h). glslang checks
 // workgroup sizes against `max_workgroup_size` (the device's maxComputeWorkGroupSize), not its own
 // defaults (z at most 64).
 std::unique_ptr<Compiler> make_glslang_compiler(const std::string& device_identity,

@@ -131,8 +131,10 @@ class VulkanDevice : public Device {
         : largest_buffer == maintenance.maxMemoryAllocationSize ? "maxMemoryAllocationSize"
                                                                 : "the device-local heap";
 
-    const uint32_t max_bindings =
-        std::min(limits.maxPerStageDescriptorStorageBuffers, limits.maxDescriptorSetStorageBuffers);
+    // kiln's kernels bind at most 128 buffers (KernelLimits); a driver may offer billions, and
+    // each submission's descriptor pool is sized for this.
+    const uint32_t max_bindings = std::min(
+        {limits.maxPerStageDescriptorStorageBuffers, limits.maxDescriptorSetStorageBuffers, 128u});
     queue_ = std::make_unique<CommandQueue>(device, info_.compute_family, max_bindings,
                                             info_.timestamp_bits, limits.timestampPeriod);
     allocator_ = std::make_unique<VkAllocator>(device, info_, *queue_, largest_buffer);
@@ -178,13 +180,17 @@ class VulkanDevice : public Device {
     FloatControls float_controls;
     float_controls.preserve_inf_nan_32 = float_properties.shaderSignedZeroInfNanPreserveFloat32;
     float_controls.preserve_inf_nan_64 = float_properties.shaderSignedZeroInfNanPreserveFloat64;
-    float_controls.preserve_denorm_32 = float_properties.shaderDenormPreserveFloat32;
-    float_controls.preserve_denorm_64 = float_properties.shaderDenormPreserveFloat64;
-    compiler_ =
-        make_glslang_compiler("device: " + device_name + " | driver: " + properties_.driver + " " +
-                                  std::to_string(info_.properties.driverVersion) +
-                                  " | pipeline cache: " + pipeline_cache_uuid(),
-                              float_controls, limits.maxComputeWorkGroupSize);
+    // A device whose denormal modes are not independent per width would need one mode for every
+    // width a module uses; kiln then leaves them to the device's default.
+    if (float_properties.denormBehaviorIndependence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL) {
+      float_controls.preserve_denorm_32 = float_properties.shaderDenormPreserveFloat32;
+      float_controls.preserve_denorm_64 = float_properties.shaderDenormPreserveFloat64;
+    }
+    compiler_ = make_glslang_compiler(
+        "device: " + device_name + " | driver: " + properties_.driver + " " +
+            std::to_string(info_.properties.driverVersion) +
+            " | pipeline cache: " + uuid_text(info_.properties.pipelineCacheUUID),
+        float_controls, limits.maxComputeWorkGroupSize);
   }
 
   ~VulkanDevice() override {
@@ -217,6 +223,7 @@ class VulkanDevice : public Device {
     DeviceLimits limits;
     limits.notes = "no vendor GEMM through Vulkan: matmul has no limit beside it";
     const size_t bytes = std::min<size_t>(copy_bytes, properties_.max_allocation_bytes);
+    if (bytes == 0) return limits;
     DeviceMemory source = allocator_->alloc(bytes);
     DeviceMemory destination = nullptr;
     try {
@@ -246,16 +253,6 @@ class VulkanDevice : public Device {
   }
 
  private:
-  std::string pipeline_cache_uuid() const {
-    std::string text;
-    char pair[3];
-    for (uint8_t byte : info_.properties.pipelineCacheUUID) {
-      std::snprintf(pair, sizeof(pair), "%02x", byte);
-      text += pair;
-    }
-    return text;
-  }
-
   // Declared first: destroyed last, after everything made from them.
   std::shared_ptr<Instance> instance_;
   PhysicalDeviceInfo info_;

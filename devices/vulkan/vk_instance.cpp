@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 #include "devices/vulkan/vk_check.h"
 #include "runtime/device.h"
@@ -12,25 +13,15 @@
 namespace kiln::vulkan {
 namespace {
 
-std::string uuid_text(const uint8_t (&bytes)[VK_UUID_SIZE]) {
-  std::string text;
-  char pair[3];
-  for (size_t index = 0; index < VK_UUID_SIZE; ++index) {
-    if (index == 4 || index == 6 || index == 8 || index == 10) text += '-';
-    std::snprintf(pair, sizeof(pair), "%02x", bytes[index]);
-    text += pair;
-  }
-  return text;
-}
-
-bool has_device_extension(VkPhysicalDevice device, const char* name) {
+// The names of the device extensions the device offers.
+std::set<std::string> device_extensions(VkPhysicalDevice device) {
   uint32_t count = 0;
   KILN_VK_CHECK(vkEnumerateDeviceExtensionProperties(device, nullptr, &count, nullptr));
   std::vector<VkExtensionProperties> extensions(count);
   KILN_VK_CHECK(vkEnumerateDeviceExtensionProperties(device, nullptr, &count, extensions.data()));
-  return std::any_of(extensions.begin(), extensions.end(), [name](const VkExtensionProperties& e) {
-    return std::strcmp(e.extensionName, name) == 0;
-  });
+  std::set<std::string> names;
+  for (const VkExtensionProperties& extension : extensions) names.insert(extension.extensionName);
+  return names;
 }
 
 // Fills `info` from the device; false (with `why`) when kiln cannot use it.
@@ -83,7 +74,8 @@ bool read_device(VkPhysicalDevice device, PhysicalDeviceInfo& info, std::string&
   info.storage_8bit = features12.storageBuffer8BitAccess;
   info.storage_16bit = features11.storageBuffer16BitAccess;
 
-  const bool has_pci_bus_info = has_device_extension(device, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME);
+  const std::set<std::string> extensions = device_extensions(device);
+  const bool has_pci_bus_info = extensions.count(VK_EXT_PCI_BUS_INFO_EXTENSION_NAME) > 0;
   VkPhysicalDevicePCIBusInfoPropertiesEXT pci{};
   pci.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT;
   VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nvidia_cores{};
@@ -96,14 +88,12 @@ bool read_device(VkPhysicalDevice device, PhysicalDeviceInfo& info, std::string&
     pci.pNext = chain;
     chain = &pci;
   }
-  const bool has_nvidia_cores =
-      has_device_extension(device, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+  const bool has_nvidia_cores = extensions.count(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME) > 0;
   if (has_nvidia_cores) {
     nvidia_cores.pNext = chain;
     chain = &nvidia_cores;
   }
-  const bool has_amd_cores =
-      has_device_extension(device, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
+  const bool has_amd_cores = extensions.count(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME) > 0;
   if (has_amd_cores) {
     amd_cores.pNext = chain;
     chain = &amd_cores;
@@ -182,7 +172,12 @@ std::shared_ptr<Instance> Instance::create() {
                       "lavapipe; `vulkaninfo --summary` lists what the loader sees)");
   }
   KILN_VK_CHECK(result);
-  return std::shared_ptr<Instance>(new Instance(instance));
+  try {
+    return std::make_shared<Instance>(Key{}, instance);
+  } catch (...) {
+    vkDestroyInstance(instance, nullptr);
+    throw;
+  }
 }
 
 Instance::~Instance() {

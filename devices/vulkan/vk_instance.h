@@ -45,8 +45,15 @@ class Instance {
   // Usable devices in kiln's order; `skipped` (optional) gets one line per device left out, why.
   std::vector<PhysicalDeviceInfo> devices(std::vector<std::string>* skipped = nullptr) const;
 
+  // For create() only (Key is private): owns `instance`.
+  struct Key {
+   private:
+    Key() = default;
+    friend class Instance;
+  };
+  Instance(Key, VkInstance instance) : instance_(instance) {}
+
  private:
-  explicit Instance(VkInstance instance) : instance_(instance) {}
   VkInstance instance_ = VK_NULL_HANDLE;
 };
 

@@ -23,12 +23,15 @@ int find_memory_type(const VkPhysicalDeviceMemoryProperties& memory, uint32_t ty
   return -1;
 }
 
-// The memory types a storage buffer may use on this device.
-uint32_t storage_type_bits(VkDevice device) {
+constexpr VkBufferUsageFlags kStagingUsage =
+    VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+
+// The memory types a buffer of `usage` may use on this device.
+uint32_t memory_type_bits(VkDevice device, VkBufferUsageFlags usage) {
   VkBufferCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
   info.size = 256;
-  info.usage = kStorageUsage;
+  info.usage = usage;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkBuffer raw = VK_NULL_HANDLE;
   KILN_VK_CHECK(vkCreateBuffer(device, &info, nullptr, &raw));
@@ -53,7 +56,7 @@ VkAllocator::VkAllocator(VkDevice device, const PhysicalDeviceInfo& info, Comman
       offset_alignment_(
           std::max<VkDeviceSize>(4, info.properties.limits.minStorageBufferOffsetAlignment)) {
   const VkPhysicalDeviceMemoryProperties& memory = info.memory;
-  const uint32_t type_bits = storage_type_bits(device);
+  const uint32_t type_bits = memory_type_bits(device, kStorageUsage);
   const int local = find_memory_type(memory, type_bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   if (local < 0) {
     const int any = find_memory_type(memory, type_bits, 0);
@@ -62,13 +65,14 @@ VkAllocator::VkAllocator(VkDevice device, const PhysicalDeviceInfo& info, Comman
   } else {
     device_type_ = static_cast<uint32_t>(local);
   }
-  // Mapped copies where device memory is host-visible and its heap is the device's largest (a
-  // CPU or an integrated GPU; a discrete GPU's host-visible window is small and slow to read).
+  // Mapped copies where device memory is host-visible and its heap is the device's largest, on a
+  // CPU or an integrated GPU. Not on a discrete GPU: its host-visible window (all of its memory
+  // with resizable BAR) is uncached, and reading it back from the host is slow.
   const VkMemoryPropertyFlags host =
       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   const int local_host =
       find_memory_type(memory, type_bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | host);
-  if (local_host >= 0) {
+  if (local_host >= 0 && info.properties.deviceType != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
     const uint32_t heap = memory.memoryTypes[local_host].heapIndex;
     bool largest = true;
     for (uint32_t other = 0; other < memory.memoryHeapCount; ++other) {
@@ -83,14 +87,13 @@ VkAllocator::VkAllocator(VkDevice device, const PhysicalDeviceInfo& info, Comman
   }
   if (!mapped_) {
     // Host-cached memory reads back faster where there is such a type.
-    int staging = find_memory_type(memory, ~0u, host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
-    if (staging < 0) staging = find_memory_type(memory, ~0u, host);
+    const uint32_t staging_bits = memory_type_bits(device, kStagingUsage);
+    int staging = find_memory_type(memory, staging_bits, host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    if (staging < 0) staging = find_memory_type(memory, staging_bits, host);
     if (staging < 0) throw DeviceError("[vulkan] no host-visible memory type for staging copies");
     staging_type_ = static_cast<uint32_t>(staging);
     for (int copy = 0; copy < 2; ++copy) {
-      staging_.push_back(
-          make_block(kStagingBytes, staging_type_, /*map=*/true,
-                     VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT));
+      staging_.push_back(make_block(kStagingBytes, staging_type_, /*map=*/true, kStagingUsage));
     }
   }
 }

@@ -4,44 +4,21 @@
 
 #include <cstring>
 
+#include "devices/vulkan/spirv_module.h"
 #include "devices/vulkan/vk_memory.h"
 
 namespace kiln::vulkan {
 namespace {
 
-constexpr uint32_t kSpirvMagic = 0x07230203;
-constexpr uint32_t kOpDecorate = 71;
-constexpr uint32_t kDecorationBinding = 33;
 constexpr uint32_t kPushConstantBytes = 16;
 
 }  // namespace
-
-uint32_t spirv_binding_count(const std::vector<uint8_t>& spirv) {
-  if (spirv.size() < 20 || spirv.size() % 4 != 0)
-    throw DeviceError("[vulkan] a kernel binary of " + std::to_string(spirv.size()) +
-                      " bytes is not a SPIR-V module");
-  std::vector<uint32_t> words(spirv.size() / 4);
-  std::memcpy(words.data(), spirv.data(), spirv.size());
-  if (words[0] != kSpirvMagic) throw DeviceError("[vulkan] a kernel binary lacks the SPIR-V magic");
-  uint32_t count = 0;
-  // Instructions follow the 5-word header: the first word holds the word count and the opcode.
-  for (size_t at = 5; at < words.size();) {
-    const uint32_t length = words[at] >> 16;
-    const uint32_t opcode = words[at] & 0xffff;
-    if (length == 0 || at + length > words.size())
-      throw DeviceError("[vulkan] a kernel binary holds a malformed SPIR-V instruction");
-    if (opcode == kOpDecorate && length >= 4 && words[at + 2] == kDecorationBinding)
-      count = std::max(count, words[at + 3] + 1);
-    at += length;
-  }
-  return count;
-}
 
 VkKernelProgram::VkKernelProgram(VkDevice device, CommandQueue& queue, VkPipelineCache cache,
                                  const std::vector<uint8_t>& spirv, std::string name,
                                  const DispatchLimits& limits)
     : device_(device), queue_(queue), cache_(cache), name_(std::move(name)), limits_(limits) {
-  bindings_ = spirv_binding_count(spirv);
+  bindings_ = spirv_binding_count(spirv, name_);
   VkShaderModuleCreateInfo module_info{};
   module_info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
   module_info.codeSize = spirv.size();
@@ -159,7 +136,10 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
         allocate.descriptorSetCount = 1;
         allocate.pSetLayouts = &set_layout;
         VkDescriptorSet set = VK_NULL_HANDLE;
-        KILN_VK_CHECK(vkAllocateDescriptorSets(device_, &allocate, &set));
+        const VkResult allocated = vkAllocateDescriptorSets(device_, &allocate, &set);
+        if (allocated != VK_SUCCESS)
+          throw DeviceError(vk_failure("vkAllocateDescriptorSets", allocated) + " for kernel " +
+                            name_ + " (" + std::to_string(bindings_) + " buffers)");
         std::vector<VkWriteDescriptorSet> writes(bindings_);
         for (uint32_t binding = 0; binding < bindings_; ++binding) {
           writes[binding].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;

@@ -18,10 +18,6 @@
 
 namespace kiln::vulkan {
 
-// The storage buffer bindings a SPIR-V module declares (one past the largest binding number).
-// Throws DeviceError when `spirv` is not a SPIR-V module.
-uint32_t spirv_binding_count(const std::vector<uint8_t>& spirv);
-
 struct DispatchLimits {
   uint32_t max_groups[3];    // maxComputeWorkGroupCount
   uint32_t max_local[3];     // maxComputeWorkGroupSize

@@ -185,7 +185,9 @@ bool CommandQueue::finished(uint64_t serial) {
   if (serial <= completed_) return true;
   for (Slot& slot : slots_) {
     if (slot.serial == 0 || slot.serial > serial) continue;
-    if (vkGetFenceStatus(device_, slot.fence.get()) != VK_SUCCESS) return false;
+    const VkResult status = vkGetFenceStatus(device_, slot.fence.get());
+    if (status == VK_NOT_READY) return false;
+    KILN_VK_CHECK(status);  // VK_ERROR_DEVICE_LOST
     retire(slot);
   }
   return serial <= completed_;

@@ -1,7 +1,8 @@
-#include "devices/vulkan/spirv_patch.h"
+#include "devices/vulkan/spirv_module.h"
 
 #include <kiln/error.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace kiln::vulkan {
@@ -10,6 +11,8 @@ namespace {
 constexpr uint32_t kMagic = 0x07230203;
 constexpr uint32_t kHeaderWords = 5;
 // Opcodes, capabilities and execution modes from the SPIR-V specification.
+constexpr uint32_t kOpDecorate = 71;
+constexpr uint32_t kDecorationBinding = 33;
 constexpr uint32_t kOpEntryPoint = 15;
 constexpr uint32_t kOpExecutionMode = 16;
 constexpr uint32_t kOpCapability = 17;
@@ -23,25 +26,53 @@ uint32_t word_op(uint32_t length, uint32_t opcode) {
   return (length << 16) | opcode;
 }
 
-}  // namespace
-
-std::vector<uint8_t> with_float_controls(const std::vector<uint8_t>& spirv,
-                                         const FloatControls& supported) {
+// The module as words, its header checked.
+std::vector<uint32_t> module_words(const std::vector<uint8_t>& spirv, const std::string& kernel) {
   if (spirv.size() < kHeaderWords * 4 || spirv.size() % 4 != 0)
-    throw DeviceError("[vulkan] a module of " + std::to_string(spirv.size()) +
-                      " bytes is not SPIR-V");
+    throw DeviceError("[vulkan] kernel " + kernel + ": a module of " +
+                      std::to_string(spirv.size()) + " bytes is not SPIR-V");
   std::vector<uint32_t> words(spirv.size() / 4);
   std::memcpy(words.data(), spirv.data(), spirv.size());
-  if (words[0] != kMagic) throw DeviceError("[vulkan] the module lacks the SPIR-V magic number");
+  if (words[0] != kMagic)
+    throw DeviceError("[vulkan] kernel " + kernel + ": the module lacks the SPIR-V magic number");
+  return words;
+}
 
+// Calls visit(position, length, opcode) for each instruction after the header.
+template <typename Visit>
+void for_each_instruction(const std::vector<uint32_t>& words, const std::string& kernel,
+                          Visit&& visit) {
+  for (size_t at = kHeaderWords; at < words.size();) {
+    const uint32_t length = words[at] >> 16, opcode = words[at] & 0xffff;
+    if (length == 0 || at + length > words.size())
+      throw DeviceError("[vulkan] kernel " + kernel +
+                        ": the SPIR-V module holds a malformed instruction");
+    visit(at, length, opcode);
+    at += length;
+  }
+}
+
+}  // namespace
+
+uint32_t spirv_binding_count(const std::vector<uint8_t>& spirv, const std::string& kernel) {
+  const std::vector<uint32_t> words = module_words(spirv, kernel);
+  uint32_t count = 0;
+  for_each_instruction(words, kernel, [&](size_t at, uint32_t length, uint32_t opcode) {
+    if (opcode == kOpDecorate && length >= 4 && words[at + 2] == kDecorationBinding)
+      count = std::max(count, words[at + 3] + 1);
+  });
+  return count;
+}
+
+std::vector<uint8_t> with_float_controls(const std::vector<uint8_t>& spirv,
+                                         const FloatControls& supported,
+                                         const std::string& kernel) {
+  const std::vector<uint32_t> words = module_words(spirv, kernel);
   // Where capabilities end and execution modes go, and what the module declares.
   size_t after_capabilities = kHeaderWords, after_modes = 0;
   bool uses_float64 = false;
   std::vector<uint32_t> capabilities, entry_points;
-  for (size_t at = kHeaderWords; at < words.size();) {
-    const uint32_t length = words[at] >> 16, opcode = words[at] & 0xffff;
-    if (length == 0 || at + length > words.size())
-      throw DeviceError("[vulkan] the SPIR-V module holds a malformed instruction");
+  for_each_instruction(words, kernel, [&](size_t at, uint32_t length, uint32_t opcode) {
     if (opcode == kOpCapability) {
       capabilities.push_back(words[at + 1]);
       uses_float64 |= words[at + 1] == kCapabilityFloat64;
@@ -52,8 +83,7 @@ std::vector<uint8_t> with_float_controls(const std::vector<uint8_t>& spirv,
     } else if (opcode == kOpExecutionMode) {
       after_modes = at + length;
     }
-    at += length;
-  }
+  });
 
   std::vector<uint32_t> new_capabilities, new_modes;
   auto add = [&](uint32_t capability, uint32_t mode, uint32_t width) {
