@@ -11,10 +11,10 @@ namespace {
 // they use only integer operations so that no header is needed (faster compiles).
 const char* const kCPrelude = R"(#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 /* glibc's vector math (libmvec, within 4 ulp): lets loops that call these vectorize. Not pow:
-   its vector form returns NaN for pow(-inf, 0.5), where C requires +inf. */
+   its vector form returns NaN for pow(-inf, 0.5), where C requires +inf. Not logf: its vector
+   form is off by up to 3.94 ulp (kiln promises 3), so float log is kiln_logf below. */
 #define KILN_SIMD __attribute__((simd("notinbranch")))
-KILN_SIMD float expf(float); KILN_SIMD float logf(float); KILN_SIMD float sinf(float);
-KILN_SIMD float cosf(float);
+KILN_SIMD float expf(float); KILN_SIMD float sinf(float); KILN_SIMD float cosf(float);
 KILN_SIMD double exp(double); KILN_SIMD double log(double); KILN_SIMD double sin(double);
 KILN_SIMD double cos(double);
 #endif
@@ -38,6 +38,25 @@ __attribute__((noinline)) static double kiln_pow(double a, double b) { return __
    vectorizes. The private copies start from the accumulator's value: max(x, x) is x. */
 #pragma omp declare reduction(kiln_max : float, double : omp_out = (omp_in != omp_in || omp_in > omp_out) ? omp_in : omp_out) initializer(omp_priv = omp_orig)
 #pragma omp declare reduction(kiln_min : float, double : omp_out = (omp_in != omp_in || omp_in < omp_out) ? omp_in : omp_out) initializer(omp_priv = omp_orig)
+/* log without a branch, so that loops calling it vectorize (within 1 ulp): x = 2^e m with m in
+   [sqrt(1/2), sqrt(2)), log m = 2 atanh(s) with s = (m - 1) / (m + 1), its series to s^11, and
+   e ln 2 in two parts; subnormals scaled by 2^24 first, the special values selected last. */
+static inline float kiln_logf(float x) {
+  const int subnormal = KILN_AS_BITS(x) < 0x00800000u;
+  const unsigned int bits = KILN_AS_BITS(subnormal ? x * 16777216.0f : x);
+  const float mantissa = KILN_AS_FLOAT((bits & 0x007fffffu) | 0x3f800000u);
+  const int above = mantissa > 1.41421354f;
+  const float m = above ? mantissa * 0.5f : mantissa;
+  const float k = (float)((int)(bits >> 23) - 127 - (subnormal ? 24 : 0) + above);
+  const float f = m - 1.0f, s = f / (2.0f + f), z = s * s, half_f2 = 0.5f * f * f;
+  const float tail = z * (0.66666667f + z * (0.4f + z * (0.28571429f + z * (0.22222222f + z * 0.18181818f))));
+  const float log_m = f - (half_f2 - s * (half_f2 + tail));
+  float result = k * 0.693145751953125f + (log_m + k * 1.4286068203e-6f);
+  result = x == __builtin_inff() ? x : result;
+  result = x == 0.0f ? -__builtin_inff() : result;
+  return x < 0.0f || x != x ? __builtin_nanf("") : result;
+}
+static inline double kiln_log(double x) { return log(x); }
 static inline long long kiln_floordiv(long long a, long long b) { long long q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline long long kiln_floormod(long long a, long long b) { return a - kiln_floordiv(a, b) * b; }
 )";
@@ -63,7 +82,7 @@ Dialect make_c_dialect() {
                         "float",
                         "double"};
   dialect.math_prefix = "__builtin_";
-  dialect.math_helpers = {"pow"};
+  dialect.math_helpers = {"pow", "log"};
   dialect.float32_math_suffix = "f";
   // Lets the compiler reassociate one float sum, max or min so the loop vectorizes (needs
   // -fopenmp-simd).
