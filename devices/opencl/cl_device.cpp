@@ -75,6 +75,44 @@ class ClAllocator : public Allocator {
   size_t base_alignment_;
 };
 
+// The queues of the live devices, finished at exit before the driver's own static objects go.
+// PoCL compiles a kernel for its workgroup size when the kernel first runs, so work still queued
+// when the process exits would need its compiler (LLVM) after LLVM's static objects were
+// destroyed, and aborts ("Failed to create kernel compiler pass"). The exit handler is registered
+// once a kernel has run to the end (its compiler's static objects exist by then), so that it runs
+// before their destructors.
+class QueuesFinishedAtExit {
+ public:
+  static void add(cl_command_queue queue) {
+    std::lock_guard<std::mutex> lock(mutex());
+    queues().insert(queue);
+  }
+  static void remove(cl_command_queue queue) {
+    std::lock_guard<std::mutex> lock(mutex());
+    queues().erase(queue);
+  }
+  static void arm() {
+    static std::once_flag once;
+    std::call_once(once, [] { std::atexit(finish_all); });
+  }
+
+ private:
+  static void finish_all() {
+    std::lock_guard<std::mutex> lock(mutex());
+    for (cl_command_queue queue : queues()) clFinish(queue);  // errors: no one to report to
+  }
+  // Never destroyed: devices are destroyed at exit after this plugin's static objects (the
+  // registry that owns them was made first), and their queues still leave this set then.
+  static std::mutex& mutex() {
+    static std::mutex* const instance = new std::mutex;
+    return *instance;
+  }
+  static std::set<cl_command_queue>& queues() {
+    static std::set<cl_command_queue>* const instance = new std::set<cl_command_queue>;
+    return *instance;
+  }
+};
+
 class ClKernelProgram : public Program {
  public:
   ClKernelProgram(ClProgram program, ClKernel kernel, cl_command_queue queue,
@@ -111,6 +149,12 @@ class ClKernelProgram : public Program {
     if (!request.wait) {
       KILN_CL_CHECK(clEnqueueNDRangeKernel(queue_, kernel_.get(), 3, nullptr, global, local, 0,
                                            nullptr, nullptr));
+      if (!ran_) {
+        // The first run compiles (see QueuesFinishedAtExit): waited for once per kernel.
+        KILN_CL_CHECK(clFinish(queue_));
+        ran_ = true;
+        QueuesFinishedAtExit::arm();
+      }
       return 0;
     }
     cl_event raw_event = nullptr;
@@ -118,6 +162,8 @@ class ClKernelProgram : public Program {
                                          nullptr, &raw_event));
     const ClEvent event(raw_event);
     KILN_CL_CHECK(clWaitForEvents(1, &raw_event));
+    ran_ = true;
+    QueuesFinishedAtExit::arm();
     cl_ulong start = 0, end = 0;
     KILN_CL_CHECK(clGetEventProfilingInfo(raw_event, CL_PROFILING_COMMAND_START, sizeof(start),
                                           &start, nullptr));
@@ -133,41 +179,7 @@ class ClKernelProgram : public Program {
   size_t kernel_group_size_;
   std::string name_;
   std::mutex mutex_;
-};
-
-// The queues of the live devices, finished at exit before the driver's own static objects go.
-// PoCL compiles a kernel for its workgroup size when the kernel first runs, so work still queued
-// when the process exits would need its compiler (LLVM) after LLVM's static objects were
-// destroyed, and aborts ("Failed to create kernel compiler pass"). The exit handler is registered
-// once a program is built, after the driver's compiler registered its own, so that it runs first.
-class QueuesFinishedAtExit {
- public:
-  static void add(cl_command_queue queue) {
-    std::lock_guard<std::mutex> lock(mutex());
-    queues().insert(queue);
-  }
-  static void remove(cl_command_queue queue) {
-    std::lock_guard<std::mutex> lock(mutex());
-    queues().erase(queue);
-  }
-  static void arm() {
-    static std::once_flag once;
-    std::call_once(once, [] { std::atexit(finish_all); });
-  }
-
- private:
-  static void finish_all() {
-    std::lock_guard<std::mutex> lock(mutex());
-    for (cl_command_queue queue : queues()) clFinish(queue);  // errors: no one to report to
-  }
-  static std::mutex& mutex() {
-    static std::mutex instance;
-    return instance;
-  }
-  static std::set<cl_command_queue>& queues() {
-    static std::set<cl_command_queue> instance;
-    return instance;
-  }
+  bool ran_ = false;  // launched and waited for once
 };
 
 struct Capabilities {
@@ -280,7 +292,6 @@ class ClDevice : public Device {
                                         const std::string& kernel_name) override {
     ClProgram program =
         load_binary(context_.get(), device_id_, binary, build_options_, kernel_name);
-    QueuesFinishedAtExit::arm();
     ClKernel kernel(KILN_CL_CREATE(clCreateKernel, program.get(), kernel_name.c_str()));
     size_t kernel_group_size = 1;
     KILN_CL_CHECK(clGetKernelWorkGroupInfo(kernel.get(), device_id_, CL_KERNEL_WORK_GROUP_SIZE,

@@ -161,6 +161,12 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
       request.wait);
   for (DeviceMemory memory : request.buffers) block_of(memory).allocation().last_use = serial;
   last_use_ = serial;
+  if (!ran_) {
+    // The first run compiles (see CommandQueue::finish_all_at_exit): waited for once per kernel.
+    queue_.wait(serial);
+    ran_ = true;
+    CommandQueue::finish_all_at_exit();
+  }
   return request.wait ? queue_.wait_timed(serial) : 0;
 }
 

@@ -45,6 +45,7 @@ class VkKernelProgram : public Program {
   DispatchLimits limits_;
   uint32_t bindings_ = 0;
   uint64_t last_use_ = 0;  // the last submission that ran this kernel
+  bool ran_ = false;       // launched and waited for once
   OwnedShaderModule module_;
   OwnedDescriptorSetLayout set_layout_;
   OwnedPipelineLayout layout_;

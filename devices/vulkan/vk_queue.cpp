@@ -3,6 +3,8 @@
 #include <kiln/error.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <set>
 
 namespace kiln::vulkan {
 namespace {
@@ -26,6 +28,37 @@ void memory_barrier(VkCommandBuffer commands, VkPipelineStageFlags source_stages
 }
 
 }  // namespace
+
+namespace {
+
+// Never destroyed: devices are destroyed at exit after this plugin's static objects (the
+// registry that owns them was made first), and their queues still leave this set then.
+std::mutex& live_queues_mutex() {
+  static std::mutex* const mutex = new std::mutex;
+  return *mutex;
+}
+
+std::set<CommandQueue*>& live_queues() {
+  static std::set<CommandQueue*>* const queues = new std::set<CommandQueue*>;
+  return *queues;
+}
+
+void finish_live_queues() {
+  std::lock_guard<std::mutex> lock(live_queues_mutex());
+  for (CommandQueue* queue : live_queues()) {
+    try {
+      queue->wait_idle();
+    } catch (const Error&) {  // no one to report to at exit
+    }
+  }
+}
+
+}  // namespace
+
+void CommandQueue::finish_all_at_exit() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(finish_live_queues); });
+}
 
 CommandQueue::CommandQueue(VkDevice device, uint32_t family, uint32_t max_bindings,
                            uint32_t timestamp_bits, float timestamp_period)
@@ -73,9 +106,15 @@ CommandQueue::CommandQueue(VkDevice device, uint32_t family, uint32_t max_bindin
     KILN_VK_CHECK(vkCreateDescriptorPool(device_, &descriptor_info, nullptr, &descriptors));
     slot.descriptors = OwnedDescriptorPool(device_, descriptors);
   }
+  std::lock_guard<std::mutex> lock(live_queues_mutex());
+  live_queues().insert(this);
 }
 
 CommandQueue::~CommandQueue() {
+  {
+    std::lock_guard<std::mutex> lock(live_queues_mutex());
+    live_queues().erase(this);
+  }
   // Nothing may be destroyed while the queue still runs it; errors have no one to go to here.
   if (queue_ != VK_NULL_HANDLE) vkQueueWaitIdle(queue_);
 }

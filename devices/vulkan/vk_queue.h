@@ -42,6 +42,13 @@ class CommandQueue {
   // Whether submission `serial` has finished, without waiting.
   bool finished(uint64_t serial);
 
+  // Makes every live queue finish its work at exit, before the driver's own static objects go:
+  // lavapipe compiles a shader when it first runs, in its own thread, and crashed when the process
+  // exited with one still compiling (LLVM's objects destroyed under it). Called once a kernel has
+  // run to the end (the compiler's static objects exist by then), so that the handler it
+  // registers runs before their destructors.
+  static void finish_all_at_exit();
+
  private:
   struct Slot {
     VkCommandBuffer commands = VK_NULL_HANDLE;
