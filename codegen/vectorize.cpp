@@ -34,20 +34,22 @@ bool ends_stretch(const LinInstr& instr, const LinInstr& head) {
          (instr.op == LinOp::Store && !instr.local && instr.buffer == head.buffer);
 }
 
-}  // namespace
-
-LinearProgram vectorize_loads(LinearProgram program, const Dialect& dialect) {
-  if (dialect.vector_widths.empty()) return program;
+// Marks each group of neighbouring accesses of kind `op` as one vector: for each access that can
+// head one, the later accesses up to where `stretch_ends` says (to the same buffer and dtype, at
+// index + 1 .. index + widest - 1) are its lanes. Returns the heads marked, with their lanes.
+template <typename StretchEnds>
+std::vector<std::pair<size_t, std::vector<size_t>>> mark_vectors(std::vector<LinInstr>& instrs,
+                                                                 const Dialect& dialect, LinOp op,
+                                                                 StretchEnds&& stretch_ends) {
   const int widest = dialect.vector_widths.front();
-  std::vector<LinInstr>& instrs = program.instrs;
+  std::vector<std::pair<size_t, std::vector<size_t>>> marked;
   for (size_t head = 0; head < instrs.size(); ++head) {
-    if (!vectorizable(instrs[head], LinOp::Load)) continue;
-    // The later loads of this stretch at index + 1 .. index + widest - 1.
+    if (!vectorizable(instrs[head], op)) continue;
     std::map<int64_t, size_t> lane_at;
     for (size_t later = head + 1; later < instrs.size(); ++later) {
-      if (ends_stretch(instrs[later], instrs[head])) break;
-      if (!vectorizable(instrs[later], LinOp::Load) ||
-          instrs[later].buffer != instrs[head].buffer || instrs[later].dtype != instrs[head].dtype)
+      if (stretch_ends(instrs[later], instrs[head])) break;
+      if (!vectorizable(instrs[later], op) || instrs[later].buffer != instrs[head].buffer ||
+          instrs[later].dtype != instrs[head].dtype)
         continue;
       const Sym offset = instrs[later].index - instrs[head].index;
       if (!offset.is_const()) continue;
@@ -57,43 +59,33 @@ LinearProgram vectorize_loads(LinearProgram program, const Dialect& dialect) {
     const int width = widest_complete(dialect, lane_at, instrs[head].index);
     if (width == 0) continue;
     instrs[head].vector_width = width;
+    std::vector<size_t> lanes;
     for (int lane = 1; lane < width; ++lane) {
       LinInstr& member = instrs[lane_at[lane]];
       member.vector_head = static_cast<int>(head);
       member.vector_lane = lane;
+      lanes.push_back(lane_at[lane]);
     }
+    marked.emplace_back(head, std::move(lanes));
   }
+  return marked;
+}
+
+}  // namespace
+
+LinearProgram vectorize_loads(LinearProgram program, const Dialect& dialect) {
+  if (dialect.vector_widths.empty()) return program;
+  mark_vectors(program.instrs, dialect, LinOp::Load, ends_stretch);
   return program;
 }
 
 LinearProgram vectorize_stores(LinearProgram program, const Dialect& dialect) {
   if (dialect.vector_widths.empty() || !dialect.vector_store) return program;
-  const int widest = dialect.vector_widths.front();
+  // A run of stores only: every lane's value is then computed before the head, which writes them.
   std::vector<LinInstr>& instrs = program.instrs;
-  for (size_t head = 0; head < instrs.size(); ++head) {
-    if (!vectorizable(instrs[head], LinOp::Store)) continue;
-    // The stores right after this one (a run of stores, so every lane's value is computed
-    // before the head) at index + 1 .. index + widest - 1.
-    std::map<int64_t, size_t> lane_at;
-    for (size_t later = head + 1; later < instrs.size() && instrs[later].op == LinOp::Store;
-         ++later) {
-      if (!vectorizable(instrs[later], LinOp::Store) ||
-          instrs[later].buffer != instrs[head].buffer || instrs[later].dtype != instrs[head].dtype)
-        continue;
-      const Sym offset = instrs[later].index - instrs[head].index;
-      if (!offset.is_const()) continue;
-      const int64_t lane = offset.const_value();
-      if (lane >= 1 && lane < widest) lane_at.emplace(lane, later);
-    }
-    const int width = widest_complete(dialect, lane_at, instrs[head].index);
-    if (width == 0) continue;
-    instrs[head].vector_width = width;
-    for (int lane = 1; lane < width; ++lane) {
-      LinInstr& member = instrs[lane_at[lane]];
-      member.vector_head = static_cast<int>(head);
-      member.vector_lane = lane;
-      instrs[head].srcs.push_back(member.srcs[0]);
-    }
+  auto run_ends = [](const LinInstr& instr, const LinInstr&) { return instr.op != LinOp::Store; };
+  for (const auto& [head, lanes] : mark_vectors(instrs, dialect, LinOp::Store, run_ends)) {
+    for (size_t lane : lanes) instrs[head].srcs.push_back(instrs[lane].srcs[0]);
   }
   return program;
 }
