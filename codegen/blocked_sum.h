@@ -6,12 +6,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/symbolic.h"
+
 namespace kiln {
 
 // One loop of a reduction: a reduced axis and its size (above 1).
 struct ReduceLoop {
   int axis;
-  int64_t size;
+  int64_t size;  // trips (the largest, where `extent` is symbolic)
+  Sym extent;    // trips as an expression over the kernel's variables
 };
 
 // A float sum of n terms into one accumulator has an error bound that grows like n. Blocked, the

@@ -126,6 +126,9 @@ UOpRef bounded(const UOpRef& reduce, int64_t limit) {
 
 UOpRef bound_reduce_length(const UOpRef& node, int64_t limit) {
   if (node->op() != Op::Reduce || limit <= 0) return nullptr;
+  // A symbolic reduction is not split (its parts would depend on the value); realize refuses
+  // its kernel where the variable's largest value would pass the device's loop limit.
+  if (node->src()->is_symbolic()) return nullptr;
   return bounded(node, limit);
 }
 

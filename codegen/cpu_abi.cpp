@@ -17,6 +17,10 @@ std::string cpu_kernel_signature(const LinearProgram& program, const Dialect& di
     text += "  " + qualifier + type + "* " + restrict_word + " " + param_name(param) + " = (" +
             qualifier + type + "*)buffers[" + std::to_string(param) + "];\n";
   }
+  for (size_t at = 0; at < program.variables.size(); ++at) {
+    text += "  const long long " + program.variables[at].var_name() + " = variables[" +
+            std::to_string(at) + "];\n";
+  }
   return text + "  (void)variables;\n";
 }
 

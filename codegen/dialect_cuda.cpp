@@ -40,6 +40,9 @@ Dialect make_cuda_dialect() {
       text += std::string(param > 0 ? ", " : "") + (info.is_output ? "" : "const ") +
               self.type_name(info.dtype) + "* __restrict__ " + param_name(param);
     }
+    // Variables follow the buffers, as 64-bit integers.
+    for (const Sym& variable : program.variables)
+      text += ", const long long " + variable.var_name();
     return text + ") {\n";
   };
   dialect.launch_id = [](LaunchId kind, int dim) {

@@ -75,15 +75,21 @@ Dialect make_glsl_dialect() {
     }
     text += ") in;\n";
     // Push constants: zeros the compiler cannot see (Dialect::float32_zero, and in signed
-    // comparisons); the device pushes zeros with every launch.
-    text += "layout(push_constant) uniform KilnPush { float zero; int izero; } kiln_push;\n";
+    // comparisons), then the kernel's variables as 32-bit integers (GLSL's subscripts are); the
+    // device pushes them with every launch.
+    text += "layout(push_constant) uniform KilnPush { float zero; int izero;";
+    for (const Sym& variable : program.variables) text += " int " + variable.var_name() + ";";
+    text += " } kiln_push;\n";
     for (size_t param = 0; param < program.params.size(); ++param) {
       const KernelParam& info = program.params[param];
       text += "layout(std430, binding = " + std::to_string(param) + ") restrict " +
               (info.is_output ? "" : "readonly ") + "buffer KilnBuffer" + std::to_string(param) +
               " { " + self.type_name(info.dtype) + " " + param_name(param) + "[]; };\n";
     }
-    return text + "void main() {\n";
+    text += "void main() {\n";
+    for (const Sym& variable : program.variables)
+      text += "  int " + variable.var_name() + " = kiln_push." + variable.var_name() + ";\n";
+    return text;
   };
   dialect.launch_id = [](LaunchId kind, int dim) {
     const char* builtin = kind == LaunchId::Global  ? "int(gl_GlobalInvocationID."

@@ -59,6 +59,8 @@ Dialect opencl_dialect(bool has_fp64, bool vector_loads) {
       text += std::string(param > 0 ? ", " : "") + "__global " + (info.is_output ? "" : "const ") +
               self.type_name(info.dtype) + "* restrict " + param_name(param);
     }
+    // Variables follow the buffers, as 64-bit integers.
+    for (const Sym& variable : program.variables) text += ", const long " + variable.var_name();
     return text + ") {\n";
   };
   // The ids are size_t; the index arithmetic is signed 64-bit, as in the C dialect.

@@ -102,6 +102,8 @@ class Chooser {
     if (shape.empty()) return;
     const int last = static_cast<int>(shape.size()) - 1;
     const int64_t before_last = shape.size() >= 2 ? shape[last - 1] : 1;
+    // A symbolic axis takes no UPCAST (it must divide every value).
+    if (axes_.is_symbolic(last) || (last >= 1 && axes_.is_symbolic(last - 1))) return;
     struct Tile {
       int64_t rows, columns;
     };
@@ -191,6 +193,7 @@ class Chooser {
     const bool one_float_accumulator =
         output_lanes() == 1 && axes_.reduce_dtype.is_float() && axes_.reduce_op != ReduceOp::Prod;
     if (one_float_accumulator && target_.loop_launch) return;  // the dialect's pragma
+    if (axes_.is_symbolic(axis)) return;  // UPCAST and UNROLL must divide every value
     if (one_float_accumulator) {
       for (int64_t parts : {8, 4, 2}) {
         if (axis_size % parts == 0 && size >= 2 * parts) {
@@ -210,7 +213,7 @@ class Chooser {
 
   // Whether neighbouring steps of the reduce axis read neighbouring elements of some input.
   bool reads_contiguously(int axis) const {
-    if (axes_.size(axis) % 2 != 0) return false;
+    if (axes_.is_symbolic(axis) || axes_.size(axis) % 2 != 0) return false;
     const LinearProgram program = lower_kernel(item_, {{OptKind::Upcast, axis, 2}}, target_);
     std::vector<const LinInstr*> loads;
     for (const LinInstr& instr : program.instrs) {
@@ -232,8 +235,9 @@ class Chooser {
   // contiguous loads.)
   void choose_rows() {
     const Shape& shape = axes_.output;
-    if (shape.size() < 2 || shape.back() < kMinRowLength ||
-        item_.output->numel() / shape.back() < 2 || !choice_.opts.empty())
+    if (shape.size() < 2 || axes_.is_symbolic(static_cast<int>(shape.size()) - 1) ||
+        shape.back() < kMinRowLength || item_.output->numel() / shape.back() < 2 ||
+        !choice_.opts.empty())
       return;
     const int divisions = index_divisions(lower_kernel(item_, {}, target_));
     if (divisions == 0) return;

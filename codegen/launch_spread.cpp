@@ -46,7 +46,7 @@ std::optional<std::vector<LaunchSpread>> spread_launch(const std::vector<int64_t
 void spread_over_hardware(LinearProgram& program, const int64_t max_groups[3]) {
   std::vector<int64_t> groups;
   for (const LaunchDim& dim : program.launch)
-    groups.push_back((dim.size + dim.local - 1) / dim.local);
+    groups.push_back((dim.size.vmax() + dim.local - 1) / dim.local);  // the most, if symbolic
   const auto spread = spread_launch(groups, max_groups);
   if (!spread)
     throw InternalError("[lower_kernel] the launch of " + program.name +

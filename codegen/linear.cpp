@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 #include <sstream>
 
 namespace kiln {
@@ -13,8 +14,8 @@ std::string LinearProgram::to_string() const {
   std::ostringstream text;
   text << "kernel " << name << " opts: " << opts << "\n  launch:";
   for (const LaunchDim& dim : launch) {
-    text << " " << dim.var << (dim.local_id ? "(local)" : "") << " < " << dim.size << " [global "
-         << dim.global << ", local " << dim.local << "]";
+    text << " " << dim.var << (dim.local_id ? "(local)" : "") << " < " << dim.size.key()
+         << " [global " << dim.global << ", local " << dim.local << "]";
     if (dim.spread()) {
       text << " spread over";
       for (size_t at = 0; at < dim.hardware.size(); ++at)
@@ -23,6 +24,9 @@ std::string LinearProgram::to_string() const {
     }
   }
   if (row_length > 0) text << " in rows of " << row_length;
+  for (const Sym& variable : variables)
+    text << " " << variable.var_name() << " in [" << variable.vmin() << ", " << variable.vmax()
+         << "]";
   text << "\n";
   for (size_t param = 0; param < params.size(); ++param) {
     text << "  param " << param << ": " << params[param].dtype.name() << "[" << params[param].numel
@@ -50,7 +54,8 @@ std::string LinearProgram::to_string() const {
       text << " lane " << instr.vector_lane << " of %" << instr.vector_head;
     if ((instr.op == LinOp::Load || instr.op == LinOp::Store) && !(instr.valid == Sym(1)))
       text << " if " << instr.valid.key();
-    if (instr.op == LinOp::LoopBegin) text << " " << instr.loop_var << " < " << instr.loop_end;
+    if (instr.op == LinOp::LoopBegin)
+      text << " " << instr.loop_var << " < " << instr.loop_end.key();
     text << "\n";
   }
   return text.str();
@@ -62,9 +67,9 @@ int64_t loop_iterations(const LinearProgram& program) {
   for (const LinInstr& instr : program.instrs) {
     if (instr.op == LinOp::LoopBegin) {
       enclosing.push_back(trips);
-      trips = trips > INT64_MAX / std::max<int64_t>(instr.loop_end, 1)
-                  ? INT64_MAX
-                  : trips * std::max<int64_t>(instr.loop_end, 0);
+      const int64_t end = instr.loop_end.vmax();
+      trips = trips > INT64_MAX / std::max<int64_t>(end, 1) ? INT64_MAX
+                                                            : trips * std::max<int64_t>(end, 0);
       total = total > INT64_MAX - trips ? INT64_MAX : total + trips;
     } else if (instr.op == LinOp::LoopEnd && !enclosing.empty()) {
       trips = enclosing.back();
@@ -74,15 +79,47 @@ int64_t loop_iterations(const LinearProgram& program) {
   return total;
 }
 
-void dispatch_sizes(const LinearProgram& program, int64_t global[3], int64_t local[3]) {
+namespace {
+
+std::map<std::string, int64_t> values_by_name(const LinearProgram& program,
+                                              const std::vector<int64_t>& values) {
+  std::map<std::string, int64_t> named;
+  for (size_t at = 0; at < program.variables.size() && at < values.size(); ++at)
+    named[program.variables[at].var_name()] = values[at];
+  return named;
+}
+
+}  // namespace
+
+void dispatch_sizes(const LinearProgram& program, const std::vector<int64_t>& values,
+                    int64_t global[3], int64_t local[3]) {
   for (int dim = 0; dim < 3; ++dim) global[dim] = local[dim] = 1;
+  std::map<std::string, int64_t> named;
+  if (!program.variables.empty()) named = values_by_name(program, values);
   for (const LaunchDim& dim : program.launch) {
+    // A symbolic dimension's workgroups fill its hardware dimensions in order.
+    int64_t remaining = 0;
+    if (!dim.size.is_const()) {
+      const int64_t size = std::max<int64_t>(dim.size.eval(named), 0);
+      remaining = std::max<int64_t>((size + dim.local - 1) / dim.local, 1);
+    }
     for (size_t at = 0; at < dim.hardware.size(); ++at) {
       const int hardware = dim.hardware[at];
       local[hardware] = at == 0 ? dim.local : 1;
-      global[hardware] = dim.hardware_groups[at] * local[hardware];
+      int64_t groups = dim.hardware_groups[at];
+      if (!dim.size.is_const()) {
+        const bool last = at + 1 == dim.hardware.size();
+        groups = last ? remaining : std::min(remaining, groups);
+        remaining = (remaining + groups - 1) / groups;
+      }
+      global[hardware] = groups * local[hardware];
     }
   }
+}
+
+int64_t work_items(const LinearProgram& program, const std::vector<int64_t>& values) {
+  if (program.global_size.is_const()) return program.global_size.const_value();
+  return program.global_size.eval(values_by_name(program, values));
 }
 
 std::string kernel_name(const LinearProgram& program) {
@@ -91,8 +128,9 @@ std::string kernel_name(const LinearProgram& program) {
   uint64_t hash = 1469598103934665603ull;
   for (char c : program.to_string()) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
   std::ostringstream name;
-  name << (has_loop ? "r_" : "e_") << program.global_size << "_" << std::hex
-       << (hash & 0xffffffffull);
+  // A symbolic kernel is named by its largest launch ("r_v4096_...").
+  name << (has_loop ? "r_" : "e_") << (program.global_size.is_const() ? "" : "v")
+       << program.global_size.vmax() << "_" << std::hex << (hash & 0xffffffffull);
   return name.str();
 }
 

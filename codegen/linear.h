@@ -47,7 +47,7 @@ struct LinInstr {
   int64_t local_size = 0;
   ConstArg value;
   std::string loop_var;
-  int64_t loop_end = 0;
+  Sym loop_end = Sym(0);  // symbolic where a size is
   // LoopBegin: an accumulator that is this loop's only state and whose update may be
   // reassociated (a float sum, max or min; the op is in `reduce`), so the renderer may vectorize
   // the loop. -1 when not.
@@ -74,10 +74,15 @@ struct KernelParam {
 // that one, they are spread over the hardware dimensions no launch dimension uses (see
 // spread_launch): its workgroup id is then g0 + g1 * n0 + g2 * n0 * n1, for the workgroup ids g
 // and counts n along `hardware`.
+//
+// A symbolic size (over the kernel's variables) is known only at launch: `global` and
+// `hardware_groups` then hold what the variables' largest values need, and dispatch_sizes
+// computes the launch from the values (a spread one fills the hardware dimensions in order, each
+// up to its count here, which the rendered id arithmetic uses).
 struct LaunchDim {
   std::string var;        // its variable in index expressions
   bool local_id = false;  // var is the id within the workgroup (global == local), else global
-  int64_t size = 1;
+  Sym size = Sym(1);
   int64_t global = 1;  // work items dispatched: local times the product of hardware_groups
   int64_t local = 1;
   std::vector<int> hardware;             // hardware dimensions, its own first
@@ -91,8 +96,11 @@ struct LinearProgram {
   std::vector<KernelParam> params;  // output first, then inputs
   std::vector<LinInstr> instrs;
   std::vector<LaunchDim> launch;  // x, y, z; a loop-style dialect renders one flat dimension
-  int64_t global_size = 0;        // work items that run (the product of the dimensions' sizes)
-  std::string opts;               // the opts applied, as text (for KILN_DEBUG and the cache key)
+  Sym global_size = Sym(0);       // work items that run (the product of the dimensions' sizes)
+  // The kernel's variables (unbound Syms, named var_<name>), in the order their values are
+  // passed at launch (LaunchRequest::variables).
+  std::vector<Sym> variables;
+  std::string opts;  // the opts applied, as text (for KILN_DEBUG and the cache key)
   // Above 0 (ROWS): the flat work item index is split into gid_row = index / row_length and
   // gid_col = index % row_length, and indices are written in those two. A loop-style renderer then
   // runs a loop over columns inside a loop over rows, so whatever depends only on the row (a
@@ -105,11 +113,15 @@ struct LinearProgram {
 };
 
 // The loop iterations one work item runs, every loop counted (a loop nested in another once per
-// trip of the outer one).
+// trip of the outer one); symbolic loops at the variables' largest values.
 int64_t loop_iterations(const LinearProgram& program);
 
-// The global and local sizes a program is dispatched with, per hardware dimension (x, y, z).
-void dispatch_sizes(const LinearProgram& program, int64_t global[3], int64_t local[3]);
+// The global and local sizes a program is dispatched with, per hardware dimension (x, y, z), for
+// the values of its variables (in `variables` order).
+void dispatch_sizes(const LinearProgram& program, const std::vector<int64_t>& values,
+                    int64_t global[3], int64_t local[3]);
+// The work items that run for those values (global_size evaluated).
+int64_t work_items(const LinearProgram& program, const std::vector<int64_t>& values);
 
 // A short stable name for a kernel: "r_" (it loops) or "e_", its work items, and a hash of the
 // program ("r_4096_5964c38d").

@@ -172,14 +172,14 @@ void LinearBuilder::accumulate(int accumulator, int value, ReduceOp op) {
   emit(std::move(update));
 }
 
-Sym LinearBuilder::open_loop(std::vector<int>& loops, int64_t size) {
+Sym LinearBuilder::open_loop(std::vector<int>& loops, const Sym& size) {
   const std::string name = "r" + std::to_string(loop_counter_++);
   LinInstr begin{LinOp::LoopBegin, dtypes::int64};
   begin.loop_var = name;
   begin.loop_end = size;
   loops.push_back(emit(std::move(begin)));
   scopes_.emplace_back();
-  return Sym::var(name, 0, size - 1);
+  return Sym::var(name, 0, std::max<int64_t>(size.vmax(), 1) - 1);
 }
 
 void LinearBuilder::close_loop(std::vector<int>& loops) {

@@ -43,7 +43,7 @@ class LinearBuilder {
   std::vector<int> define_accumulators(ReduceOp op, DType dtype, size_t count);
   void accumulate(int accumulator, int value, ReduceOp op);
   // Opens `for var in [0, size)` with its own scope of values (pushed on `loops`); returns var.
-  Sym open_loop(std::vector<int>& loops, int64_t size);
+  Sym open_loop(std::vector<int>& loops, const Sym& size);
   void close_loop(std::vector<int>& loops);
   // True when no loop opens between `start` and the end of the program.
   bool innermost_body(size_t start) const;

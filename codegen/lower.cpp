@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "codegen/blocked_sum.h"
+#include "codegen/kernel_variables.h"
 #include "codegen/launch_spread.h"
 #include "codegen/linear_builder.h"
 #include "core/const_fold.h"
@@ -87,13 +88,15 @@ class Lowerer : public LinearBuilder {
       param_of_[input.get()] = static_cast<int>(program_.params.size());
       program_.params.push_back({input->dtype(), input->numel(), false});
     }
-    const Shape& shape = item_.ast->shape();
+    const SymShape shape = item_.ast->sym_shape();
     const size_t ndim = shape.size();
     if (item_.output->numel() == 0) return std::move(program_);
 
-    // Each work item covers a tile of outputs: upcast[axis] neighbours along each axis.
-    Shape tiles = shape;
-    for (size_t axis = 0; axis < ndim; ++axis) tiles[axis] /= upcast_[axis];
+    // Each work item covers a tile of outputs: upcast[axis] neighbours along each axis (a
+    // symbolic axis has no UPCAST).
+    SymShape tiles = shape;
+    for (size_t axis = 0; axis < ndim; ++axis)
+      tiles[axis] = floordiv(tiles[axis], Sym(upcast_[axis]));
     const Index tile = launch_index(tiles);
     tile_index_ = tile;
     Lanes lanes{tile};
@@ -110,7 +113,7 @@ class Lowerer : public LinearBuilder {
       lanes = std::move(widened);
     }
     const std::vector<int> values = lower(item_.ast, lanes);
-    const SymShape strides = View::contiguous_strides(to_sym_shape(shape));
+    const SymShape strides = View::contiguous_strides(shape);
     for (size_t lane = 0; lane < lanes.size(); ++lane) {
       Sym flat(0);
       for (size_t dim = 0; dim < ndim; ++dim) flat = flat + lanes[lane][dim] * strides[dim];
@@ -126,10 +129,10 @@ class Lowerer : public LinearBuilder {
 
  private:
   // The launch dimensions (see launch_layout) and each output axis' tile index in their variables.
-  Index launch_index(const Shape& tiles) {
+  Index launch_index(const SymShape& tiles) {
     const size_t ndim = tiles.size();
     Index tile(ndim, Sym(0));
-    program_.global_size = 1;
+    program_.global_size = Sym(1);
     for (const LaunchAxis& axis : launch_layout(axes_, opts_)) {
       LaunchDim dim;
       const std::string number = std::to_string(program_.launch.size());
@@ -138,7 +141,7 @@ class Lowerer : public LinearBuilder {
         dim.var = "lidx" + number;
         dim.local_id = true;
         dim.size = axis.local;
-        group_lane_ = Sym::var(dim.var, 0, dim.size - 1);
+        group_lane_ = Sym::var(dim.var, 0, axis.local - 1);
         // The group's partial results are combined by every work item; one stores them.
         store_guard_ = lt(group_lane_, Sym(1));
       } else {
@@ -154,27 +157,28 @@ class Lowerer : public LinearBuilder {
             if (!own) covered.push_back(output);
           }
         }
-        dim.size = 1;
-        for (size_t output : covered) dim.size *= tiles[output];
-        const Sym id = Sym::var(dim.var, 0, std::max<int64_t>(dim.size, 1) - 1);
+        dim.size = Sym(1);
+        for (size_t output : covered) dim.size = dim.size * tiles[output];
+        const Sym id = Sym::var(dim.var, 0, std::max<int64_t>(dim.size.vmax(), 1) - 1);
         if (program_.row_length > 0) {
           // ROWS: the flat index as a row index and a column index of the last axis.
           const int64_t row_length = program_.row_length;
           SymShape rows;
-          for (size_t output = 0; output + 1 < ndim; ++output) rows.push_back(Sym(tiles[output]));
-          const Index row_index =
-              unravel_index(Sym::var(program_.row_var, 0, dim.size / row_length - 1), rows);
+          for (size_t output = 0; output + 1 < ndim; ++output) rows.push_back(tiles[output]);
+          const Index row_index = unravel_index(
+              Sym::var(program_.row_var, 0, std::max<int64_t>(dim.size.vmax() / row_length, 1) - 1),
+              rows);
           for (size_t output = 0; output + 1 < ndim; ++output) tile[output] = row_index[output];
           tile[ndim - 1] = Sym::var(program_.column_var, 0, row_length - 1);
         } else {
           SymShape sizes;
-          for (size_t output : covered) sizes.push_back(Sym(tiles[output]));
+          for (size_t output : covered) sizes.push_back(tiles[output]);
           const Index unravelled = unravel_index(id, sizes);
           for (size_t at = 0; at < covered.size(); ++at) tile[covered[at]] = unravelled[at];
         }
       }
-      dim.global = (dim.size + dim.local - 1) / dim.local * dim.local;
-      program_.global_size *= dim.size;
+      dim.global = (dim.size.vmax() + dim.local - 1) / dim.local * dim.local;
+      program_.global_size = program_.global_size * dim.size;
       program_.launch.push_back(std::move(dim));
     }
     return tile;
@@ -258,7 +262,7 @@ class Lowerer : public LinearBuilder {
     std::vector<int> values;
     switch (node->op()) {
       case Op::Buffer: {
-        const SymShape strides = View::contiguous_strides(to_sym_shape(node->shape()));
+        const SymShape strides = View::contiguous_strides(node->sym_shape());
         std::vector<Sym> flats;
         for (const Index& index : lanes) {
           Sym flat(0);
@@ -341,8 +345,8 @@ class Lowerer : public LinearBuilder {
     // outside every buffer it reads (a pad of 2^24 before 1024 elements), so each masked lane is
     // lowered under a gate that every load inside it checks.
     Lanes src_lanes;
-    for (const Sym& flat : flats)
-      src_lanes.push_back(unravel_index(flat, to_sym_shape(src->shape())));
+    const SymShape src_shape = src->sym_shape();
+    for (const Sym& flat : flats) src_lanes.push_back(unravel_index(flat, src_shape));
     const bool all_valid =
         std::all_of(valids.begin(), valids.end(), [](const Sym& valid) { return valid == Sym(1); });
     if (all_valid) return lower(src, src_lanes);
@@ -369,8 +373,9 @@ class Lowerer : public LinearBuilder {
     if (node == kernel_reduce_ && tile_chunk_ > 0) return lower_tiled_reduce(node, lanes);
     std::vector<ReduceAxisOpts> axis_opts(reduce.axes.size());
     if (node == kernel_reduce_) axis_opts = reduce_opts_;
+    const SymShape src_shape = src->sym_shape();
     for (int axis : reduce.axes) {
-      if (src->shape()[axis] == 0)
+      if (src_shape[axis] == Sym(0))
         return finish_group(define_accumulators(reduce.op, dtype, lane_count), reduce.op, dtype,
                             node == kernel_reduce_);
     }
@@ -380,19 +385,20 @@ class Lowerer : public LinearBuilder {
     std::vector<int> accumulators = define_accumulators(reduce.op, dtype, lane_count * parts);
 
     std::vector<ReduceLoop> plan;
-    std::vector<int64_t> trips(reduce.axes.size());
+    std::vector<Sym> trips(reduce.axes.size());
     for (size_t at = 0; at < reduce.axes.size(); ++at) {
       const ReduceAxisOpts& opts = axis_opts[at];
       const int64_t chunk = opts.unroll * opts.upcast * opts.group;
-      trips[at] = (src->shape()[reduce.axes[at]] + chunk - 1) / chunk;
-      if (trips[at] > 1) plan.push_back({static_cast<int>(at), trips[at]});
+      trips[at] = floordiv(src_shape[reduce.axes[at]] + Sym(chunk - 1), Sym(chunk));
+      if (trips[at].vmax() > 1 || !trips[at].is_const())
+        plan.push_back({static_cast<int>(at), trips[at].vmax(), trips[at]});
     }
     const BlockedSum blocked = reduce.op == ReduceOp::Sum && dtype.is_float()
                                    ? plan_blocked_sum(plan, copies)
                                    : BlockedSum{};
 
     std::vector<int> loops;
-    auto open_reduce_loop = [&](int64_t size) { return open_loop(loops, size); };
+    auto open_reduce_loop = [&](const Sym& size) { return open_loop(loops, size); };
     std::vector<Sym> trip(reduce.axes.size(), Sym(0));
     std::vector<int> targets = accumulators;
     size_t inner_begin = 0;  // loops from here on run inside the block accumulators
@@ -400,18 +406,20 @@ class Lowerer : public LinearBuilder {
     for (size_t level = 0; level < plan.size(); ++level) {
       const ReduceLoop& loop = plan[level];
       if (blocked.enabled && level == blocked.level && blocked.length > 0) {
-        const Sym block = open_reduce_loop((loop.size + blocked.length - 1) / blocked.length);
+        const Sym block =
+            open_reduce_loop(floordiv(loop.extent + Sym(blocked.length - 1), Sym(blocked.length)));
         targets = define_accumulators(ReduceOp::Sum, dtype, accumulators.size());
         inner_begin = loops.size();
-        trip[loop.axis] = block * Sym(blocked.length) + open_reduce_loop(blocked.length);
-        if (loop.size % blocked.length != 0) in_range = lt(trip[loop.axis], Sym(loop.size));
+        trip[loop.axis] = block * Sym(blocked.length) + open_reduce_loop(Sym(blocked.length));
+        if (!loop.extent.is_const() || loop.size % blocked.length != 0)
+          in_range = lt(trip[loop.axis], loop.extent);
         continue;
       }
       if (blocked.enabled && level == blocked.level) {
         targets = define_accumulators(ReduceOp::Sum, dtype, accumulators.size());
         inner_begin = loops.size();
       }
-      trip[loop.axis] = open_reduce_loop(loop.size);
+      trip[loop.axis] = open_reduce_loop(loop.extent);
     }
     const size_t body_start = program_.instrs.size();
     // Each combination of copy and part reads its own position along every reduce axis.
@@ -429,9 +437,9 @@ class Lowerer : public LinearBuilder {
               ((trip[at] * Sym(opts.unroll) + Sym(copy_at)) * Sym(opts.upcast) + Sym(part_at)) *
                   Sym(opts.group) +
               lane;
-          const int64_t size = src->shape()[reduce.axes[at]];
-          if (trips[at] * opts.unroll * opts.upcast * opts.group != size)
-            valid = logical_and(valid, lt(position, Sym(size)));
+          const Sym& size = src_shape[reduce.axes[at]];
+          if (!(trips[at] * Sym(opts.unroll * opts.upcast * opts.group) == size))
+            valid = logical_and(valid, lt(position, size));
           for (Index& index : src_lanes) index[reduce.axes[at]] = position;
         }
         const std::vector<int> values = valid == Sym(1)
@@ -500,7 +508,7 @@ class Lowerer : public LinearBuilder {
     }
     std::vector<int> loops;
     const int64_t chunks = src->shape()[reduce_axis] / tile_chunk_;
-    chunk_start_ = open_loop(loops, chunks) * Sym(tile_chunk_);
+    chunk_start_ = open_loop(loops, Sym(chunks)) * Sym(tile_chunk_);
     for (const KernelAxes::ReduceInput& input : axes_.reduce_inputs) {
       const StagedInput& staged = staged_.at(input.node.get());
       const int64_t elements = staged.per_step * tile_chunk_;
@@ -525,7 +533,7 @@ class Lowerer : public LinearBuilder {
       }
     }
     emit(LinInstr{LinOp::Barrier, dtypes::int64});
-    const Sym step = open_loop(loops, tile_chunk_);
+    const Sym step = open_loop(loops, Sym(tile_chunk_));
     Lanes source_lanes = lanes;
     for (Index& lane : source_lanes) lane[reduce_axis] = chunk_start_ + step;
     reading_chunks_ = true;
@@ -604,6 +612,7 @@ LinearProgram lower_kernel(const ScheduleItem& item, const std::vector<Opt>& opt
              std::string("storing ") + item.output->dtype().name() + "[" +
                  std::to_string(item.output->numel()) + "]");
   LinearProgram program = Lowerer(item, axes, opts).run();
+  program.variables = kernel_variables(item.ast);
   spread_over_hardware(program, target.max_workgroups);
   program.name = kernel_name(program);
   return program;

@@ -50,13 +50,18 @@ int64_t KernelAxes::size(int axis) const {
   return axis < outputs ? output[axis] : reduce_sizes[axis - outputs];
 }
 
+bool KernelAxes::any_symbolic() const {
+  return std::any_of(sym_sizes.begin(), sym_sizes.end(),
+                     [](const Sym& size) { return !size.is_const(); });
+}
+
 std::string KernelAxes::to_string() const {
   std::string text = "[";
   for (size_t axis = 0; axis < output.size(); ++axis)
-    text += (axis ? " " : "") + std::to_string(output[axis]);
+    text += (axis ? " " : "") + sym_sizes[axis].key();
   if (!reduce.empty()) {
     text += " | " + std::string(reduce_op_name(reduce_op)) + " " + reduce_dtype.name();
-    for (int64_t size : reduce_sizes) text += " " + std::to_string(size);
+    for (size_t at = 0; at < reduce.size(); ++at) text += " " + sym_sizes[output.size() + at].key();
   }
   return text + "]";
 }
@@ -191,16 +196,21 @@ void find_matmul_shape(const UOpRef& ast, const UOpRef& reduce, KernelAxes& axes
 KernelAxes kernel_axes(const UOpRef& ast) {
   KernelAxes axes;
   axes.output = ast->shape();
+  axes.sym_sizes = ast->sym_shape();
   if (const UOpRef reduce = kernel_reduce(ast)) {
     const ReduceArg& arg = reduce->reduce_arg();
+    const SymShape source_sizes = reduce->src()->sym_shape();
     for (int axis : arg.axes) {
       axes.reduce.push_back(axis);
       axes.reduce_sizes.push_back(reduce->src()->shape()[axis]);
+      axes.sym_sizes.push_back(source_sizes[axis]);
     }
     axes.reduce_op = arg.op;
     axes.reduce_dtype = reduce->dtype();
     axes.reassociable = !reduce->dtype().is_float() || arg.op != ReduceOp::Prod;
-    if (arg.axes.size() == 1) find_matmul_shape(ast, reduce, axes);
+    // A symbolic kernel is not tiled (TILE divides its axes).
+    if (arg.axes.size() == 1 && !ast->is_symbolic() && !reduce->src()->is_symbolic())
+      find_matmul_shape(ast, reduce, axes);
   }
   return axes;
 }
@@ -252,6 +262,10 @@ class OptChecker {
       }
       const bool reduce_axis = opt.axis != Opt::kFlatAxis && axes_.is_reduce_axis(opt.axis);
       const int64_t size = opt.axis == Opt::kFlatAxis ? 0 : axes_.size(opt.axis);
+      const bool symbolic = opt.axis != Opt::kFlatAxis && axes_.is_symbolic(opt.axis);
+      if (symbolic && opt.kind != OptKind::Local && opt.kind != OptKind::Group)
+        refuse("the axis' size " + axes_.sym_sizes[opt.axis].key() +
+               " is symbolic: only LOCAL and GROUP apply at every value");
       switch (opt.kind) {
         case OptKind::Local: {
           if (reduce_axis) refuse("LOCAL splits an output axis (GROUP splits a reduce axis)");

@@ -64,10 +64,15 @@ struct Opt {
 std::string opts_to_string(const std::vector<Opt>& opts);
 
 // The axes of one kernel.
+//
+// An axis whose size is symbolic (over the kernel's variables) has its largest value in `output`
+// or `reduce_sizes`, and the expression in `sym_sizes`: opts that must divide it (UPCAST,
+// UNROLL, TILE, ROWS) are refused there; LOCAL and GROUP work at any value.
 struct KernelAxes {
   Shape output;             // the kernel's output shape: axes 0 .. output.size() - 1
   std::vector<int> reduce;  // the reduced axes of the kernel's reduction, in the source's shape
   std::vector<int64_t> reduce_sizes;  // their sizes: kernel axes output.size() ...
+  std::vector<Sym> sym_sizes;         // every axis' size, in kernel axis order
   ReduceOp reduce_op = ReduceOp::Sum;
   DType reduce_dtype = dtypes::float32;
   // Whether the reduction may be reassociated (split into partial results): every integer and
@@ -89,6 +94,8 @@ struct KernelAxes {
   int rank() const { return static_cast<int>(output.size() + reduce.size()); }
   bool is_reduce_axis(int axis) const { return axis >= static_cast<int>(output.size()); }
   int64_t size(int axis) const;
+  bool is_symbolic(int axis) const { return !sym_sizes[axis].is_const(); }
+  bool any_symbolic() const;
   std::string to_string() const;  // "[64 128 | r 4096]"
 };
 

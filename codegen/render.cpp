@@ -100,9 +100,8 @@ class Renderer {
     // its opts divide every dimension, so these are whole surplus workgroups of a spread one,
     // which return together.
     for (const LaunchDim& launch : program_.launch) {
-      if (launch.global > launch.size)
-        out << "  if (" << launch.var << " >= " << int_literal(launch.size, dialect_)
-            << ") return;\n";
+      if (!launch.size.is_const() || launch.global > launch.size.const_value())
+        out << "  if (" << launch.var << " >= " << size_text(launch.size) << ") return;\n";
     }
   }
 
@@ -121,6 +120,11 @@ class Renderer {
     }
     return "(" + group + ") * " + int_literal(launch.local, dialect_) + " + " +
            dialect_.launch_id(LaunchId::Local, launch.hardware[0]);
+  }
+
+  // A size: a literal, or an expression over the kernel's variables.
+  std::string size_text(const Sym& size) const {
+    return size.is_const() ? int_literal(size.const_value(), dialect_) : sym_text(size, dialect_);
   }
 
   std::string float_literal(double number, bool wide) const {
@@ -528,8 +532,8 @@ class Renderer {
               << names_[instr.reduction_acc] << ")\n";
         }
         out << pad() << "for (" << dialect_.index_type << " " << instr.loop_var << " = 0; "
-            << instr.loop_var << " < " << int_literal(instr.loop_end, dialect_) << "; "
-            << instr.loop_var << "++) {\n";
+            << instr.loop_var << " < " << size_text(instr.loop_end) << "; " << instr.loop_var
+            << "++) {\n";
         ++indent_;
         return;
       case LinOp::LoopEnd:

@@ -46,6 +46,8 @@ int64_t choose_split(int64_t n) {
 UOpRef split_rule(const UOpRef& node) {
   if (node->op() != Op::Reduce) return nullptr;
   const UOpRef& src = node->src();
+  // A symbolic reduction keeps one kernel for every size (its split would depend on the value).
+  if (src->is_symbolic()) return nullptr;
   if (node->numel() != 1 || src->numel() < kSplitReductionThreshold) return nullptr;
   const int64_t total = src->numel();
   const int64_t splits = choose_split(total);
@@ -276,7 +278,7 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
     if (!realized.count(raw)) continue;
     const std::string& node_device = device_of[raw].empty() ? device : device_of[raw];
     auto storage = make_buffer(node_device, node->dtype(), node->numel());
-    UOpRef buffer = UOp::make(Op::Buffer, node->dtype(), {}, storage, node->shape());
+    UOpRef buffer = UOp::make_symbolic(Op::Buffer, node->dtype(), {}, storage, node->sym_shape());
     ScheduleItem item;
     item.output = buffer;
     if (node->op() == Op::Copy) {

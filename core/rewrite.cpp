@@ -58,6 +58,9 @@ UOpRef rewrite_from(const UOpRef& root, const RewriteRule& rule, const RewriteRu
 }  // namespace
 
 UOpRef with_srcs(const UOpRef& node, std::vector<UOpRef> srcs) {
+  if (node->is_symbolic() && node->srcs().empty())
+    return UOp::make_symbolic(node->op(), node->dtype(), std::move(srcs), node->arg(),
+                              node->sym_shape());
   return UOp::make(node->op(), node->dtype(), std::move(srcs), node->arg(), node->shape());
 }
 

@@ -11,9 +11,10 @@ namespace kiln {
 
 struct SymNode {
   SymKind kind;
-  int64_t value = 0;  // Const: the value; Sum: the constant part
-  std::string name;   // Var
-  SymTerms terms;     // Sum
+  int64_t value = 0;   // Const: the value; Sum: the constant part
+  std::string name;    // Var
+  bool bound = false;  // Var: `value` is its bound value
+  SymTerms terms;      // Sum
   std::vector<Sym> operands;
   int64_t vmin = 0;
   int64_t vmax = 0;
@@ -166,6 +167,67 @@ Sym Sym::var(const std::string& name, int64_t min_value, int64_t max_value) {
   return SymBuilder::make(std::move(node));
 }
 
+Sym Sym::bound_var(const std::string& name, int64_t min_value, int64_t max_value, int64_t value) {
+  if (value < min_value || value > max_value) {
+    throw ShapeError("[Sym::bound_var] variable '" + name + "' bound to " + std::to_string(value) +
+                     ", outside its bounds [" + std::to_string(min_value) + ", " +
+                     std::to_string(max_value) + "]");
+  }
+  if (min_value == max_value) return Sym(value);
+  SymNode node;
+  node.kind = SymKind::Var;
+  node.name = name;
+  node.bound = true;
+  node.value = value;
+  node.vmin = min_value;
+  node.vmax = max_value;
+  node.key = name + "=" + std::to_string(value) + "[" + std::to_string(min_value) + "," +
+             std::to_string(max_value) + "]";
+  return SymBuilder::make(std::move(node));
+}
+
+std::string Sym::to_string() const {
+  // Bounds are the only bracketed parts of a key.
+  std::string text;
+  bool in_bounds = false;
+  for (char c : key()) {
+    if (c == '[') in_bounds = true;
+    if (!in_bounds) text += c;
+    if (c == ']') in_bounds = false;
+  }
+  return text;
+}
+
+bool Sym::is_bound() const {
+  return node_->kind == SymKind::Var && node_->bound;
+}
+int64_t Sym::bound_value() const {
+  return node_->value;
+}
+
+bool Sym::has_unbound() const {
+  for (const Sym& variable : variable_nodes()) {
+    if (!variable.is_bound()) return true;
+  }
+  return false;
+}
+
+std::vector<Sym> Sym::variable_nodes() const {
+  std::map<std::string, Sym> found;
+  std::vector<const Sym*> stack{this};
+  while (!stack.empty()) {
+    const Sym* value = stack.back();
+    stack.pop_back();
+    const SymNode* node = value->node();
+    if (node->kind == SymKind::Var) found.emplace(node->key, *value);
+    for (const auto& term : node->terms) stack.push_back(&term.first);
+    for (const auto& operand : node->operands) stack.push_back(&operand);
+  }
+  std::vector<Sym> nodes;
+  for (auto& entry : found) nodes.push_back(entry.second);
+  return nodes;
+}
+
 SymKind Sym::kind() const {
   return node_->kind;
 }
@@ -205,6 +267,7 @@ int64_t Sym::eval(const std::map<std::string, int64_t>& values) const {
       return node->value;
     case SymKind::Var: {
       auto found = values.find(node->name);
+      if (found == values.end() && node->bound) return node->value;
       if (found == values.end())
         throw Error("[Sym::eval] no value for variable '" + node->name + "'");
       return found->second;

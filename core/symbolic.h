@@ -31,11 +31,18 @@ class Sym {
 
   // A named variable with inclusive bounds.
   static Sym var(const std::string& name, int64_t min_value, int64_t max_value);
+  // A variable bound to a value inside its bounds: symbolic for the simplifier (its range is the
+  // bounds), with a value for eval. Its key names the value ("n=5[1,64]"), so graphs over
+  // different values stay different; a kernel has it unbound (codegen/kernel_variables.h).
+  static Sym bound_var(const std::string& name, int64_t min_value, int64_t max_value,
+                       int64_t value);
 
   SymKind kind() const;
   bool is_const() const { return kind() == SymKind::Const; }
   int64_t const_value() const;          // only for constants
   const std::string& var_name() const;  // only for variables
+  bool is_bound() const;                // a variable bound to a value
+  int64_t bound_value() const;          // only for bound variables
   int64_t vmin() const;
   int64_t vmax() const;
 
@@ -44,14 +51,21 @@ class Sym {
   const SymTerms& sum_terms() const;
   const std::vector<Sym>& operands() const;
 
-  // Canonical text; two Syms are equal exactly when their keys are equal.
+  // Canonical text; two Syms are equal exactly when their keys are equal. A bound variable's
+  // names its bounds too ("n=5[1,64]"): one name with two bounds is two variables.
   const std::string& key() const;
-  std::string to_string() const { return key(); }
+  // The key without bounds ("n=5"), for messages.
+  std::string to_string() const;
 
-  int64_t eval(const std::map<std::string, int64_t>& values) const;
+  // Variables take their value from `values`, else (bound variables) their bound value.
+  int64_t eval(const std::map<std::string, int64_t>& values = {}) const;
+  // True when some variable occurs that is not bound (eval then needs `values`).
+  bool has_unbound() const;
   Sym substitute(const std::map<std::string, Sym>& values) const;
   // Names of the variables that occur, sorted.
   std::vector<std::string> variables() const;
+  // The variable nodes that occur (bound or not), each once, in key order.
+  std::vector<Sym> variable_nodes() const;
 
   bool operator==(const Sym& other) const;
   bool operator!=(const Sym& other) const { return !(*this == other); }

@@ -1,5 +1,6 @@
 #include "core/uop.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -49,9 +50,15 @@ InternTable& intern_table() {
   return *table;
 }
 
+bool same_sym_shape(const UOp& node, const SymShape* sym_shape) {
+  if (node.is_symbolic() != (sym_shape != nullptr)) return false;
+  return !sym_shape || node.sym_shape() == *sym_shape;
+}
+
 bool same_node(const UOp& node, Op op, DType dtype, const std::vector<UOpRef>& srcs, const Arg& arg,
-               const Shape& shape) {
+               const Shape& shape, const SymShape* sym_shape) {
   if (node.op() != op || node.dtype() != dtype || node.shape() != shape) return false;
+  if (!same_sym_shape(node, sym_shape)) return false;
   if (node.srcs().size() != srcs.size()) return false;
   for (size_t index = 0; index < srcs.size(); ++index) {
     if (node.srcs()[index].get() != srcs[index].get()) return false;
@@ -66,18 +73,88 @@ bool ConstArg::operator==(const ConstArg& other) const {
   return std::memcmp(&float_value, &other.float_value, 8) == 0 && int_value == other.int_value;
 }
 
+namespace {
+
+bool all_const(const SymShape& shape) {
+  return std::all_of(shape.begin(), shape.end(), [](const Sym& size) { return size.is_const(); });
+}
+
+// The symbolic shape a non-leaf node derives from its argument or sources; null where it is
+// made of numbers only.
+std::shared_ptr<const SymShape> derived_sym_shape(Op op, const std::vector<UOpRef>& srcs,
+                                                  const Arg& arg) {
+  if (op == Op::View) {
+    const SymShape& shape = std::get<ShapeTracker>(arg).shape();
+    return all_const(shape) ? nullptr : std::make_shared<const SymShape>(shape);
+  }
+  const bool symbolic =
+      std::any_of(srcs.begin(), srcs.end(), [](const UOpRef& src) { return src->is_symbolic(); });
+  if (!symbolic) return nullptr;
+  if (op == Op::Reduce) {
+    SymShape shape = srcs[0]->sym_shape();
+    for (int axis : std::get<ReduceArg>(arg).axes) shape[axis] = Sym(1);
+    return all_const(shape) ? nullptr : std::make_shared<const SymShape>(std::move(shape));
+  }
+  // Elementwise, Cast, Contiguous and Copy: the sources have the node's shape; each size is the
+  // first source's that is symbolic there.
+  SymShape shape;
+  for (const UOpRef& src : srcs) {
+    if (!src->is_symbolic()) continue;
+    const SymShape src_shape = src->sym_shape();
+    if (shape.empty()) shape = src_shape;
+    for (size_t axis = 0; axis < shape.size() && axis < src_shape.size(); ++axis) {
+      if (shape[axis].is_const() && !src_shape[axis].is_const()) shape[axis] = src_shape[axis];
+    }
+  }
+  return std::make_shared<const SymShape>(std::move(shape));
+}
+
+// Bound variables at their values; an unbound one at its largest value.
+Shape concrete_shape(const SymShape& shape) {
+  Shape sizes;
+  for (const Sym& size : shape) {
+    sizes.push_back(size.has_unbound() ? size.vmax() : size.eval());
+  }
+  return sizes;
+}
+
+}  // namespace
+
+UOpRef UOp::make_symbolic(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg,
+                          const SymShape& shape) {
+  const bool leaf = op == Op::Buffer || op == Op::Const || op == Op::Iota;
+  if (!leaf || all_const(shape))
+    return make(op, dtype, std::move(srcs), std::move(arg), concrete_shape(shape));
+  return make_interned(op, dtype, std::move(srcs), std::move(arg), concrete_shape(shape),
+                       std::make_shared<const SymShape>(shape));
+}
+
 UOpRef UOp::make(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape) {
+  std::shared_ptr<const SymShape> sym_shape;
+  if (op != Op::Buffer && op != Op::Const && op != Op::Iota) {
+    sym_shape = derived_sym_shape(op, srcs, arg);
+    if (sym_shape) shape = concrete_shape(*sym_shape);
+  }
+  return make_interned(op, dtype, std::move(srcs), std::move(arg), std::move(shape),
+                       std::move(sym_shape));
+}
+
+UOpRef UOp::make_interned(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape,
+                          std::shared_ptr<const SymShape> sym_shape) {
   size_t hash = combine(static_cast<size_t>(op), static_cast<size_t>(dtype.type()));
   for (const UOpRef& src : srcs) hash = combine(hash, src->hash());
   hash = combine(hash, hash_arg(arg));
   for (int64_t size : shape) hash = combine(hash, std::hash<int64_t>()(size));
+  if (sym_shape) {
+    for (const Sym& size : *sym_shape) hash = combine(hash, std::hash<std::string>()(size.key()));
+  }
 
   InternTable& table = intern_table();
   std::lock_guard<std::mutex> lock(table.mutex);
   auto [begin, end] = table.nodes.equal_range(hash);
   for (auto entry = begin; entry != end; ++entry) {
     const UOp* existing = entry->second;
-    if (!same_node(*existing, op, dtype, srcs, arg, shape)) continue;
+    if (!same_node(*existing, op, dtype, srcs, arg, shape, sym_shape.get())) continue;
     // The node may be mid-destruction (its count reached zero); then build a fresh one.
     if (UOpRef alive = existing->weak_self_.lock()) return alive;
   }
@@ -114,7 +191,9 @@ UOpRef UOp::make(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape sh
     }
     orphans = nullptr;
   };
-  UOpRef node(new UOp(op, dtype, std::move(srcs), std::move(arg), std::move(shape), hash), deleter);
+  UOpRef node(new UOp(op, dtype, std::move(srcs), std::move(arg), std::move(shape),
+                      std::move(sym_shape), hash),
+              deleter);
   node->weak_self_ = node;
   table.nodes.emplace(hash, node.get());
   return node;
@@ -126,6 +205,10 @@ UOpRef UOp::realized_value() const {
 
 void UOp::set_realized_value(const UOpRef& value) const {
   realized_ = value;
+}
+
+SymShape UOp::sym_shape() const {
+  return sym_shape_ ? *sym_shape_ : to_sym_shape(shape_);
 }
 
 int64_t UOp::numel() const {
@@ -165,7 +248,14 @@ bool is_elementwise(Op op) {
 std::string UOp::to_string() const {
   std::ostringstream text;
   text << op_name(op_) << " " << dtype_.name() << " (";
-  for (size_t dim = 0; dim < shape_.size(); ++dim) text << (dim ? ", " : "") << shape_[dim];
+  for (size_t dim = 0; dim < shape_.size(); ++dim) {
+    text << (dim ? ", " : "");
+    if (sym_shape_) {
+      text << (*sym_shape_)[dim].key();
+    } else {
+      text << shape_[dim];
+    }
+  }
   text << ")";
   struct Visitor {
     std::ostringstream& out;

@@ -110,14 +110,26 @@ using UOpRef = std::shared_ptr<const UOp>;
 class UOp {
  public:
   // The one way to make a node; returns the existing node when an equal one is alive.
+  //
+  // Shapes may be symbolic: a size may be an expression over variables (core/symbolic.h), bound
+  // to values in the tensor graph and unbound in a kernel's generic ast. A leaf (Buffer, Const,
+  // Iota) is given its symbolic shape by make_symbolic; every other node derives it (a View from
+  // its tracker, a Reduce from its source, elementwise ops from their sources), so the `shape`
+  // argument only matters where nothing is symbolic.
   static UOpRef make(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape);
+  static UOpRef make_symbolic(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg,
+                              const SymShape& shape);
 
   Op op() const { return op_; }
   DType dtype() const { return dtype_; }
   const std::vector<UOpRef>& srcs() const { return srcs_; }
   const UOpRef& src(size_t index = 0) const { return srcs_[index]; }
   const Arg& arg() const { return arg_; }
+  // The sizes, with bound variables at their values (an unbound one at its largest value).
   const Shape& shape() const { return shape_; }
+  // Whether some size is an expression over variables; sym_shape() then gives the expressions.
+  bool is_symbolic() const { return sym_shape_ != nullptr; }
+  SymShape sym_shape() const;
   int64_t numel() const;
   size_t hash() const { return hash_; }
 
@@ -139,20 +151,25 @@ class UOp {
   UOpRef realized_value() const;
   void set_realized_value(const UOpRef& value) const;
 
-  UOp(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape, size_t hash)
+  UOp(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape,
+      std::shared_ptr<const SymShape> sym_shape, size_t hash)
       : op_(op),
         dtype_(dtype),
         srcs_(std::move(srcs)),
         arg_(std::move(arg)),
         shape_(std::move(shape)),
+        sym_shape_(std::move(sym_shape)),
         hash_(hash) {}
 
  private:
+  static UOpRef make_interned(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape,
+                              std::shared_ptr<const SymShape> sym_shape);
   Op op_;
   DType dtype_;
   std::vector<UOpRef> srcs_;
   Arg arg_;
   Shape shape_;
+  std::shared_ptr<const SymShape> sym_shape_;  // null where every size is a number
   size_t hash_;
   mutable std::weak_ptr<const UOp> weak_self_;  // lets the intern table hand out owners
   mutable std::weak_ptr<const UOp> realized_;   // see realized_value()

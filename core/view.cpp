@@ -232,6 +232,15 @@ ShapeTracker ShapeTracker::expand(const SymShape& new_shape) const {
   View view = views_.back();
   for (size_t dim = 0; dim < new_shape.size(); ++dim) {
     if (view.shape[dim] == new_shape[dim]) continue;
+    if (!(view.shape[dim] == Sym(1))) {
+      // The same size written another way (a number as the variable bound to it): the size
+      // is renamed, the stride kept.
+      if (view.mask && (*view.mask)[dim].first == Sym(0) &&
+          (*view.mask)[dim].second == view.shape[dim])
+        (*view.mask)[dim].second = new_shape[dim];
+      view.shape[dim] = new_shape[dim];
+      continue;
+    }
     // Only size-1 dimensions expand; their mask is either all (0, 1) or empty (0, 0).
     view.shape[dim] = new_shape[dim];
     view.strides[dim] = Sym(0);
@@ -316,6 +325,40 @@ bool ShapeTracker::is_injective() const {
   return true;
 }
 
+bool ShapeTracker::is_symbolic() const {
+  auto symbolic = [](const SymShape& values) {
+    return std::any_of(values.begin(), values.end(),
+                       [](const Sym& value) { return !value.is_const(); });
+  };
+  for (const View& view : views_) {
+    if (symbolic(view.shape) || symbolic(view.strides) || !view.offset.is_const()) return true;
+    if (!view.mask) continue;
+    for (const auto& [begin, end] : *view.mask) {
+      if (!begin.is_const() || !end.is_const()) return true;
+    }
+  }
+  return false;
+}
+
+ShapeTracker ShapeTracker::substitute(const std::map<std::string, Sym>& values) const {
+  std::vector<View> views = views_;
+  auto replace = [&](SymShape& sizes) {
+    for (Sym& size : sizes) size = size.substitute(values);
+  };
+  for (View& view : views) {
+    replace(view.shape);
+    replace(view.strides);
+    view.offset = view.offset.substitute(values);
+    if (view.mask) {
+      for (auto& [begin, end] : *view.mask) {
+        begin = begin.substitute(values);
+        end = end.substitute(values);
+      }
+    }
+  }
+  return ShapeTracker(std::move(views));
+}
+
 std::string ShapeTracker::to_string() const {
   std::string text = "ShapeTracker(";
   for (size_t index = 0; index < views_.size(); ++index) {
@@ -330,14 +373,16 @@ std::vector<Sym> unravel_index(const Sym& flat, const SymShape& shape) {
   for (const Sym& size : shape) {
     if (size.vmax() <= 0) return index;  // an empty shape has no element to index
   }
+  // A symbolic size that may be 0 divides as at least 1: at 0 there is no element to index.
+  auto divisor = [](const Sym& size) { return size.vmin() >= 1 ? size : sym_max(size, Sym(1)); };
   Sym stride(1);
   for (size_t dim = shape.size(); dim-- > 0;) {
     if (!is_one(shape[dim])) {
       const Sym quotient = floordiv(flat, stride);
       // The outermost index needs no modulo: a flat index is always inside the shape.
-      index[dim] = dim == 0 ? quotient : mod(quotient, shape[dim]);
+      index[dim] = dim == 0 ? quotient : mod(quotient, divisor(shape[dim]));
     }
-    stride = stride * shape[dim];
+    stride = stride * divisor(shape[dim]);
   }
   return index;
 }

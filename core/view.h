@@ -8,6 +8,7 @@
 // and pad (mask and offset) always update the top View; a reshape that cannot be expressed on the
 // top View pushes a new one, whose "buffer" is the View below read in row-major order.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -60,9 +61,13 @@ class ShapeTracker {
   // This view applied on top of `below` (whose shape must equal this tracker's buffer shape).
   ShapeTracker compose_onto(const ShapeTracker& below) const;
 
+  // Every variable named in `values` replaced (for instance bound variables by unbound ones).
+  ShapeTracker substitute(const std::map<std::string, Sym>& values) const;
   // (buffer index, valid) for a logical index, through every View.
   std::pair<Sym, Sym> to_index(const std::vector<Sym>& index) const;
   bool is_contiguous() const { return views_.size() == 1 && views_[0].is_contiguous(); }
+  // Whether a size, stride, offset or mask mentions a variable.
+  bool is_symbolic() const;
   // True when no two in-bounds logical indices read the same buffer element (no expansion).
   bool is_injective() const;
   std::string to_string() const;

@@ -7,6 +7,7 @@
 #include <kiln/capture.h>
 #include <kiln/error.h>
 
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -26,11 +27,13 @@ struct CapturedStep::State {
   // The capture.
   struct Input {
     Shape shape;
+    SymShape sym_shape;  // with the capture call's values of its variables
     DType dtype;
     std::string device;
     std::shared_ptr<Buffer> buffer;  // the capture call's: replaced by each call's own
   };
   std::vector<Input> inputs;
+  bool symbolic = false;  // some input's shape has variables
   std::vector<RecordedLaunch> launches;
   struct Output {
     UOpRef node;  // as the capture returned it: a Buffer node, or a View of one
@@ -64,7 +67,37 @@ Tensor private_copy(const Tensor& input) {
   Buffer& source = *buffer_behind(*plain.node());
   auto copy = std::make_shared<Buffer>(open_device(input.device()), input.dtype(), input.numel());
   copy_between_devices(source, *copy);
-  return make_tensor(UOp::make(Op::Buffer, input.dtype(), {}, copy, input.shape()), input.device());
+  return make_tensor(
+      UOp::make_symbolic(Op::Buffer, input.dtype(), {}, copy, plain.node()->sym_shape()),
+      input.device());
+}
+
+// A size with each bound variable's value left out ("n[1,64]"): what a replay's input must match.
+std::string size_pattern(const Sym& size) {
+  if (size.is_const()) return size.key();
+  std::map<std::string, Sym> unbound;
+  for (const Sym& variable : size.variable_nodes()) {
+    if (!variable.is_bound()) continue;
+    unbound.emplace(variable.var_name(),
+                    Sym::var(variable.var_name() + "[" + std::to_string(variable.vmin()) + "," +
+                                 std::to_string(variable.vmax()) + "]",
+                             variable.vmin(), variable.vmax()));
+  }
+  return size.substitute(unbound).key();
+}
+
+// The bound variables of a replay's inputs, by name, at the call's values.
+using Bindings = std::map<std::string, Sym>;
+
+// Each bound variable of `value` at its binding in `bindings` (by name).
+Sym rebind(const Sym& value, const Bindings& bindings) {
+  return value.is_const() ? value : value.substitute(bindings);
+}
+
+std::map<std::string, int64_t> values_of(const Bindings& bindings) {
+  std::map<std::string, int64_t> values;
+  for (const auto& [name, variable] : bindings) values[name] = variable.bound_value();
+  return values;
 }
 
 std::string input_text(size_t index, const Tensor& input) {
@@ -103,7 +136,8 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
     std::vector<State::Input> captured_inputs;
     for (const Tensor& input : inputs) {
       private_inputs.push_back(private_copy(input));
-      captured_inputs.push_back({input.shape(), input.dtype(), input.device(),
+      captured_inputs.push_back({input.shape(), private_inputs.back().node()->sym_shape(),
+                                 input.dtype(), input.device(),
                                  buffer_behind(*private_inputs.back().node())});
     }
     LaunchRecorder recorder;
@@ -123,6 +157,19 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
     }
     for (const RecordedLaunch& launch : recorder.launches)
       state.written.insert(launch.buffers[launch.program ? 0 : 1].get());
+    for (const RecordedLaunch& launch : recorder.launches) {
+      for (size_t at = 0; at < launch.bound.size(); ++at) {
+        for (size_t other = 0; other < at; ++other) {
+          if (launch.bound[at].var_name() == launch.bound[other].var_name())
+            throw ShapeError("[CapturedStep] a kernel of the step reads variable '" +
+                             launch.bound[at].var_name() +
+                             "' at two values; a captured step binds each variable once");
+        }
+      }
+    }
+    for (const State::Input& input : captured_inputs) {
+      for (const Sym& size : input.sym_shape) state.symbolic |= !size.is_const();
+    }
     state.inputs = std::move(captured_inputs);
     state.outputs = std::move(captured_outputs);
     state.launches = std::move(recorder.launches);
@@ -135,15 +182,29 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
     throw ShapeError("[CapturedStep] the step was captured with " +
                      std::to_string(state.inputs.size()) + " input(s), got " +
                      std::to_string(inputs.size()));
+  Bindings bindings;  // the variables' values in this call
   for (size_t index = 0; index < inputs.size(); ++index) {
     const State::Input& captured = state.inputs[index];
     const Tensor& input = inputs[index];
     const std::string expected = std::string("; the step was captured with ") +
-                                 captured.dtype.name() + shape_string(captured.shape) + " on " +
+                                 captured.dtype.name() + shape_string(captured.sym_shape) + " on " +
                                  captured.device;
-    if (input.shape() != captured.shape)
+    const DimShape dims = input.dims();
+    bool same_shape = dims.size() == captured.sym_shape.size();
+    for (size_t dim = 0; same_shape && dim < dims.size(); ++dim)
+      same_shape = size_pattern(dims[dim].sym()) == size_pattern(captured.sym_shape[dim]);
+    if (!same_shape)
       throw ShapeError("[CapturedStep] " + input_text(index, input) + " has another shape" +
-                       expected);
+                       expected + " (a variable size is passed bound: Variable::bind)");
+    for (const Dim& dim : dims) {
+      for (const Sym& variable : dim.sym().variable_nodes()) {
+        auto [known, fresh] = bindings.emplace(variable.var_name(), variable);
+        if (!fresh && known->second.bound_value() != variable.bound_value())
+          throw ShapeError("[CapturedStep] " + input_text(index, input) + " binds variable '" +
+                           variable.var_name() + "' to " + std::to_string(variable.bound_value()) +
+                           ", an earlier input to " + std::to_string(known->second.bound_value()));
+      }
+    }
     if (input.dtype() != captured.dtype)
       throw DTypeError("[CapturedStep] " + input_text(index, input) + " has another dtype" +
                        expected);
@@ -163,6 +224,19 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
     swapped[captured] = std::make_shared<Buffer>(open_device(output.device), output.buffer->dtype(),
                                                  output.buffer->numel());
   }
+  const std::map<std::string, int64_t> values = values_of(bindings);
+  if (state.symbolic) {
+    // Every buffer the step writes is sized for this call's values (outputs included).
+    for (const RecordedLaunch& launch : state.launches) {
+      const std::shared_ptr<Buffer>& written = launch.buffers[launch.program ? 0 : 1];
+      const int64_t numel = launch.written_numel.eval(values);
+      const auto found = swapped.find(written.get());
+      const Buffer& now = found == swapped.end() ? *written : *found->second;
+      if (now.numel() == numel) continue;
+      swapped[written.get()] =
+          std::make_shared<Buffer>(open_device(written->device()), written->dtype(), numel);
+    }
+  }
   auto current = [&](const std::shared_ptr<Buffer>& buffer) -> Buffer& {
     auto found = swapped.find(buffer.get());
     return found == swapped.end() ? *buffer : *found->second;
@@ -178,6 +252,15 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
       LaunchRequest request = launch.request;
       for (size_t index = 0; index < launch.buffers.size(); ++index)
         request.buffers[index] = current(launch.buffers[index]).memory();
+      if (launch.geometry) {
+        request.variables.clear();
+        for (const Sym& bound : launch.bound) request.variables.push_back(bound.eval(values));
+        if (work_items(*launch.geometry, request.variables) == 0) continue;
+        int64_t global[3], local[3];
+        dispatch_sizes(*launch.geometry, request.variables, global, local);
+        request.global = {global[0], global[1], global[2]};
+        request.local = {local[0], local[1], local[2]};
+      }
       launch.program->launch(request);
     }
   }
@@ -188,10 +271,17 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
     const std::shared_ptr<Buffer>& buffer = found == swapped.end() ? output.buffer : found->second;
     const UOpRef& captured_buffer =
         output.node->op() == Op::Buffer ? output.node : output.node->src();
-    const UOpRef node =
-        UOp::make(Op::Buffer, captured_buffer->dtype(), {}, buffer, captured_buffer->shape());
+    SymShape sizes;
+    for (const Sym& size : captured_buffer->sym_shape()) sizes.push_back(rebind(size, bindings));
+    const UOpRef node = UOp::make_symbolic(Op::Buffer, captured_buffer->dtype(), {}, buffer, sizes);
+    if (output.node->op() == Op::Buffer) {
+      outputs.push_back(make_tensor(node, output.device));
+      continue;
+    }
+    const ShapeTracker tracker =
+        bindings.empty() ? output.node->tracker() : output.node->tracker().substitute(bindings);
     outputs.push_back(make_tensor(
-        output.node->op() == Op::Buffer ? node : with_srcs(output.node, {node}), output.device));
+        UOp::make(Op::View, node->dtype(), {node}, tracker, output.node->shape()), output.device));
   }
   return outputs;
 }

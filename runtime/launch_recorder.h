@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include "codegen/linear.h"
+#include "core/symbolic.h"
 #include "runtime/buffer.h"
 #include "runtime/device.h"
 
@@ -16,6 +18,14 @@ struct RecordedLaunch {
   // A kernel's buffers in the request's order (its output first); a copy's source, then its
   // destination.
   std::vector<std::shared_ptr<Buffer>> buffers;
+  // The elements of the buffer it writes (a kernel's output, a copy's destination), over the
+  // bound variables: a replay with other values sizes the buffer from it.
+  Sym written_numel = Sym(0);
+  // A kernel with variables: its launch geometry (a program with only `launch`, `global_size`
+  // and `variables`) and the bound variable each of its variables stood for, so that a replay
+  // dispatches it for other values.
+  std::shared_ptr<const LinearProgram> geometry;
+  std::vector<Sym> bound;
 };
 
 struct LaunchRecorder {

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "codegen/heuristics.h"
+#include "codegen/kernel_variables.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
 #include "codegen/schedule.h"
@@ -30,14 +31,15 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Arithmetic operations the kernel performs, counting loop trips (for the GFLOP/s figure).
+// Arithmetic operations the kernel performs, counting loop trips (for the GFLOP/s figure);
+// symbolic loops at the variables' largest values.
 double estimate_flops(const LinearProgram& program) {
   double flops = 0, multiplier = 1;
   std::vector<double> multipliers;
   for (const LinInstr& instr : program.instrs) {
     if (instr.op == LinOp::LoopBegin) {
       multipliers.push_back(multiplier);
-      multiplier *= static_cast<double>(instr.loop_end);
+      multiplier *= static_cast<double>(instr.loop_end.vmax());
     } else if (instr.op == LinOp::LoopEnd) {
       multiplier = multipliers.back();
       multipliers.pop_back();
@@ -45,7 +47,7 @@ double estimate_flops(const LinearProgram& program) {
       flops += multiplier;
     }
   }
-  return flops * static_cast<double>(program.global_size);
+  return flops * static_cast<double>(program.global_size.vmax());
 }
 
 // A device that stops loops after a number of iterations (lavapipe) would give a wrong result:
@@ -83,6 +85,17 @@ struct PreparedKernel {
   std::string source;
   DeviceContext* context = nullptr;
   OptSettings settings;  // the policy its opts came from
+  double work_per_item = 1;
+  // Where the program has variables: its launch geometry alone (see RecordedLaunch).
+  std::shared_ptr<const LinearProgram> geometry;
+};
+
+// A kernel ready to launch: the prepared program (shared by every value of its variables) and
+// this launch's values, in program.variables order.
+struct KernelLaunch {
+  std::shared_ptr<const PreparedKernel> prepared;
+  std::vector<int64_t> values;
+  std::vector<Sym> bound;  // the bound variable each value came from
 };
 
 // Lowered and rendered kernels, by device and kernel: the ast with its buffers replaced by
@@ -117,27 +130,50 @@ PreparedKernelCache& prepared_kernels() {
   return cache;
 }
 
-std::shared_ptr<const PreparedKernel> prepare_kernel(const ScheduleItem& item) {
+// The launch of a prepared kernel for the values of its variables (by name).
+KernelLaunch launch_of(std::shared_ptr<const PreparedKernel> prepared,
+                       const UnboundKernel& unbound) {
+  KernelLaunch launch;
+  for (const Sym& variable : prepared->program.variables) {
+    launch.values.push_back(unbound.values.at(variable.var_name()));
+    launch.bound.push_back(unbound.bound.at(variable.var_name()));
+  }
+  launch.prepared = std::move(prepared);
+  return launch;
+}
+
+KernelLaunch prepare_kernel(const ScheduleItem& item) {
   DeviceContext* context = &buffer_of(*item.output).context();
   ScheduleItem generic = item;
   std::unordered_map<const UOp*, UOpRef> placeholder_of;
   generic.inputs.clear();
   for (size_t index = 0; index < item.inputs.size(); ++index) {
     const UOpRef& input = item.inputs[index];
+    std::string name = std::string("param") + std::to_string(index + 1);
     UOpRef placeholder =
-        UOp::make(Op::Buffer, input->dtype(), {}, std::string("param") + std::to_string(index + 1),
-                  input->shape());
+        input->is_symbolic()
+            ? UOp::make_symbolic(Op::Buffer, input->dtype(), {}, std::move(name),
+                                 input->sym_shape())
+            : UOp::make(Op::Buffer, input->dtype(), {}, std::move(name), input->shape());
     placeholder_of[input.get()] = placeholder;
     generic.inputs.push_back(placeholder);
   }
+  bool symbolic = false;
   generic.ast = graph_rewrite({item.ast}, [&](const UOpRef& node) -> UOpRef {
+    symbolic |= node->is_symbolic() || (node->op() == Op::View && node->tracker().is_symbolic());
     auto found = placeholder_of.find(node.get());
     return found == placeholder_of.end() ? nullptr : found->second;
   })[0];
+  // A symbolic kernel is prepared (and cached) for its variables, not their values.
+  UnboundKernel unbound;
+  if (symbolic) {
+    unbound = unbind_variables(generic);
+    generic = unbound.item;
+  }
   const OptSettings settings = opt_settings();
   if (auto cached = prepared_kernels().find(context, generic.ast.get());
       cached && cached->settings == settings)
-    return cached;
+    return launch_of(std::move(cached), unbound);
 
   auto prepared = std::make_shared<PreparedKernel>();
   prepared->context = context;
@@ -171,43 +207,65 @@ std::shared_ptr<const PreparedKernel> prepare_kernel(const ScheduleItem& item) {
   prepared->source = render_kernel(prepared->program, context->device().dialect());
   if (debug_level() >= 4)
     logger().info("source of {}:\n{}", prepared->program.name, prepared->source);
+  prepared->work_per_item =
+      estimate_flops(prepared->program) /
+          static_cast<double>(std::max<int64_t>(prepared->program.global_size.vmax(), 1)) +
+      1;
+  if (!prepared->program.variables.empty()) {
+    auto geometry = std::make_shared<LinearProgram>();
+    geometry->name = prepared->program.name;
+    geometry->launch = prepared->program.launch;
+    geometry->global_size = prepared->program.global_size;
+    geometry->variables = prepared->program.variables;
+    prepared->geometry = std::move(geometry);
+  }
   prepared_kernels().insert(context, generic.ast, prepared);
-  return prepared;
+  return launch_of(std::move(prepared), unbound);
 }
 
-void run_kernel(const ScheduleItem& item, const PreparedKernel& prepared) {
+void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel) {
+  const PreparedKernel& prepared = *kernel.prepared;
   const LinearProgram& program = prepared.program;
-  if (program.global_size == 0) return;
+  const int64_t items = work_items(program, kernel.values);
+  // A kernel without work runs nothing; a capture still records it when other values of its
+  // variables would give it work.
+  if (items == 0 && (program.variables.empty() || !active_recorder())) return;
   Program& compiled = prepared.context->program(prepared.source, program.name);
   LaunchRequest request;
   request.buffers.push_back(buffer_of(*item.output).memory());
   for (const UOpRef& input : item.inputs) request.buffers.push_back(buffer_of(*input).memory());
   int64_t global[3], local[3];
-  dispatch_sizes(program, global, local);
+  dispatch_sizes(program, kernel.values, global, local);
   request.global = {global[0], global[1], global[2]};
   request.local = {local[0], local[1], local[2]};
+  request.variables = kernel.values;
   request.wait = debug_level() >= 2 || tracing_enabled();
-  request.work_per_item = estimate_flops(program) / static_cast<double>(program.global_size) + 1;
+  request.work_per_item = prepared.work_per_item;
   if (LaunchRecorder* recorder = active_recorder()) {
-    RecordedLaunch launch{&compiled, request, {}};
+    RecordedLaunch launch;
+    launch.program = &compiled;
+    launch.request = request;
     launch.request.wait = false;  // a replay waits for nothing
+    launch.written_numel = sym_prod(item.output->sym_shape());
+    launch.geometry = prepared.geometry;
+    launch.bound = kernel.bound;
     launch.buffers.push_back(std::static_pointer_cast<Buffer>(item.output->storage()));
     for (const UOpRef& input : item.inputs)
       launch.buffers.push_back(std::static_pointer_cast<Buffer>(input->storage()));
     recorder->launches.push_back(std::move(launch));
   }
+  if (items == 0) return;
   const bool timed = debug_level() >= 2;
   const Clock::time_point launched = Clock::now();
   const double seconds = compiled.launch(request);
-  trace_event(program.name, "kernel", launched, seconds,
-              "global " + std::to_string(program.global_size));
+  trace_event(program.name, "kernel", launched, seconds, "global " + std::to_string(items));
   if (timed) {
     double bytes = 0;
     for (const KernelParam& param : program.params)
       bytes += static_cast<double>(param.numel) * param.dtype.itemsize();
     logger().info("{:<28} global {:>10}  {:>9.1f} us  {:>8.2f} GFLOP/s  {:>8.2f} GB/s",
-                  program.name, program.global_size, seconds * 1e6,
-                  estimate_flops(program) / seconds / 1e9, bytes / seconds / 1e9);
+                  program.name, items, seconds * 1e6, estimate_flops(program) / seconds / 1e9,
+                  bytes / seconds / 1e9);
   }
 }
 
@@ -219,11 +277,11 @@ void run_copy(const ScheduleItem& item) {
       destination.context().device().properties().compile_only)
     return;
   if (LaunchRecorder* recorder = active_recorder()) {
-    recorder->launches.push_back(
-        RecordedLaunch{nullptr,
-                       {},
-                       {std::static_pointer_cast<Buffer>(item.inputs[0]->storage()),
-                        std::static_pointer_cast<Buffer>(item.output->storage())}});
+    RecordedLaunch copy;
+    copy.buffers = {std::static_pointer_cast<Buffer>(item.inputs[0]->storage()),
+                    std::static_pointer_cast<Buffer>(item.output->storage())};
+    copy.written_numel = sym_prod(item.output->sym_shape());
+    recorder->launches.push_back(std::move(copy));
   }
   copy_between_devices(source, destination);
 }
@@ -268,7 +326,7 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
   if (debug_level() >= 3) logger().info("schedule:\n{}", schedule_to_string(schedule));
 
   // Lower and check every kernel before running any, so a dtype error changes nothing.
-  std::vector<std::shared_ptr<const PreparedKernel>> prepared(schedule.items.size());
+  std::vector<KernelLaunch> prepared(schedule.items.size());
   for (size_t index = 0; index < schedule.items.size(); ++index) {
     if (schedule.items[index].kind == ScheduleItem::Kind::Kernel)
       prepared[index] = prepare_kernel(schedule.items[index]);
@@ -277,10 +335,11 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
     ScheduleItem& item = schedule.items[index];
     if (item.kind == ScheduleItem::Kind::Copy) {
       run_copy(item);
-    } else if (prepared[index]->context->device().properties().compile_only) {
-      prepared[index]->context->compile(prepared[index]->source, prepared[index]->program.name);
+    } else if (prepared[index].prepared->context->device().properties().compile_only) {
+      const PreparedKernel& kernel = *prepared[index].prepared;
+      kernel.context->compile(kernel.source, kernel.program.name);
     } else {
-      run_kernel(item, *prepared[index]);
+      run_kernel(item, prepared[index]);
     }
     // Only later items (and the results) hold an intermediate from here on, so a buffer goes
     // back to the caching allocator right after its last reader, and a later kernel reuses it.

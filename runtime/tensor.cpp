@@ -66,6 +66,21 @@ std::shared_ptr<const UOp> Tensor::node() const {
 const Shape& Tensor::shape() const {
   return state_->shape();
 }
+DimShape Tensor::dims() const {
+  DimShape dims;
+  if (const SymShape* symbolic = state_->sym_shape()) {
+    for (const Sym& size : *symbolic) dims.emplace_back(size);
+  } else {
+    for (int64_t size : state_->shape()) dims.emplace_back(size);
+  }
+  return dims;
+}
+
+std::string Tensor::shape_string() const {
+  if (const SymShape* symbolic = state_->sym_shape()) return kiln::shape_string(*symbolic);
+  return kiln::shape_string(state_->shape());
+}
+
 DType Tensor::dtype() const {
   return state_->dtype();
 }
@@ -85,7 +100,7 @@ Tensor Tensor::from_bytes(const void* data, size_t nbytes, DType dtype, Shape sh
   const int64_t numel = numel_of(shape);
   if (static_cast<size_t>(numel) * dtype.itemsize() != nbytes) {
     throw ShapeError("[from_vector] " + std::to_string(nbytes / dtype.itemsize()) +
-                     " values cannot fill shape " + shape_string(shape) + " (" +
+                     " values cannot fill shape " + kiln::shape_string(shape) + " (" +
                      std::to_string(numel) + " elements)");
   }
   const std::string name = resolve_device(device);
@@ -109,6 +124,17 @@ Tensor Tensor::from_vector(const std::vector<T>& data, Shape shape, const std::s
 Tensor Tensor::full(Shape shape, double value, DType dtype, const std::string& device) {
   check_shape(shape, "full");
   return make_tensor(const_node(value, dtype, shape), resolve_device(device));
+}
+
+Tensor Tensor::full(const DimShape& shape, double value, DType dtype, const std::string& device) {
+  SymShape sizes;
+  Shape values;
+  for (const Dim& size : shape) {
+    sizes.push_back(size.sym());
+    values.push_back(size.value());
+  }
+  check_shape(values, "full");
+  return make_tensor(symbolic_const_node(value, dtype, sizes), resolve_device(device));
 }
 
 Tensor Tensor::zeros(Shape shape, DType dtype, const std::string& device) {

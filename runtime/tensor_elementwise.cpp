@@ -33,7 +33,18 @@ Tensor float_unary(Op op, const Tensor& tensor) {
 }
 
 Tensor full_like(const Tensor& tensor, double value, DType dtype) {
-  return make_tensor(const_node(value, dtype, tensor.shape()), tensor.device());
+  return make_tensor(const_like(value, dtype, node_of(tensor)), tensor.device());
+}
+
+// Broadcasts each operand to `shape`, symbolically where an operand is symbolic.
+std::vector<UOpRef> broadcast_operands(const Shape& shape, const std::vector<UOpRef>& operands,
+                                       const char* op) {
+  const std::shared_ptr<const SymShape> symbolic = broadcast_sym_shape(shape, operands, op);
+  std::vector<UOpRef> broadcast;
+  for (const UOpRef& operand : operands)
+    broadcast.push_back(symbolic ? broadcast_node(operand, *symbolic)
+                                 : broadcast_node(operand, shape));
+  return broadcast;
 }
 
 }  // namespace
@@ -44,10 +55,10 @@ Tensor binary_op(Op op, const Tensor& a, const Tensor& b, const char* name) {
   if (op == Op::Pow) dtype = float_dtype_for(dtype);
   check_operand_dtype(op, dtype, name, describe(a) + " and " + describe(b));
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
-  UOpRef left = broadcast_node(cast_node(node_of(a), dtype), shape);
-  UOpRef right = broadcast_node(cast_node(node_of(b), dtype), shape);
+  std::vector<UOpRef> operands =
+      broadcast_operands(shape, {cast_node(node_of(a), dtype), cast_node(node_of(b), dtype)}, name);
   const DType result = is_comparison(op) ? dtypes::bool_ : dtype;
-  return make_tensor(alu_node(op, result, {left, right}), a.device());
+  return make_tensor(alu_node(op, result, std::move(operands)), a.device());
 }
 
 DType scalar_result_dtype(DType tensor_dtype, double scalar) {
@@ -61,7 +72,7 @@ Tensor scalar_op(Op op, const Tensor& a, double scalar, bool scalar_first, const
   if (op == Op::Pow) dtype = float_dtype_for(dtype);
   check_operand_dtype(op, dtype, name, describe(a) + " and a scalar");
   UOpRef tensor = cast_node(node_of(a), dtype);
-  UOpRef constant = const_node(scalar, dtype, a.shape());
+  UOpRef constant = const_like(scalar, dtype, tensor);
   const DType result = is_comparison(op) ? dtypes::bool_ : dtype;
   std::vector<UOpRef> srcs =
       scalar_first ? std::vector<UOpRef>{constant, tensor} : std::vector<UOpRef>{tensor, constant};
@@ -176,10 +187,10 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const Shape shape =
       broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "where"), b.shape(), "where");
   const DType dtype = promote_types(a.dtype(), b.dtype());
-  UOpRef cond = broadcast_node(node_of(condition), shape);
-  UOpRef left = broadcast_node(cast_node(node_of(a), dtype), shape);
-  UOpRef right = broadcast_node(cast_node(node_of(b), dtype), shape);
-  return make_tensor(UOp::make(Op::Where, dtype, {cond, left, right}, {}, shape),
+  std::vector<UOpRef> operands = broadcast_operands(
+      shape, {node_of(condition), cast_node(node_of(a), dtype), cast_node(node_of(b), dtype)},
+      "where");
+  return make_tensor(UOp::make(Op::Where, dtype, std::move(operands), {}, shape),
                      condition.device());
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -19,9 +20,61 @@ std::string shape_string(const Shape& shape) {
   return text + ")";
 }
 
+std::string shape_string(const SymShape& shape) {
+  std::string text = "(";
+  for (size_t dim = 0; dim < shape.size(); ++dim)
+    text += (dim ? ", " : "") + shape[dim].to_string();
+  if (shape.size() == 1) text += ",";
+  return text + ")";
+}
+
 std::string describe(const Tensor& tensor) {
-  return std::string(tensor.dtype().name()) + shape_string(tensor.shape()) + " on " +
-         tensor.device();
+  return std::string(tensor.dtype().name()) + tensor.shape_string() + " on " + tensor.device();
+}
+
+SymShape sym_shape_of(const Tensor& tensor) {
+  SymShape shape;
+  for (const Dim& dim : tensor.dims()) shape.push_back(dim.sym());
+  return shape;
+}
+
+std::shared_ptr<const SymShape> broadcast_sym_shape(const Shape& shape,
+                                                    const std::vector<UOpRef>& operands,
+                                                    const char* op) {
+  if (std::none_of(operands.begin(), operands.end(),
+                   [](const UOpRef& operand) { return operand->is_symbolic(); }))
+    return nullptr;
+  SymShape result = to_sym_shape(shape);
+  std::map<std::string, Sym> variable_of;  // by name, to find one name with two bounds
+  for (const UOpRef& operand : operands) {
+    if (!operand->is_symbolic()) continue;
+    const SymShape sizes = operand->sym_shape();
+    const size_t lead = shape.size() - sizes.size();
+    for (size_t dim = 0; dim < sizes.size(); ++dim) {
+      for (const Sym& variable : sizes[dim].variable_nodes()) {
+        auto [known, fresh] = variable_of.emplace(variable.var_name(), variable);
+        if (!fresh &&
+            (known->second.vmin() != variable.vmin() || known->second.vmax() != variable.vmax())) {
+          throw ShapeError(std::string("[") + op + "] variable '" + variable.var_name() +
+                           "' appears with bounds [" + std::to_string(known->second.vmin()) + ", " +
+                           std::to_string(known->second.vmax()) + "] and [" +
+                           std::to_string(variable.vmin()) + ", " +
+                           std::to_string(variable.vmax()) + "]; one name must mean one variable");
+        }
+      }
+      Sym& size = result[lead + dim];
+      if (sizes[dim].is_const()) continue;
+      // A kernel is compiled for the variable, so a symbolic size may not broadcast: that
+      // would hold only at the values where it is 1.
+      if (operand->shape()[dim] != shape[lead + dim]) {
+        throw ShapeError(std::string("[") + op + "] the symbolic size " + sizes[dim].to_string() +
+                         " cannot broadcast to " + std::to_string(shape[lead + dim]) +
+                         "; only the number 1 broadcasts (expand the tensor before binding)");
+      }
+      if (size.is_const()) size = sizes[dim];
+    }
+  }
+  return std::make_shared<const SymShape>(std::move(result));
 }
 
 int normalize_axis(int64_t axis, int64_t ndim, const char* op) {
@@ -113,7 +166,12 @@ UOpRef folded(Op op, DType dtype, const std::vector<UOpRef>& srcs, const Shape& 
     operands.push_back({src->dtype(), src->const_arg()});
   }
   std::optional<ConstArg> value = fold_constant(op, dtype, operands);
-  return value ? UOp::make(Op::Const, dtype, {}, *value, shape) : nullptr;
+  if (!value) return nullptr;
+  for (const UOpRef& src : srcs) {
+    if (src->is_symbolic())
+      return UOp::make_symbolic(Op::Const, dtype, {}, *value, src->sym_shape());
+  }
+  return UOp::make(Op::Const, dtype, {}, *value, shape);
 }
 
 }  // namespace
@@ -128,6 +186,13 @@ UOpRef alu_node(Op op, DType dtype, std::vector<UOpRef> srcs) {
   Shape shape = srcs[0]->shape();
   if (UOpRef constant = folded(op, dtype, srcs, shape)) return constant;
   return UOp::make(op, dtype, std::move(srcs), {}, std::move(shape));
+}
+
+UOpRef broadcast_node(const UOpRef& node, const SymShape& shape) {
+  const SymShape sizes = node->sym_shape();
+  SymShape padded(shape.size() - sizes.size(), Sym(1));
+  padded.insert(padded.end(), sizes.begin(), sizes.end());
+  return expand_node(reshape_node(node, padded), shape);
 }
 
 UOpRef broadcast_node(const UOpRef& node, const Shape& shape) {

@@ -21,6 +21,8 @@ class TensorState {
  public:
   TensorState(UOpRef node, std::string device)
       : shape_(node->shape()),
+        sym_shape_(node->is_symbolic() ? std::make_shared<const SymShape>(node->sym_shape())
+                                       : nullptr),
         dtype_(node->dtype()),
         device_(std::move(device)),
         node_(std::move(node)) {}
@@ -35,11 +37,14 @@ class TensorState {
     node_ = std::move(node);
   }
   const Shape& shape() const { return shape_; }
+  // Null where every size is a number.
+  const SymShape* sym_shape() const { return sym_shape_.get(); }
   DType dtype() const { return dtype_; }
   const std::string& device() const { return device_; }
 
  private:
   const Shape shape_;
+  const std::shared_ptr<const SymShape> sym_shape_;
   const DType dtype_;
   const std::string device_;
   mutable std::mutex mutex_;
@@ -51,8 +56,9 @@ inline UOpRef node_of(const Tensor& tensor) {
   return tensor.node();
 }
 
-// "(2, 3)", "float32[2, 3]" for messages.
+// "(2, 3)", "(n=5, 3)", "float32(2, 3) on CPU" for messages.
 std::string shape_string(const Shape& shape);
+std::string shape_string(const SymShape& shape);
 std::string describe(const Tensor& tensor);
 
 // The most elements a tensor may hold: flat indices and byte sizes of every dtype then fit in
@@ -78,6 +84,15 @@ UOpRef alu_node(Op op, DType dtype, std::vector<UOpRef> srcs);
 // const_node, reduce_node, movement_node, reshape_node and expand_node: core/graph_build.h.
 // Reshapes (prepending 1s) and expands to a broadcast shape.
 UOpRef broadcast_node(const UOpRef& node, const Shape& shape);
+UOpRef broadcast_node(const UOpRef& node, const SymShape& shape);
+// The symbolic form of `shape` (the broadcast of the operands' values): each size is an operand's
+// symbolic size where one has that value there, else the number. Null where no operand is
+// symbolic. Two variables of one name with different bounds are a ShapeError naming `op`.
+std::shared_ptr<const SymShape> broadcast_sym_shape(const Shape& shape,
+                                                    const std::vector<UOpRef>& operands,
+                                                    const char* op);
+// The tensor's sizes as Syms (numbers where it is not symbolic).
+SymShape sym_shape_of(const Tensor& tensor);
 
 // A binary op with NumPy broadcasting and dtype promotion; `result` overrides the result dtype
 // (comparisons give bool).

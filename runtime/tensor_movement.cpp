@@ -31,11 +31,11 @@ Tensor Tensor::reshape(Shape new_shape) const {
   for (size_t dim = 0; dim < new_shape.size(); ++dim) {
     if (new_shape[dim] == -1) {
       if (inferred >= 0)
-        throw ShapeError("[reshape] only one size may be -1, got " + shape_string(new_shape));
+        throw ShapeError("[reshape] only one size may be -1, got " + kiln::shape_string(new_shape));
       inferred = static_cast<int>(dim);
     } else if (new_shape[dim] < 0) {
       throw ShapeError("[reshape] sizes must be non-negative or -1, got " +
-                       shape_string(new_shape));
+                       kiln::shape_string(new_shape));
     } else {
       known_sizes.push_back(new_shape[dim]);
     }
@@ -45,20 +45,21 @@ Tensor Tensor::reshape(Shape new_shape) const {
     known = check_numel(known_sizes, "reshape");
   } catch (const ShapeError&) {
     throw ShapeError("[reshape] cannot reshape " + describe(*this) + " to " +
-                     shape_string(new_shape) + ": more than the 2^60 elements a tensor may hold");
+                     kiln::shape_string(new_shape) +
+                     ": more than the 2^60 elements a tensor may hold");
   }
   if (inferred >= 0) {
     if (known == 0 || numel() % known != 0) {
-      throw ShapeError("[reshape] cannot infer the -1 in " + shape_string(new_shape) + " for " +
-                       describe(*this));
+      throw ShapeError("[reshape] cannot infer the -1 in " + kiln::shape_string(new_shape) +
+                       " for " + describe(*this));
     }
     new_shape[inferred] = numel() / known;
     known *= new_shape[inferred];
   }
   if (known != numel()) {
     throw ShapeError("[reshape] cannot reshape " + describe(*this) + " (" +
-                     std::to_string(numel()) + " elements) to " + shape_string(new_shape) + " (" +
-                     std::to_string(known) + " elements)");
+                     std::to_string(numel()) + " elements) to " + kiln::shape_string(new_shape) +
+                     " (" + std::to_string(known) + " elements)");
   }
   return with_node(*this, reshape_node(node_of(*this), new_shape));
 }
@@ -97,7 +98,7 @@ Tensor Tensor::transpose(int64_t axis0, int64_t axis1) const {
 Tensor Tensor::expand(Shape new_shape) const {
   if (static_cast<int64_t>(new_shape.size()) < ndim()) {
     throw ShapeError("[expand] cannot expand " + describe(*this) + " to fewer dimensions " +
-                     shape_string(new_shape));
+                     kiln::shape_string(new_shape));
   }
   const size_t lead = new_shape.size() - shape().size();
   for (size_t dim = 0; dim < new_shape.size(); ++dim) {
@@ -105,21 +106,86 @@ Tensor Tensor::expand(Shape new_shape) const {
     if (new_shape[dim] == -1) {
       if (dim < lead)
         throw ShapeError("[expand] -1 is not allowed for a new leading dimension in " +
-                         shape_string(new_shape));
+                         kiln::shape_string(new_shape));
       new_shape[dim] = current;
     }
     if (new_shape[dim] < 0) {
       throw ShapeError("[expand] cannot expand " + describe(*this) + " to " +
-                       shape_string(new_shape) + ": sizes must be 0 or more (-1 keeps a size)");
+                       kiln::shape_string(new_shape) +
+                       ": sizes must be 0 or more (-1 keeps a size)");
     }
     if (current != new_shape[dim] && current != 1) {
       throw ShapeError("[expand] cannot expand " + describe(*this) + " to " +
-                       shape_string(new_shape) + ": dimension " + std::to_string(dim) +
+                       kiln::shape_string(new_shape) + ": dimension " + std::to_string(dim) +
                        " has size " + std::to_string(current) + " (only size-1 dimensions expand)");
     }
   }
   check_numel(new_shape, "expand");
-  return with_node(*this, broadcast_node(node_of(*this), new_shape));
+  const UOpRef node = node_of(*this);
+  if (auto symbolic = broadcast_sym_shape(new_shape, {node}, "expand"))
+    return with_node(*this, broadcast_node(node, *symbolic));
+  return with_node(*this, broadcast_node(node, new_shape));
+}
+
+namespace {
+
+bool any_symbolic(const DimShape& shape) {
+  return std::any_of(shape.begin(), shape.end(), [](const Dim& dim) { return dim.is_symbolic(); });
+}
+
+Shape values_of(const DimShape& shape) {
+  Shape values;
+  for (const Dim& dim : shape) values.push_back(dim.value());
+  return values;
+}
+
+}  // namespace
+
+Tensor Tensor::reshape(const DimShape& new_shape) const {
+  if (!any_symbolic(new_shape) && !node_of(*this)->is_symbolic())
+    return reshape(values_of(new_shape));
+  // -1 and the element count are checked on the values; the View gets the expressions.
+  const Tensor checked = reshape(values_of(new_shape));
+  SymShape sizes;
+  for (size_t dim = 0; dim < new_shape.size(); ++dim)
+    sizes.push_back(new_shape[dim].value() == -1 ? Sym(checked.shape()[dim])
+                                                 : new_shape[dim].sym());
+  const UOpRef node = node_of(*this);
+  // A buffer takes the symbolic shape itself, so that kernels reading it do not depend on the
+  // size it was made with (dynamic batching: one kernel for every batch's buffer).
+  if (node->op() == Op::Buffer)
+    return with_node(*this, UOp::make_symbolic(Op::Buffer, node->dtype(), {}, node->arg(), sizes));
+  return with_node(*this, reshape_node(node, sizes));
+}
+
+Tensor Tensor::expand(const DimShape& new_shape) const {
+  if (!any_symbolic(new_shape)) return expand(values_of(new_shape));
+  expand(values_of(new_shape));  // checks the sizes
+  const SymShape current = node_of(*this)->sym_shape();
+  const size_t lead = new_shape.size() - current.size();
+  SymShape sizes;
+  for (size_t dim = 0; dim < new_shape.size(); ++dim) {
+    const bool keeps =
+        new_shape[dim].value() == -1 || (dim >= lead && !(current[dim - lead] == Sym(1)));
+    sizes.push_back(keeps && dim >= lead ? current[dim - lead] : new_shape[dim].sym());
+  }
+  return with_node(*this, broadcast_node(node_of(*this), sizes));
+}
+
+Tensor Tensor::shrink(const std::vector<std::pair<Dim, Dim>>& start_end) const {
+  std::vector<std::pair<int64_t, int64_t>> values;
+  bool symbolic = false;
+  for (const auto& [start, end] : start_end) {
+    values.emplace_back(start.value(), end.value());
+    symbolic |= start.is_symbolic() || end.is_symbolic();
+  }
+  const Tensor checked = shrink(values);
+  if (!symbolic) return checked;
+  std::vector<std::pair<Sym, Sym>> bounds;
+  for (const auto& [start, end] : start_end) bounds.emplace_back(start.sym(), end.sym());
+  return with_node(
+      *this, movement_node(node_of(*this), checked.shape(),
+                           [&](const ShapeTracker& tracker) { return tracker.shrink(bounds); }));
 }
 
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, double value) const {
@@ -151,7 +217,7 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, double
   // The masked-off part of a View reads +0 (or false): other fills, -0.0 included, are selected.
   if (value == 0 && !std::signbit(value)) return padded;
   // Where the mask is off, the padded View reads 0; a padded all-true mask selects the fill.
-  UOpRef inside = movement_node(const_node(1, dtypes::bool_, shape()), new_shape, change);
+  UOpRef inside = movement_node(const_like(1, dtypes::bool_, node_of(*this)), new_shape, change);
   return where(with_node(*this, inside), padded, value);
 }
 
@@ -187,9 +253,9 @@ Tensor Tensor::flip(std::vector<int64_t> axes) const {
 }
 
 Tensor Tensor::squeeze() const {
-  Shape new_shape;
-  for (int64_t size : shape()) {
-    if (size != 1) new_shape.push_back(size);
+  DimShape new_shape;
+  for (const Dim& size : dims()) {
+    if (size.is_symbolic() || size.value() != 1) new_shape.push_back(size);
   }
   return reshape(new_shape);
 }
@@ -197,15 +263,15 @@ Tensor Tensor::squeeze() const {
 Tensor Tensor::squeeze(int64_t axis) const {
   const int normalized = normalize_axis(axis, ndim(), "squeeze");
   if (shape()[normalized] != 1) return *this;  // as PyTorch: a no-op on a dimension that is not 1
-  Shape new_shape = shape();
+  DimShape new_shape = dims();
   new_shape.erase(new_shape.begin() + normalized);
   return reshape(new_shape);
 }
 
 Tensor Tensor::unsqueeze(int64_t axis) const {
   const int normalized = normalize_axis(axis, ndim() + 1, "unsqueeze");
-  Shape new_shape = shape();
-  new_shape.insert(new_shape.begin() + normalized, 1);
+  DimShape new_shape = dims();
+  new_shape.insert(new_shape.begin() + normalized, Dim(1));
   return reshape(new_shape);
 }
 
@@ -216,11 +282,12 @@ Tensor Tensor::flatten(int64_t start_axis, int64_t end_axis) const {
   if (start > end)
     throw ShapeError("[flatten] start axis " + std::to_string(start_axis) +
                      " comes after end axis " + std::to_string(end_axis));
-  Shape new_shape(shape().begin(), shape().begin() + start);
-  int64_t merged = 1;
-  for (int dim = start; dim <= end; ++dim) merged *= shape()[dim];
+  const DimShape sizes = dims();
+  DimShape new_shape(sizes.begin(), sizes.begin() + start);
+  Dim merged = 1;
+  for (int dim = start; dim <= end; ++dim) merged = merged * sizes[dim];
   new_shape.push_back(merged);
-  new_shape.insert(new_shape.end(), shape().begin() + end + 1, shape().end());
+  new_shape.insert(new_shape.end(), sizes.begin() + end + 1, sizes.end());
   return reshape(new_shape);
 }
 

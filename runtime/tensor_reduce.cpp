@@ -31,12 +31,25 @@ Shape reduced_shape(const Shape& shape, const std::vector<int>& axes, bool keepd
   return result;
 }
 
+// The reduced node with its reduced axes dropped unless keepdim (symbolic sizes kept).
+UOpRef drop_reduced_axes(const UOpRef& reduced, const std::vector<int>& axes, bool keepdim) {
+  if (!reduced->is_symbolic())
+    return reshape_node(reduced, reduced_shape(reduced->shape(), axes, keepdim));
+  if (keepdim) return reduced;
+  const SymShape sizes = reduced->sym_shape();
+  SymShape kept;
+  for (size_t dim = 0; dim < sizes.size(); ++dim) {
+    if (std::find(axes.begin(), axes.end(), static_cast<int>(dim)) == axes.end())
+      kept.push_back(sizes[dim]);
+  }
+  return reshape_node(reduced, kept);
+}
+
 // Reduces in `dtype`, then drops the reduced axes unless keepdim.
 Tensor reduce(const Tensor& tensor, ReduceOp op, const std::vector<int>& axes, bool keepdim,
               DType dtype) {
-  UOpRef node = reduce_node(cast_node(node_of(tensor), dtype), op, axes);
-  node = reshape_node(node, reduced_shape(tensor.shape(), axes, keepdim));
-  return make_tensor(node, tensor.device());
+  const UOpRef node = reduce_node(cast_node(node_of(tensor), dtype), op, axes);
+  return make_tensor(drop_reduced_axes(node, axes, keepdim), tensor.device());
 }
 
 // Sums and products of bool and integers accumulate in 64 bits, as in PyTorch.
@@ -200,9 +213,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   // (..., m, k, 1) * (..., 1, k, n) summed over k.
   const Tensor products = left.cast(dtype).unsqueeze(-1) * right.cast(dtype).unsqueeze(-3);
   const int last = static_cast<int>(products.ndim()) - 2;
-  Tensor result = make_tensor(reshape_node(reduce_node(node_of(products), ReduceOp::Sum, {last}),
-                                           reduced_shape(products.shape(), {last}, false)),
-                              a.device());
+  Tensor result = make_tensor(
+      drop_reduced_axes(reduce_node(node_of(products), ReduceOp::Sum, {last}), {last}, false),
+      a.device());
   if (a.ndim() == 1) result = result.squeeze(-2);
   if (b.ndim() == 1) result = result.squeeze(-1);
   return result;

@@ -165,10 +165,10 @@ TEST_CASE("conformance guards: a write past an output block is detected", "[conf
 
 // The families that have a TEST_CASE below.
 const char* const kTestedFamilies[] = {
-    "unary.exact", "unary.math", "activation", "binary",    "pow",    "compare", "bitwise",
-    "scalar",      "where",      "broadcast",  "promotion", "cast",   "reduce",  "argreduce",
-    "softmax",     "cumsum",     "matmul",     "movement",  "layout", "shapes",  "graph",
-    "creation",    "transfer",   "host",       "regression"};
+    "unary.exact", "unary.math", "activation", "binary",    "pow",       "compare", "bitwise",
+    "scalar",      "where",      "broadcast",  "promotion", "cast",      "reduce",  "argreduce",
+    "softmax",     "cumsum",     "matmul",     "movement",  "layout",    "shapes",  "graph",
+    "creation",    "transfer",   "host",       "symbolic",  "regression"};
 
 TEST_CASE("conformance battery: every case has a unique name and a tested family",
           "[conformance]") {
@@ -223,4 +223,5 @@ KILN_CONFORMANCE_FAMILY("graph")
 KILN_CONFORMANCE_FAMILY("creation")
 KILN_CONFORMANCE_FAMILY("transfer")
 KILN_CONFORMANCE_FAMILY("host")
+KILN_CONFORMANCE_FAMILY("symbolic")
 KILN_CONFORMANCE_FAMILY("regression")

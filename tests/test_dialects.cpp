@@ -372,7 +372,7 @@ TEST_CASE("OpenCL vector loads and stores compute what scalar ones compute", "[d
         if (param > 0) memory.copy_in(request.buffers.back(), bytes.data(), bytes.size());
       }
       int64_t global[3], local[3];
-      dispatch_sizes(program, global, local);
+      dispatch_sizes(program, {}, global, local);
       request.global = {global[0], global[1], global[2]};
       request.local = {local[0], local[1], local[2]};
       request.wait = true;

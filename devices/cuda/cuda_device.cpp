@@ -91,8 +91,11 @@ class CudaProgram : public Program {
     std::vector<CUdeviceptr> pointers;
     pointers.reserve(request.buffers.size());
     for (DeviceMemory memory : request.buffers) pointers.push_back(device_pointer(memory));
+    // The kernel's variables follow its buffers, as 64-bit integers.
+    std::vector<long long> variables(request.variables.begin(), request.variables.end());
     std::vector<void*> arguments;
     for (CUdeviceptr& pointer : pointers) arguments.push_back(&pointer);
+    for (long long& value : variables) arguments.push_back(&value);
 
     std::lock_guard<std::mutex> lock(mutex_);  // the timing events
     stream_.make_current();

@@ -146,6 +146,12 @@ class ClKernelProgram : public Program {
       KILN_CL_CHECK(
           clSetKernelArg(kernel_.get(), static_cast<cl_uint>(index), sizeof(memory), &memory));
     }
+    // The kernel's variables follow its buffers, as 64-bit integers.
+    for (size_t at = 0; at < request.variables.size(); ++at) {
+      const cl_long value = request.variables[at];
+      KILN_CL_CHECK(clSetKernelArg(kernel_.get(), static_cast<cl_uint>(request.buffers.size() + at),
+                                   sizeof(value), &value));
+    }
     if (!request.wait) {
       KILN_CL_CHECK(clEnqueueNDRangeKernel(queue_, kernel_.get(), 3, nullptr, global, local, 0,
                                            nullptr, nullptr));

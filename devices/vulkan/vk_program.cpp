@@ -2,7 +2,9 @@
 
 #include <kiln/error.h>
 
+#include <climits>
 #include <cstring>
+#include <vector>
 
 #include "devices/vulkan/spirv_module.h"
 #include "devices/vulkan/vk_memory.h"
@@ -10,7 +12,10 @@
 namespace kiln::vulkan {
 namespace {
 
-constexpr uint32_t kPushConstantBytes = 16;
+// The GLSL dialect's push constant block: two zeros, then one 32-bit integer per kernel
+// variable. The layout declares the 128 bytes every Vulkan device has (30 variables).
+constexpr uint32_t kPushConstantBytes = 128;
+constexpr uint32_t kPushHeaderBytes = 8;
 
 }  // namespace
 
@@ -42,7 +47,7 @@ VkKernelProgram::VkKernelProgram(VkDevice device, CommandQueue& queue, VkPipelin
   KILN_VK_CHECK(vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &set_layout));
   set_layout_ = OwnedDescriptorSetLayout(device_, set_layout);
 
-  // The GLSL dialect's push constants: a zero the shader compiler cannot fold.
+  // The GLSL dialect's push constants: zeros the shader compiler cannot fold, and variables.
   const VkPushConstantRange push_range{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes};
   VkPipelineLayoutCreateInfo layout_info{};
   layout_info.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
@@ -116,6 +121,22 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
                       std::to_string(local[0] * local[1] * local[2]) +
                       " invocations; the device allows " + std::to_string(limits_.max_invocations) +
                       " (maxComputeWorkGroupInvocations)");
+  // Push constants: the zeros (all bits 0), then each variable as a 32-bit integer.
+  if (kPushHeaderBytes + 4 * request.variables.size() > kPushConstantBytes)
+    throw DeviceError("[vulkan launch] kernel " + name_ + " has " +
+                      std::to_string(request.variables.size()) +
+                      " variables; push constants hold " +
+                      std::to_string((kPushConstantBytes - kPushHeaderBytes) / 4) +
+                      " (use fewer distinct variables in one kernel)");
+  std::vector<uint8_t> push(kPushHeaderBytes + 4 * request.variables.size(), 0);
+  for (size_t at = 0; at < request.variables.size(); ++at) {
+    if (request.variables[at] < INT32_MIN || request.variables[at] > INT32_MAX)
+      throw DeviceError("[vulkan launch] kernel " + name_ + ": variable value " +
+                        std::to_string(request.variables[at]) +
+                        " does not fit the 32-bit integers of GLSL's subscripts");
+    const int32_t value = static_cast<int32_t>(request.variables[at]);
+    std::memcpy(push.data() + kPushHeaderBytes + 4 * at, &value, 4);
+  }
 
   std::lock_guard<std::mutex> lock(mutex_);
   const VkPipeline pipeline = pipeline_for(local_size);
@@ -153,9 +174,8 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
         vkCmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         vkCmdBindDescriptorSets(commands, VK_PIPELINE_BIND_POINT_COMPUTE, layout_.get(), 0, 1, &set,
                                 0, nullptr);
-        const uint8_t zeros[kPushConstantBytes] = {};
         vkCmdPushConstants(commands, layout_.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                           kPushConstantBytes, zeros);
+                           static_cast<uint32_t>(push.size()), push.data());
         vkCmdDispatch(commands, groups[0], groups[1], groups[2]);
       },
       request.wait);

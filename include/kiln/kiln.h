@@ -13,3 +13,4 @@
 #include <kiln/error.h>
 #include <kiln/memory.h>
 #include <kiln/tensor.h>
+#include <kiln/variable.h>

@@ -29,6 +29,7 @@
 //     ops never changes a comparison.
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,6 +37,7 @@
 
 #include <kiln/dtype.h>
 #include <kiln/error.h>
+#include <kiln/variable.h>
 
 namespace kiln {
 
@@ -53,6 +55,22 @@ class Tensor {
                      const std::string& device = "");
   static Tensor zeros(Shape shape, DType dtype = dtypes::float32, const std::string& device = "");
   static Tensor ones(Shape shape, DType dtype = dtypes::float32, const std::string& device = "");
+  // The same with sizes that may be bound variables (kiln/variable.h). A braced list of sizes
+  // picks these; a Shape the ones above.
+  static Tensor full(const DimShape& shape, double value, DType dtype = dtypes::float32,
+                     const std::string& device = "");
+  static Tensor full(std::initializer_list<Dim> shape, double value, DType dtype = dtypes::float32,
+                     const std::string& device = "") {
+    return full(DimShape(shape), value, dtype, device);
+  }
+  static Tensor zeros(std::initializer_list<Dim> shape, DType dtype = dtypes::float32,
+                      const std::string& device = "") {
+    return full(DimShape(shape), 0, dtype, device);
+  }
+  static Tensor ones(std::initializer_list<Dim> shape, DType dtype = dtypes::float32,
+                     const std::string& device = "") {
+    return full(DimShape(shape), 1, dtype, device);
+  }
   // 0, 1, ..., stop - 1 as int32.
   static Tensor arange(int64_t stop, const std::string& device = "");
   static Tensor arange(int64_t start, int64_t stop, int64_t step = 1,
@@ -66,7 +84,12 @@ class Tensor {
   static Tensor eye(int64_t n, DType dtype = dtypes::float32, const std::string& device = "");
 
   // ---- properties ----
+  // The sizes, bound variables at their values.
   const Shape& shape() const;
+  // The sizes as given: numbers, or expressions over bound variables.
+  DimShape dims() const;
+  // "(n=5, 16)".
+  std::string shape_string() const;
   DType dtype() const;
   const std::string& device() const;
   int64_t numel() const;
@@ -102,15 +125,24 @@ class Tensor {
   Tensor cast(DType dtype) const;
 
   // ---- movement (metadata only) ----
+  // Sizes may be bound variables in reshape, expand and shrink (see kiln/variable.h).
   Tensor reshape(Shape shape) const;  // one entry may be -1
+  Tensor reshape(const DimShape& shape) const;
+  Tensor reshape(std::initializer_list<Dim> shape) const { return reshape(DimShape(shape)); }
   Tensor permute(std::vector<int64_t> axes) const;
   Tensor transpose(int64_t axis0 = -2, int64_t axis1 = -1) const;
   Tensor expand(Shape shape) const;  // -1 keeps a size
+  Tensor expand(const DimShape& shape) const;
+  Tensor expand(std::initializer_list<Dim> shape) const { return expand(DimShape(shape)); }
   // The value keeps the tensor's dtype: on an integer or bool tensor it must be a whole number
   // (else a DTypeError), converted as a cast would (wrapping: -2 in uint8 is 254; non-zero is
   // true); on a float tensor it is rounded to the dtype (-0.0 stays -0.0, 1e39 in float32 is inf).
   Tensor pad(std::vector<std::pair<int64_t, int64_t>> before_after, double value = 0) const;
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> start_end) const;
+  Tensor shrink(const std::vector<std::pair<Dim, Dim>>& start_end) const;
+  Tensor shrink(std::initializer_list<std::pair<Dim, Dim>> start_end) const {
+    return shrink(std::vector<std::pair<Dim, Dim>>(start_end));
+  }
   Tensor flip(std::vector<int64_t> axes) const;
   Tensor squeeze() const;  // every size-1 axis
   Tensor squeeze(int64_t axis) const;
@@ -222,12 +254,12 @@ std::vector<std::string> devices();
 std::string default_device();
 
 // Explicit instantiations live in the library for every host type that matches a dtype.
-#define KILN_TENSOR_HOST_TYPES(X)                                                          \
-  X(bool)                                                                                  \
-  X(int8_t)                                                                                \
-  X(int16_t)                                                                               \
-  X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) X(uint64_t) X(half) X(bfloat16) \
-      X(float) X(double)
+#define KILN_TENSOR_HOST_TYPES(X) \
+  X(bool)                         \
+  X(int8_t)                       \
+  X(int16_t)                      \
+  X(int32_t)                      \
+  X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) X(uint64_t) X(half) X(bfloat16) X(float) X(double)
 
 #define KILN_DECLARE_EXTERN(T)                                                                     \
   extern template Tensor Tensor::from_vector<T>(const std::vector<T>&, Shape, const std::string&); \

@@ -341,6 +341,7 @@ const std::vector<Case>& battery() {
     detail::add_creation_cases(builder);
     detail::add_transfer_cases(builder);
     detail::add_host_cases(builder);
+    detail::add_symbolic_cases(builder);
     detail::add_regression_cases(builder);
     return builder.cases;
   }();
@@ -349,10 +350,10 @@ const std::vector<Case>& battery() {
 
 const std::vector<std::string>& families() {
   static const std::vector<std::string> names = {
-      "unary.exact", "unary.math", "activation", "binary",    "pow",    "compare", "bitwise",
-      "scalar",      "where",      "broadcast",  "promotion", "cast",   "reduce",  "argreduce",
-      "softmax",     "cumsum",     "matmul",     "movement",  "layout", "shapes",  "graph",
-      "creation",    "transfer",   "host",       "regression"};
+      "unary.exact", "unary.math", "activation", "binary",    "pow",       "compare", "bitwise",
+      "scalar",      "where",      "broadcast",  "promotion", "cast",      "reduce",  "argreduce",
+      "softmax",     "cumsum",     "matmul",     "movement",  "layout",    "shapes",  "graph",
+      "creation",    "transfer",   "host",       "symbolic",  "regression"};
   return names;
 }
 

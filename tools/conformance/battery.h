@@ -54,6 +54,8 @@ void add_reduce_cases(BatteryBuilder& builder);
 void add_movement_cases(BatteryBuilder& builder);
 void add_shape_cases(BatteryBuilder& builder);
 void add_graph_cases_to(BatteryBuilder& builder);
+// Ops over a variable leading size, run at several values (battery_symbolic.cpp).
+void add_symbolic_cases(BatteryBuilder& builder);
 // Cases for defects found once (battery_regressions.cpp).
 void add_regression_cases(BatteryBuilder& builder);
 

@@ -100,6 +100,13 @@ struct Case {
   uint64_t seed = 0;
   // A property check in place of a reference (e.g. rand); returns "" or what is wrong.
   std::function<std::string(const HostTensor& got)> property;
+  // The symbolic tier: the leading size of every input whose leading size is the case's is a
+  // variable n, bound in turn to each of these sizes (its bounds are their smallest and largest).
+  // `bind` says how an input gets the bound shape: "reshape" (its buffer takes it) or "prefix"
+  // (the first n rows of a buffer of the largest size). The case passes when every size matches
+  // the reference and no size after the first builds a kernel.
+  std::vector<int64_t> bound_sizes;
+  std::string bind;
 };
 
 enum class Status { Pass, Fail, Unsupported, Error };

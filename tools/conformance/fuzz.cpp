@@ -55,8 +55,13 @@ HostTensor magnitude(const FNode& node, const std::vector<HostTensor>& in,
 
 Tensor build_node(const FNode& node, const std::vector<Tensor>& in, const std::string& device) {
   switch (node.op) {
-    case FOp::Input:
-      return upload(node.data, device);
+    case FOp::Input: {
+      Tensor input = upload(node.data, device);
+      if (!node.bound) return input;
+      DimShape dims{fuzz_variable().bind(node.shape[0])};
+      dims.insert(dims.end(), node.shape.begin() + 1, node.shape.end());
+      return input.reshape(dims);
+    }
     case FOp::Unary:
       switch (node.unary) {
         case Unary::Neg:
@@ -204,7 +209,7 @@ std::string fuzz_one(const std::string& device, uint64_t seed) {
          << "\n  reproduction (kiln conformance --device " << device << " --fuzz 1 --seed " << seed
          << "):\n"
          << "  #include <kiln/kiln.h>\n  using namespace kiln;\n  const std::string device = \""
-         << device << "\";\n";
+         << device << "\";\n  const Variable n(\"n\", 1, 64);\n";
   for (int index : cone(graph, smallest)) report << node_code(graph.nodes[index], index) << "\n";
   report << "  // t" << smallest << " differs from the reference\n";
   return report.str();

@@ -8,6 +8,12 @@
 #include "tools/conformance/values.h"
 
 namespace kiln::conformance::fuzz {
+
+const Variable& fuzz_variable() {
+  static const Variable variable("n", 1, 64);
+  return variable;
+}
+
 namespace {
 
 std::string list_text(const std::vector<int64_t>& values) {
@@ -52,6 +58,8 @@ class Generator {
     FNode node;
     node.op = FOp::Input;
     node.shape = shape;
+    // A third of the inputs, chosen without drawing from the generator (graphs stay as before).
+    node.bound = !shape.empty() && shape[0] >= 2 && (graph_.seed + graph_.nodes.size()) % 3 == 0;
     node.dtype = dtype_;
     node.data = HostTensor(dtype_, shape);
     for (Scalar& item : node.data.data) {
@@ -265,6 +273,12 @@ std::string node_code(const FNode& node, int index) {
         value += (item ? ", " : "") + format_value(node.dtype, node.data.data[item]);
       }
       value += "}, " + list_text(node.shape) + ", device)";
+      if (node.bound) {
+        value += ".reshape({n.bind(" + std::to_string(node.shape[0]) + ")";
+        for (size_t dim = 1; dim < node.shape.size(); ++dim)
+          value += ", " + std::to_string(node.shape[dim]);
+        value += "})";
+      }
       break;
     }
     case FOp::Unary: {

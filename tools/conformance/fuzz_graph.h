@@ -27,9 +27,15 @@ struct FNode {
   bool keepdim = false;
   double pad_value = 0;
   HostTensor data;  // inputs
+  // Inputs: the leading size is the variable n (kFuzzVariable) bound to it, so that symbolic
+  // kernels meet every op the fuzzer makes.
+  bool bound = false;
   Shape shape;
   DType dtype;
 };
+
+// The variable bound inputs use ("n" in [1, 64]).
+const Variable& fuzz_variable();
 
 struct Graph {
   uint64_t seed = 0;

@@ -408,10 +408,92 @@ CaseResult Runner::compile_case(const Case& item) {
   return compiled;
 }
 
+// The case with its variable inputs' leading size set to `size`.
+Case sized_case(const Case& item, int64_t size) {
+  Case sized = item;
+  for (InputSpec& spec : sized.inputs) {
+    if (!spec.shape.empty() && spec.shape[0] == item.shape[0]) spec.shape[0] = size;
+  }
+  return sized;
+}
+
+// `source` (n rows) as the device tensor of bound shape (n, ...): its own buffer ("reshape"), or
+// the first n rows of a buffer of `capacity` rows whose others hold a value no result may show.
+Tensor bound_input(const HostTensor& source, const Variable& variable, const std::string& bind,
+                   int64_t capacity, const std::string& device) {
+  const int64_t rows = source.shape[0];
+  DimShape dims{variable.bind(rows)};
+  for (size_t dim = 1; dim < source.shape.size(); ++dim) dims.emplace_back(source.shape[dim]);
+  if (bind == "reshape") return upload(source, device).reshape(dims);
+  Shape full = source.shape;
+  full[0] = capacity;
+  HostTensor buffer(source.dtype, full);
+  const Scalar filler = source.dtype.is_float() ? Scalar{std::nan(""), 0} : Scalar{0, 77};
+  std::fill(buffer.data.begin(), buffer.data.end(), filler);
+  std::copy(source.data.begin(), source.data.end(), buffer.data.begin());
+  std::vector<std::pair<Dim, Dim>> bounds;
+  for (size_t dim = 0; dim < dims.size(); ++dim) bounds.emplace_back(Dim(0), dims[dim]);
+  return upload(buffer, device).shrink(bounds);
+}
+
+CaseResult Runner::run_symbolic(const Case& item) {
+  const auto [smallest, largest] =
+      std::minmax_element(item.bound_sizes.begin(), item.bound_sizes.end());
+  const Variable variable("n", *smallest, *largest);
+  // Kernels compiled or loaded from the disk cache; a compile-only device looks every kernel up
+  // in the disk cache on each realize, so there only compiles count.
+  auto kernels_built = [&] {
+    return context_->stats().compiles +
+           (compile_only_ ? int64_t{0} : context_->stats().disk_hits.load());
+  };
+  CaseResult result;
+  result.status = Status::Pass;
+  int64_t built = -1;
+  for (int64_t size : item.bound_sizes) {
+    const Case sized = sized_case(item, size);
+    const CaseInputs host = case_inputs(sized);
+    std::vector<Tensor> inputs;
+    for (size_t index = 0; index < host.sources.size(); ++index) {
+      const bool bound =
+          !item.inputs[index].shape.empty() && item.inputs[index].shape[0] == item.shape[0];
+      inputs.push_back(
+          bound ? bound_input(host.sources[index], variable, item.bind, *largest, device_)
+                : upload(host.sources[index], device_));
+    }
+    const Tensor written = item.build(inputs).contiguous();
+    written.realize();
+    if (built >= 0 && kernels_built() != built) {
+      result.status = Status::Fail;
+      result.detail = "n=" + std::to_string(size) + " built " +
+                      std::to_string(kernels_built() - built) +
+                      " kernel(s); a symbolic kernel is built once for every value";
+      return result;
+    }
+    built = kernels_built();
+    if (compile_only_) continue;
+    std::vector<uint8_t> bytes(buffer_of(*written.node()).nbytes());
+    if (!bytes.empty()) buffer_of(*written.node()).copy_out(bytes.data());
+    const HostTensor got = decode(written.dtype(), written.shape(), bytes.data());
+    CaseResult checked = compare(item.reference(host.sources), got, item.tolerance);
+    if (checked.status != Status::Pass) {
+      checked.detail = "n=" + std::to_string(size) + ": " + checked.detail;
+      return checked;
+    }
+  }
+  result.detail = compile_only_ ? "compiled once, not run" : "";
+  return result;
+}
+
 CaseResult Runner::run(const Case& item) {
   const auto start = std::chrono::steady_clock::now();
   CaseResult result;
   try {
+    if (!item.bound_sizes.empty()) {
+      result = run_symbolic(item);
+      result.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return result;
+    }
     if (compile_only_) {
       result = compile_case(item);
       result.seconds =

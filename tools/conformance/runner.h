@@ -26,6 +26,8 @@ class Runner {
 
  private:
   CaseResult compile_case(const Case& item);
+  // The symbolic tier (Case::bound_sizes).
+  CaseResult run_symbolic(const Case& item);
 
   std::string device_;
   std::shared_ptr<DeviceContext> context_;

@@ -1,0 +1,127 @@
+#include "codegen/kernel_variables.h"
+
+#include <unordered_map>
+
+#include "core/rewrite.h"
+
+namespace kiln {
+namespace {
+
+// Calls `visit` with every Sym of the node's shape and View.
+template <typename Visit>
+void for_each_sym(const UOp& node, Visit&& visit) {
+  if (node.is_symbolic()) {
+    for (const Sym& size : node.sym_shape()) visit(size);
+  }
+  if (node.op() != Op::View) return;
+  for (const View& view : node.tracker().views()) {
+    for (const Sym& size : view.shape) visit(size);
+    for (const Sym& stride : view.strides) visit(stride);
+    visit(view.offset);
+    if (view.mask) {
+      for (const auto& [begin, end] : *view.mask) {
+        visit(begin);
+        visit(end);
+      }
+    }
+  }
+}
+
+bool has_symbolic_view(const UOp& node) {
+  return node.op() == Op::View && node.tracker().is_symbolic();
+}
+
+}  // namespace
+
+UnboundKernel unbind_variables(const ScheduleItem& item) {
+  // Kernel variables in the order the bound ones are met (sources first), so that equal
+  // kernels over other values unbind alike.
+  std::map<std::string, Sym> replacement;  // bound key -> kernel variable
+  std::map<std::string, int> uses_of_name;
+  UnboundKernel result;
+  for (const UOpRef& node : toposort({item.ast})) {
+    for_each_sym(*node, [&](const Sym& value) {
+      if (value.is_const()) return;
+      for (const Sym& variable : value.variable_nodes()) {
+        if (!variable.is_bound() || replacement.count(variable.key())) continue;
+        const int use = uses_of_name[variable.var_name()]++;
+        const std::string name =
+            "var_" + variable.var_name() + (use ? "_" + std::to_string(use) : "");
+        replacement.emplace(variable.key(), Sym::var(name, variable.vmin(), variable.vmax()));
+        result.values[name] = variable.bound_value();
+        result.bound.emplace(name, variable);
+      }
+    });
+  }
+  // Substitution works by name; within one expression a name has one bound value (two values
+  // of a name meet only through a reduction, in different expressions).
+  auto unbind = [&](const Sym& value) {
+    if (value.is_const()) return value;
+    std::map<std::string, Sym> substitution;
+    for (const Sym& variable : value.variable_nodes()) {
+      auto found = replacement.find(variable.key());
+      if (found != replacement.end()) substitution.emplace(variable.var_name(), found->second);
+    }
+    return substitution.empty() ? value : value.substitute(substitution);
+  };
+  auto unbind_shape = [&](const SymShape& shape) {
+    SymShape unbound;
+    for (const Sym& size : shape) unbound.push_back(unbind(size));
+    return unbound;
+  };
+  std::unordered_map<const UOp*, UOpRef> new_input;
+  const RewriteRule rule = [&](const UOpRef& node) -> UOpRef {
+    if (node->op() == Op::View && has_symbolic_view(*node)) {
+      std::vector<View> views;
+      for (const View& view : node->tracker().views()) {
+        View unbound = view;
+        unbound.shape = unbind_shape(view.shape);
+        unbound.strides = unbind_shape(view.strides);
+        unbound.offset = unbind(view.offset);
+        if (view.mask) {
+          for (auto& [begin, end] : *unbound.mask) {
+            begin = unbind(begin);
+            end = unbind(end);
+          }
+        }
+        views.push_back(std::move(unbound));
+      }
+      ShapeTracker tracker(std::move(views));
+      if (tracker == node->tracker()) return nullptr;
+      return UOp::make(Op::View, node->dtype(), node->srcs(), tracker, node->shape());
+    }
+    if (node->srcs().empty() && node->is_symbolic()) {
+      const SymShape shape = unbind_shape(node->sym_shape());
+      if (shape == node->sym_shape()) return nullptr;
+      UOpRef unbound = UOp::make_symbolic(node->op(), node->dtype(), {}, node->arg(), shape);
+      if (node->op() == Op::Buffer) new_input[node.get()] = unbound;
+      return unbound;
+    }
+    return nullptr;
+  };
+  result.item = item;
+  if (replacement.empty()) return result;
+  result.item.ast = graph_rewrite({item.ast}, rule)[0];
+  for (UOpRef& input : result.item.inputs) {
+    auto found = new_input.find(input.get());
+    if (found != new_input.end()) input = found->second;
+  }
+  return result;
+}
+
+std::vector<Sym> kernel_variables(const UOpRef& ast) {
+  std::map<std::string, Sym> found;
+  for (const UOpRef& node : toposort({ast})) {
+    for_each_sym(*node, [&](const Sym& value) {
+      if (value.is_const()) return;
+      for (const Sym& variable : value.variable_nodes()) {
+        if (!variable.is_bound()) found.emplace(variable.var_name(), variable);
+      }
+    });
+  }
+  std::vector<Sym> variables;
+  for (auto& entry : found) variables.push_back(entry.second);
+  return variables;
+}
+
+}  // namespace kiln

@@ -1,0 +1,32 @@
+#pragma once
+// A kernel's variables: the bound variables of a scheduled kernel become unbound kernel
+// variables, so that one compiled kernel serves every value; the values are passed at launch.
+//
+// A bound variable n=5 becomes the kernel variable var_n (the prefix keeps user names apart from
+// the renderer's own: loop and work-item variables, keywords). Two values of one name in one
+// kernel (the sums of an n=3 and an n=5 tensor added) become var_n and var_n_1.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/schedule.h"
+#include "core/symbolic.h"
+
+namespace kiln {
+
+// The kernel with its bound variables unbound (its ast and inputs rewritten), and for each
+// kernel variable by name its value and the bound variable it stands for.
+struct UnboundKernel {
+  ScheduleItem item;
+  std::map<std::string, int64_t> values;
+  std::map<std::string, Sym> bound;
+};
+UnboundKernel unbind_variables(const ScheduleItem& item);
+
+// The unbound variables the ast mentions, each once, sorted by name (the order their values are
+// passed in).
+std::vector<Sym> kernel_variables(const UOpRef& ast);
+
+}  // namespace kiln

@@ -1,0 +1,69 @@
+// Variables and Dims: the public face of symbolic sizes (core/symbolic.h).
+
+#include <kiln/error.h>
+#include <kiln/variable.h>
+
+#include <cctype>
+
+#include "core/symbolic.h"
+
+namespace kiln {
+namespace {
+
+bool is_identifier(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Variable::Variable(std::string name, int64_t min_value, int64_t max_value)
+    : name_(std::move(name)), min_(min_value), max_(max_value) {
+  if (!is_identifier(name_)) {
+    throw ShapeError("[Variable] name '" + name_ +
+                     "' is not an identifier; use letters, digits and _, not starting with a "
+                     "digit");
+  }
+  if (min_value < 0 || min_value > max_value) {
+    throw ShapeError("[Variable] variable '" + name_ + "' has bounds [" +
+                     std::to_string(min_value) + ", " + std::to_string(max_value) +
+                     "]; sizes need 0 <= min <= max");
+  }
+}
+
+Dim Variable::bind(int64_t value) const {
+  if (value < min_ || value > max_) {
+    throw ShapeError("[Variable::bind] variable '" + name_ + "' bound to " + std::to_string(value) +
+                     ", outside its bounds [" + std::to_string(min_) + ", " + std::to_string(max_) +
+                     "]");
+  }
+  return Dim(Sym::bound_var(name_, min_, max_, value));
+}
+
+Dim::Dim(int64_t value, Number) : sym_(std::make_shared<const Sym>(value)) {}
+Dim::Dim(const Sym& value) : sym_(std::make_shared<const Sym>(value)) {}
+
+int64_t Dim::value() const {
+  return sym_->eval();
+}
+bool Dim::is_symbolic() const {
+  return !sym_->is_const();
+}
+std::string Dim::to_string() const {
+  return sym_->to_string();
+}
+
+Dim operator+(const Dim& a, const Dim& b) {
+  return Dim(a.sym() + b.sym());
+}
+Dim operator-(const Dim& a, const Dim& b) {
+  return Dim(a.sym() - b.sym());
+}
+Dim operator*(const Dim& a, const Dim& b) {
+  return Dim(a.sym() * b.sym());
+}
+
+}  // namespace kiln

@@ -1,0 +1,242 @@
+// Symbolic sizes (include/kiln/variable.h): a program over a variable size computes what the same
+// program over the number computes, on every device, and binding another value compiles nothing.
+// References are plain C++ in double precision.
+
+#include <catch2/catch.hpp>
+
+#include <kiln/kiln.h>
+
+#include <cmath>
+
+#include "runtime/registry.h"
+
+using namespace kiln;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Kernels the device built or loaded: a kernel served from the in-memory cache adds nothing.
+int64_t kernels_built(const std::string& device) {
+  const auto& stats = open_device(device)->stats();
+  return stats.compiles + stats.disk_hits;
+}
+
+std::vector<float> ramp(int64_t count, float scale) {
+  std::vector<float> values(static_cast<size_t>(count));
+  for (int64_t index = 0; index < count; ++index)
+    values[static_cast<size_t>(index)] = std::sin(static_cast<float>(index) * scale) * 3.0f;
+  return values;
+}
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t index = 0; index < want.size(); ++index)
+    CHECK(got[index] == Approx(want[index]).epsilon(1e-5).margin(1e-5));
+}
+
+}  // namespace
+
+TEST_CASE("variables check their names, bounds and values", "[variables]") {
+  CHECK_THROWS_AS(Variable("2n", 1, 8), ShapeError);
+  CHECK_THROWS_AS(Variable("n", 5, 4), ShapeError);
+  CHECK_THROWS_AS(Variable("n", -1, 4), ShapeError);
+  const Variable n("n", 1, 8);
+  try {
+    n.bind(9);
+    FAIL("binding outside the bounds was accepted");
+  } catch (const ShapeError& error) {
+    CHECK(contains(error.what(), "'n'"));
+    CHECK(contains(error.what(), "[1, 8]"));
+  }
+  const Dim five = n.bind(5);
+  CHECK(five.is_symbolic());
+  CHECK(five.value() == 5);
+  CHECK((five * 16).value() == 80);
+  CHECK(Dim(7).value() == 7);
+  CHECK_FALSE(Dim(7).is_symbolic());
+}
+
+TEST_CASE("shapes print with the variable's name", "[variables]") {
+  const Variable n("rows", 1, 64);
+  const Tensor x = Tensor::zeros({n.bind(5), 16}, dtypes::float32, "CPU");
+  CHECK(x.shape() == Shape{5, 16});
+  CHECK(x.shape_string() == "(rows=5, 16)");
+  CHECK(x.dims()[0].is_symbolic());
+  try {
+    (void)(x + Tensor::zeros(Shape{4, 16}, dtypes::float32, "CPU"));
+    FAIL("adding (rows=5, 16) and (4, 16) was accepted");
+  } catch (const ShapeError& error) {
+    CHECK(contains(error.what(), "add"));
+  }
+  CHECK(contains(x.reshape({n.bind(5) * 16}).shape_string(), "rows=5"));
+}
+
+TEST_CASE("one name with two bounds is an error", "[variables]") {
+  const Tensor a = Tensor::zeros({Variable("n", 1, 8).bind(4)}, dtypes::float32, "CPU");
+  const Tensor b = Tensor::zeros({Variable("n", 1, 16).bind(4)}, dtypes::float32, "CPU");
+  try {
+    (void)(a + b);
+    FAIL("two variables named n with different bounds were mixed");
+  } catch (const ShapeError& error) {
+    CHECK(contains(error.what(), "'n'"));
+    CHECK(contains(error.what(), "[1, 8]"));
+    CHECK(contains(error.what(), "[1, 16]"));
+  }
+}
+
+TEST_CASE("dynamic batching compiles each kernel once", "[variables]") {
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    const Variable batch("batch", 1, 64);
+    const Tensor weights = Tensor::from_vector(ramp(16, 0.37f), {16}, device);
+    int64_t built_after_first = -1;
+    for (int64_t rows : {3, 1, 7, 64, 33, 2}) {
+      INFO("batch " << rows);
+      const std::vector<float> data = ramp(rows * 16, 0.11f + 0.01f * static_cast<float>(rows));
+      const Tensor x =
+          Tensor::from_vector(data, {rows, 16}, device).reshape({batch.bind(rows), 16});
+      // Elementwise with a broadcast operand, a row reduction and a softmax.
+      const Tensor scaled = x * weights + 1.0;
+      const Tensor sums = scaled.sum({1});
+      const Tensor soft = scaled.softmax(-1);
+      std::vector<double> want_sums(static_cast<size_t>(rows)), want_soft(data.size());
+      const std::vector<float> w = ramp(16, 0.37f);
+      for (int64_t row = 0; row < rows; ++row) {
+        double total = 0, peak = -INFINITY;
+        std::vector<double> values(16);
+        for (int col = 0; col < 16; ++col) {
+          values[col] = static_cast<double>(data[row * 16 + col]) * w[col] + 1.0;
+          total += values[col];
+          peak = std::max(peak, values[col]);
+        }
+        want_sums[row] = total;
+        double denominator = 0;
+        for (int col = 0; col < 16; ++col) denominator += std::exp(values[col] - peak);
+        for (int col = 0; col < 16; ++col)
+          want_soft[row * 16 + col] = std::exp(values[col] - peak) / denominator;
+      }
+      check_close(sums.to_vector<float>(), want_sums);
+      check_close(soft.to_vector<float>(), want_soft);
+      if (built_after_first < 0) {
+        built_after_first = kernels_built(device);
+      } else {
+        CHECK(kernels_built(device) == built_after_first);
+      }
+    }
+  }
+}
+
+TEST_CASE("a growing length reads the first n rows of a cache", "[variables]") {
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    constexpr int64_t kCapacity = 300, kWidth = 8;
+    const std::vector<float> data = ramp(kCapacity * kWidth, 0.013f);
+    const Tensor cache = Tensor::from_vector(data, {kCapacity, kWidth}, device);
+    const Tensor query = Tensor::from_vector(ramp(kWidth, 0.5f), {1, kWidth}, device);
+    const Variable length("length", 1, kCapacity);
+    int64_t built_after_first = -1;
+    for (int64_t n : {1, 2, 5, 64, 299, 300, 17}) {
+      INFO("length " << n);
+      const Tensor keys = cache.shrink({{0, length.bind(n)}, {0, kWidth}});
+      CHECK(keys.shape() == Shape{n, kWidth});
+      // Attention-like: scores over the n rows, their softmax, and the weighted column sums.
+      const Tensor scores = (keys * query).sum({1});
+      const Tensor weights = scores.softmax(0);
+      const Tensor mixed = (keys * weights.unsqueeze(1)).sum({0});
+      std::vector<double> want_scores(static_cast<size_t>(n));
+      const std::vector<float> q = ramp(kWidth, 0.5f);
+      double peak = -INFINITY;
+      for (int64_t row = 0; row < n; ++row) {
+        double score = 0;
+        for (int col = 0; col < kWidth; ++col)
+          score += static_cast<double>(data[row * kWidth + col]) * q[col];
+        want_scores[row] = score;
+        peak = std::max(peak, score);
+      }
+      double denominator = 0;
+      for (double score : want_scores) denominator += std::exp(score - peak);
+      std::vector<double> want_mixed(kWidth, 0.0);
+      for (int64_t row = 0; row < n; ++row) {
+        const double weight = std::exp(want_scores[row] - peak) / denominator;
+        for (int col = 0; col < kWidth; ++col) want_mixed[col] += weight * data[row * kWidth + col];
+      }
+      check_close(scores.to_vector<float>(), want_scores);
+      check_close(mixed.to_vector<float>(), want_mixed);
+      if (built_after_first < 0) {
+        built_after_first = kernels_built(device);
+      } else {
+        CHECK(kernels_built(device) == built_after_first);
+      }
+    }
+  }
+}
+
+TEST_CASE("a variable may be zero and sizes mix with numbers", "[variables]") {
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    const Variable n("n", 0, 40);
+    const Tensor base = Tensor::arange(40, device).cast(dtypes::float32);
+    for (int64_t value : {0, 1, 39, 40}) {
+      INFO("n " << value);
+      const Tensor part = base.shrink({{Dim(0), n.bind(value)}});
+      const Tensor padded = part.pad({{2, 3}}, -1.0);  // (n + 5,)
+      CHECK(padded.shape() == Shape{value + 5});
+      std::vector<double> want(static_cast<size_t>(value + 5), -1.0);
+      for (int64_t index = 0; index < value; ++index) want[index + 2] = static_cast<double>(index);
+      check_close(padded.to_vector<float>(), want);
+      CHECK(part.sum().item<float>() == Approx(value * (value - 1) / 2.0));
+    }
+  }
+}
+
+TEST_CASE("a captured step replays at other values of its variables", "[variables][capture]") {
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    const Variable batch("batch", 1, 48);
+    const Tensor weights = Tensor::from_vector(ramp(8 * 5, 0.21f), {8, 5}, device);
+    auto step_function = [&](const std::vector<Tensor>& in) {
+      const Tensor hidden = (in[0].matmul(weights) + 0.5).relu();
+      return std::vector<Tensor>{hidden.softmax(-1), hidden.sum({1}), hidden.max()};
+    };
+    CapturedStep step(step_function);
+    auto input_of = [&](int64_t rows) {
+      return Tensor::from_vector(ramp(rows * 8, 0.07f * static_cast<float>(rows)), {rows, 8},
+                                 device)
+          .reshape({batch.bind(rows), 8});
+    };
+    int64_t built = -1;
+    for (int64_t rows : {4, 4, 9, 1, 48, 4, 17}) {
+      INFO("batch " << rows);
+      const Tensor input = input_of(rows);
+      const std::vector<Tensor> got = step({input});
+      if (step.captured()) {
+        if (built < 0) built = kernels_built(device);
+        CHECK(kernels_built(device) == built);
+      }
+      const std::vector<Tensor> want = step_function({input});
+      REQUIRE(got.size() == want.size());
+      for (size_t output = 0; output < got.size(); ++output) {
+        INFO("output " << output);
+        CHECK(got[output].shape() == want[output].shape());
+        const std::vector<float> expected = want[output].to_vector<float>();
+        check_close(got[output].to_vector<float>(),
+                    std::vector<double>(expected.begin(), expected.end()));
+      }
+      CHECK(got[0].shape_string() == "(batch=" + std::to_string(rows) + ", 5)");
+    }
+    // A number where the capture had the variable, and another variable, are refused by name.
+    try {
+      step({Tensor::zeros(Shape{4, 8}, dtypes::float32, device)});
+      FAIL("a concrete input replayed a symbolic capture");
+    } catch (const ShapeError& error) {
+      CHECK(contains(error.what(), "input 0"));
+      CHECK(contains(error.what(), "batch"));
+    }
+    CHECK_THROWS_AS(
+        step({Tensor::zeros({Variable("batch", 1, 64).bind(4), 8}, dtypes::float32, device)}),
+        ShapeError);
+  }
+}
