@@ -248,6 +248,7 @@ int bench_main(const std::vector<std::string>& args) {
   run("sum", [&] { return bench::bench_sum(harness, copy); });
   run("fused", [&] { return bench::bench_fused(harness, copy); });
   run("softmax", [&] { return bench::bench_softmax(harness, copy); });
+  run("softmax n", [&] { return bench::bench_softmax_sizes(harness, copy); });
   run("matmul", [&] { return bench::bench_matmul(harness, blas.get(), limits); });
   if (limits.gemm_bfloat16_flops > 0)
     run("matmul bf16", [&] { return bench::bench_matmul_bfloat16(harness, limits); });

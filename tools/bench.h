@@ -153,6 +153,9 @@ Result bench_add(Harness& harness, const CopyLimit& copy);
 Result bench_sum(Harness& harness, const CopyLimit& copy);
 Result bench_fused(Harness& harness, const CopyLimit& copy);
 Result bench_softmax(Harness& harness, const CopyLimit& copy);
+// softmax over the first n rows of a 4096x1024 buffer, n a variable bound to 64 sizes in 1..4096:
+// one pass over every size, and the kernels the sizes after the first built (must be 0).
+Result bench_softmax_sizes(Harness& harness, const CopyLimit& copy);
 // The matmul's limit is the device's vendor SGEMM where it measured one (`limits`), else the
 // host's BLAS for a CPU device.
 Result bench_matmul(Harness& harness, const Blas* blas, const DeviceLimits& limits);
