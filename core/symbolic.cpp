@@ -3,6 +3,7 @@
 #include <kiln/error.h>
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -187,15 +188,22 @@ Sym Sym::bound_var(const std::string& name, int64_t min_value, int64_t max_value
 }
 
 std::string Sym::to_string() const {
-  // Bounds are the only bracketed parts of a key.
-  std::string text;
-  bool in_bounds = false;
-  for (char c : key()) {
-    if (c == '[') in_bounds = true;
-    if (!in_bounds) text += c;
-    if (c == ']') in_bounds = false;
+  // A bound variable's key is name=value[min,max]: keep the name.
+  const std::string& text = key();
+  std::string named;
+  for (size_t at = 0; at < text.size(); ++at) {
+    if (text[at] == '=') {
+      size_t end = at + 1;
+      if (end < text.size() && text[end] == '-') ++end;
+      while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+      if (end > at + 1 && end < text.size() && text[end] == '[') {
+        at = text.find(']', end);
+        continue;
+      }
+    }
+    named += text[at];
   }
-  return text;
+  return named;
 }
 
 bool Sym::is_bound() const {

@@ -54,7 +54,7 @@ class Sym {
   // Canonical text; two Syms are equal exactly when their keys are equal. A bound variable's
   // names its bounds too ("n=5[1,64]"): one name with two bounds is two variables.
   const std::string& key() const;
-  // The key without bounds ("n=5"), for messages.
+  // The expression with bound variables by name ("(n*4)"), for messages.
   std::string to_string() const;
 
   // Variables take their value from `values`, else (bound variables) their bound value.

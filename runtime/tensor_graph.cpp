@@ -22,8 +22,12 @@ std::string shape_string(const Shape& shape) {
 
 std::string shape_string(const SymShape& shape) {
   std::string text = "(";
-  for (size_t dim = 0; dim < shape.size(); ++dim)
-    text += (dim ? ", " : "") + shape[dim].to_string();
+  for (size_t dim = 0; dim < shape.size(); ++dim) {
+    text += dim ? ", " : "";
+    text += shape[dim].is_const()
+                ? shape[dim].key()
+                : shape[dim].to_string() + "=" + std::to_string(shape[dim].eval());
+  }
   if (shape.size() == 1) text += ",";
   return text + ")";
 }
@@ -68,7 +72,8 @@ std::shared_ptr<const SymShape> broadcast_sym_shape(const Shape& shape,
       // would hold only at the values where it is 1.
       if (operand->shape()[dim] != shape[lead + dim]) {
         throw ShapeError(std::string("[") + op + "] the symbolic size " + sizes[dim].to_string() +
-                         " cannot broadcast to " + std::to_string(shape[lead + dim]) +
+                         "=" + std::to_string(operand->shape()[dim]) + " cannot broadcast to " +
+                         std::to_string(shape[lead + dim]) +
                          "; only the number 1 broadcasts (expand the tensor before binding)");
       }
       if (size.is_const()) size = sizes[dim];

@@ -53,7 +53,8 @@ bool Dim::is_symbolic() const {
   return !sym_->is_const();
 }
 std::string Dim::to_string() const {
-  return sym_->to_string();
+  if (sym_->is_const()) return sym_->key();
+  return sym_->to_string() + "=" + std::to_string(sym_->eval());
 }
 
 Dim operator+(const Dim& a, const Dim& b) {

@@ -71,7 +71,18 @@ TEST_CASE("shapes print with the variable's name", "[variables]") {
   } catch (const ShapeError& error) {
     CHECK(contains(error.what(), "add"));
   }
-  CHECK(contains(x.reshape({n.bind(5) * 16}).shape_string(), "rows=5"));
+  CHECK(x.reshape({n.bind(5) * 16}).shape_string() == "((rows*16)=80,)");
+}
+
+TEST_CASE("a symbolic size does not broadcast like a 1", "[variables]") {
+  const Tensor single = Tensor::zeros({Variable("m", 1, 8).bind(1), 16}, dtypes::float32, "CPU");
+  try {
+    (void)(single + Tensor::zeros(Shape{4, 16}, dtypes::float32, "CPU"));
+    FAIL("a variable bound to 1 was broadcast to 4");
+  } catch (const ShapeError& error) {
+    CHECK(contains(error.what(), "m=1"));
+    CHECK(contains(error.what(), "cannot broadcast"));
+  }
 }
 
 TEST_CASE("one name with two bounds is an error", "[variables]") {
@@ -238,5 +249,45 @@ TEST_CASE("a captured step replays at other values of its variables", "[variable
     CHECK_THROWS_AS(
         step({Tensor::zeros({Variable("batch", 1, 64).bind(4), 8}, dtypes::float32, device)}),
         ShapeError);
+  }
+}
+
+TEST_CASE("the same graph over 64 batch sizes builds each kernel once", "[variables]") {
+  const std::string device = default_device();
+  const Variable batch("batch", 1, 64);
+  const Tensor weights = Tensor::from_vector(ramp(24 * 6, 0.3f), {24, 6}, device);
+  int64_t built = -1;
+  for (int64_t rows = 1; rows <= 64; ++rows) {
+    const Tensor x = Tensor::from_vector(ramp(rows * 24, 0.05f), {rows, 24}, device)
+                         .reshape({batch.bind(rows), 24});
+    // Several kernels: a matmul, a softmax (three), a column sum over the batch.
+    const Tensor hidden = x.matmul(weights).relu();
+    const Tensor out = hidden.softmax(-1) + hidden.sum({0}) / 64.0;
+    out.realize();
+    CHECK(out.shape() == Shape{rows, 6});
+    if (rows == 1) {
+      built = kernels_built(device);
+    } else {
+      CHECK(kernels_built(device) == built);
+    }
+  }
+}
+
+TEST_CASE("creation and movement keep a variable size", "[variables]") {
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    const Variable n("n", 1, 32);
+    for (int64_t value : {3, 32, 1}) {
+      const Tensor ones = Tensor::ones({n.bind(value), 4}, dtypes::int32, device);
+      const Tensor flat = (ones * 2).flatten();
+      CHECK(flat.shape_string() == "((n*4)=" + std::to_string(4 * value) + ",)");
+      CHECK(flat.sum().item<int64_t>() == 8 * value);
+      const Tensor moved = ones.transpose(0, 1).unsqueeze(0).squeeze(0);
+      CHECK(moved.dims()[1].is_symbolic());
+      CHECK(moved.sum({1}).to_vector<int64_t>() == std::vector<int64_t>(4, value));
+      const Tensor wide = ones.reshape({n.bind(value), 4, 1}).expand({-1, -1, 3});
+      CHECK(wide.dims()[0].is_symbolic());
+      CHECK(wide.sum().item<int64_t>() == 12 * value);
+    }
   }
 }

@@ -15,10 +15,10 @@
 //   kiln::Variable n("n", 1, 4096);
 //   kiln::Tensor keys = cache.shrink({{0, n.bind(length)}, {0, 64}});
 //
-// Shapes print with the variable's name and value: "float32(n=5, 16) on CPU". A bound value
-// outside the bounds, and two variables of one name with different bounds in one operation,
-// are ShapeErrors naming the variable. The Dim arithmetic below makes sizes such as n * 16 (a
-// flattened shape) and n + 1.
+// Shapes print with the variable's name and value: "float32(n=5, 16) on CPU", "((n*16)=80,)". A
+// bound value outside the bounds, and two variables of one name with different bounds in one
+// operation, are ShapeErrors naming the variable. The Dim arithmetic below makes sizes such as n *
+// 16 (a flattened shape) and n + 1.
 
 #include <cstdint>
 #include <memory>
@@ -59,7 +59,7 @@ class Dim {
   // The size with every variable at its bound value.
   int64_t value() const;
   bool is_symbolic() const;
-  // "16", "n=5", "(16*n=5)".
+  // "16", "n=5", "(n*16)=80": the expression, and its value.
   std::string to_string() const;
   // Internal: the expression.
   const Sym& sym() const { return *sym_; }
