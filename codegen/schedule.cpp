@@ -278,7 +278,10 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
     if (!realized.count(raw)) continue;
     const std::string& node_device = device_of[raw].empty() ? device : device_of[raw];
     auto storage = make_buffer(node_device, node->dtype(), node->numel());
-    UOpRef buffer = UOp::make_symbolic(Op::Buffer, node->dtype(), {}, storage, node->sym_shape());
+    UOpRef buffer =
+        node->is_symbolic()
+            ? UOp::make_symbolic(Op::Buffer, node->dtype(), {}, storage, node->sym_shape())
+            : UOp::make(Op::Buffer, node->dtype(), {}, storage, node->shape());
     ScheduleItem item;
     item.output = buffer;
     if (node->op() == Op::Copy) {

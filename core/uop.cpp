@@ -139,8 +139,8 @@ UOpRef UOp::make(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape sh
                        std::move(sym_shape));
 }
 
-UOpRef UOp::make_interned(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape,
-                          std::shared_ptr<const SymShape> sym_shape) {
+UOpRef UOp::make_interned(Op op, DType dtype, std::vector<UOpRef>&& srcs, Arg&& arg, Shape&& shape,
+                          std::shared_ptr<const SymShape>&& sym_shape) {
   size_t hash = combine(static_cast<size_t>(op), static_cast<size_t>(dtype.type()));
   for (const UOpRef& src : srcs) hash = combine(hash, src->hash());
   hash = combine(hash, hash_arg(arg));

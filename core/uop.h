@@ -162,8 +162,8 @@ class UOp {
         hash_(hash) {}
 
  private:
-  static UOpRef make_interned(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape,
-                              std::shared_ptr<const SymShape> sym_shape);
+  static UOpRef make_interned(Op op, DType dtype, std::vector<UOpRef>&& srcs, Arg&& arg,
+                              Shape&& shape, std::shared_ptr<const SymShape>&& sym_shape);
   Op op_;
   DType dtype_;
   std::vector<UOpRef> srcs_;

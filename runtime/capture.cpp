@@ -72,6 +72,10 @@ Tensor private_copy(const Tensor& input) {
       input.device());
 }
 
+std::string input_text(size_t index, const Tensor& input) {
+  return "input " + std::to_string(index) + " (" + describe(input) + " on " + input.device() + ")";
+}
+
 // A size with each bound variable's value left out ("n[1,64]"): what a replay's input must match.
 std::string size_pattern(const Sym& size) {
   if (size.is_const()) return size.key();
@@ -94,14 +98,32 @@ Sym rebind(const Sym& value, const Bindings& bindings) {
   return value.is_const() ? value : value.substitute(bindings);
 }
 
+// Checks a replay's input against the captured symbolic shape (the same expressions, the values
+// free) and adds its variables' values to `bindings`.
+void bind_input(size_t index, const Tensor& input, const SymShape& captured,
+                const std::string& expected, Bindings& bindings) {
+  const DimShape dims = input.dims();
+  bool same_shape = dims.size() == captured.size();
+  for (size_t dim = 0; same_shape && dim < dims.size(); ++dim)
+    same_shape = size_pattern(dims[dim].sym()) == size_pattern(captured[dim]);
+  if (!same_shape)
+    throw ShapeError("[CapturedStep] " + input_text(index, input) + " has another shape" +
+                     expected + " (a variable size is passed bound: Variable::bind)");
+  for (const Dim& dim : dims) {
+    for (const Sym& variable : dim.sym().variable_nodes()) {
+      auto [known, fresh] = bindings.emplace(variable.var_name(), variable);
+      if (!fresh && known->second.bound_value() != variable.bound_value())
+        throw ShapeError("[CapturedStep] " + input_text(index, input) + " binds variable '" +
+                         variable.var_name() + "' to " + std::to_string(variable.bound_value()) +
+                         ", an earlier input to " + std::to_string(known->second.bound_value()));
+    }
+  }
+}
+
 std::map<std::string, int64_t> values_of(const Bindings& bindings) {
   std::map<std::string, int64_t> values;
   for (const auto& [name, variable] : bindings) values[name] = variable.bound_value();
   return values;
-}
-
-std::string input_text(size_t index, const Tensor& input) {
-  return "input " + std::to_string(index) + " (" + describe(input) + " on " + input.device() + ")";
 }
 
 }  // namespace
@@ -189,21 +211,12 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
     const std::string expected = std::string("; the step was captured with ") +
                                  captured.dtype.name() + shape_string(captured.sym_shape) + " on " +
                                  captured.device;
-    const DimShape dims = input.dims();
-    bool same_shape = dims.size() == captured.sym_shape.size();
-    for (size_t dim = 0; same_shape && dim < dims.size(); ++dim)
-      same_shape = size_pattern(dims[dim].sym()) == size_pattern(captured.sym_shape[dim]);
-    if (!same_shape)
-      throw ShapeError("[CapturedStep] " + input_text(index, input) + " has another shape" +
-                       expected + " (a variable size is passed bound: Variable::bind)");
-    for (const Dim& dim : dims) {
-      for (const Sym& variable : dim.sym().variable_nodes()) {
-        auto [known, fresh] = bindings.emplace(variable.var_name(), variable);
-        if (!fresh && known->second.bound_value() != variable.bound_value())
-          throw ShapeError("[CapturedStep] " + input_text(index, input) + " binds variable '" +
-                           variable.var_name() + "' to " + std::to_string(variable.bound_value()) +
-                           ", an earlier input to " + std::to_string(known->second.bound_value()));
-      }
+    if (!state.symbolic) {
+      if (input.shape() != captured.shape)
+        throw ShapeError("[CapturedStep] " + input_text(index, input) + " has another shape" +
+                         expected);
+    } else {
+      bind_input(index, input, captured.sym_shape, expected, bindings);
     }
     if (input.dtype() != captured.dtype)
       throw DTypeError("[CapturedStep] " + input_text(index, input) + " has another dtype" +
@@ -224,8 +237,9 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
     swapped[captured] = std::make_shared<Buffer>(open_device(output.device), output.buffer->dtype(),
                                                  output.buffer->numel());
   }
-  const std::map<std::string, int64_t> values = values_of(bindings);
+  std::map<std::string, int64_t> values;
   if (state.symbolic) {
+    values = values_of(bindings);
     // Every buffer the step writes is sized for this call's values (outputs included).
     for (const RecordedLaunch& launch : state.launches) {
       const std::shared_ptr<Buffer>& written = launch.buffers[launch.program ? 0 : 1];
@@ -271,6 +285,14 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
     const std::shared_ptr<Buffer>& buffer = found == swapped.end() ? output.buffer : found->second;
     const UOpRef& captured_buffer =
         output.node->op() == Op::Buffer ? output.node : output.node->src();
+    if (!state.symbolic) {
+      const UOpRef node =
+          UOp::make(Op::Buffer, captured_buffer->dtype(), {}, buffer, captured_buffer->shape());
+      outputs.push_back(make_tensor(
+          output.node->op() == Op::Buffer ? node : with_srcs(output.node, {node}), output.device));
+      continue;
+    }
+    // Sizes and Views at this call's values.
     SymShape sizes;
     for (const Sym& size : captured_buffer->sym_shape()) sizes.push_back(rebind(size, bindings));
     const UOpRef node = UOp::make_symbolic(Op::Buffer, captured_buffer->dtype(), {}, buffer, sizes);
@@ -278,10 +300,10 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
       outputs.push_back(make_tensor(node, output.device));
       continue;
     }
-    const ShapeTracker tracker =
-        bindings.empty() ? output.node->tracker() : output.node->tracker().substitute(bindings);
-    outputs.push_back(make_tensor(
-        UOp::make(Op::View, node->dtype(), {node}, tracker, output.node->shape()), output.device));
+    outputs.push_back(
+        make_tensor(UOp::make(Op::View, node->dtype(), {node},
+                              output.node->tracker().substitute(bindings), output.node->shape()),
+                    output.device));
   }
   return outputs;
 }

@@ -172,8 +172,10 @@ KernelLaunch prepare_kernel(const ScheduleItem& item) {
   }
   const OptSettings settings = opt_settings();
   if (auto cached = prepared_kernels().find(context, generic.ast.get());
-      cached && cached->settings == settings)
+      cached && cached->settings == settings) {
+    if (!symbolic) return {std::move(cached), {}, {}};
     return launch_of(std::move(cached), unbound);
+  }
 
   auto prepared = std::make_shared<PreparedKernel>();
   prepared->context = context;
