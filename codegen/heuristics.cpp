@@ -67,7 +67,7 @@ class Chooser {
       : item_(item), target_(target), axes_(kernel_axes(item.ast)) {}
 
   OptChoice run() {
-    if (item_.output->numel() == 0) return {};
+    if (item_.ast->numel() == 0) return {};  // at every value: a symbolic size counts its largest
     const bool reduces = holds_reduce(item_.ast);
     if (target_.is_gpu && choose_local_tile()) return std::move(choice_);
     if (reduces) choose_tile();

@@ -47,22 +47,16 @@ UnboundKernel unbind_variables(const ScheduleItem& item) {
         const int use = uses_of_name[variable.var_name()]++;
         const std::string name =
             "var_" + variable.var_name() + (use ? "_" + std::to_string(use) : "");
-        replacement.emplace(variable.key(), Sym::var(name, variable.vmin(), variable.vmax()));
+        replacement.emplace(variable.key(), Sym::parameter(name, variable.vmin(), variable.vmax()));
         result.values[name] = variable.bound_value();
         result.bound.emplace(name, variable);
       }
     });
   }
-  // Substitution works by name; within one expression a name has one bound value (two values
-  // of a name meet only through a reduction, in different expressions).
+  // By key: two values of one name (n=3 and n=5) may meet in one expression (a flattened
+  // (n=3, n=5) shape), and each becomes its own kernel variable.
   auto unbind = [&](const Sym& value) {
-    if (value.is_const()) return value;
-    std::map<std::string, Sym> substitution;
-    for (const Sym& variable : value.variable_nodes()) {
-      auto found = replacement.find(variable.key());
-      if (found != replacement.end()) substitution.emplace(variable.var_name(), found->second);
-    }
-    return substitution.empty() ? value : value.substitute(substitution);
+    return value.is_const() ? value : value.substitute(replacement);
   };
   auto unbind_shape = [&](const SymShape& shape) {
     SymShape unbound;
@@ -102,6 +96,8 @@ UnboundKernel unbind_variables(const ScheduleItem& item) {
   result.item = item;
   if (replacement.empty()) return result;
   result.item.ast = graph_rewrite({item.ast}, rule)[0];
+  if (UOpRef output = item.output->is_symbolic() ? rule(item.output) : nullptr)
+    result.item.output = output;
   for (UOpRef& input : result.item.inputs) {
     auto found = new_input.find(input.get());
     if (found != new_input.end()) input = found->second;

@@ -3,8 +3,9 @@
 // variables, so that one compiled kernel serves every value; the values are passed at launch.
 //
 // A bound variable n=5 becomes the kernel variable var_n (the prefix keeps user names apart from
-// the renderer's own: loop and work-item variables, keywords). Two values of one name in one
-// kernel (the sums of an n=3 and an n=5 tensor added) become var_n and var_n_1.
+// the renderer's own: loop and work-item variables, keywords), a Sym::parameter whose key names
+// its bounds. Two values of one name in one kernel (the sums of an n=3 and an n=5 tensor added)
+// become var_n and var_n_1.
 
 #include <cstdint>
 #include <map>
@@ -16,7 +17,7 @@
 
 namespace kiln {
 
-// The kernel with its bound variables unbound (its ast and inputs rewritten), and for each
+// The kernel with its bound variables unbound (its ast, inputs and output rewritten), and for each
 // kernel variable by name its value and the bound variable it stands for.
 struct UnboundKernel {
   ScheduleItem item;

@@ -90,7 +90,8 @@ class Lowerer : public LinearBuilder {
     }
     const SymShape shape = item_.ast->sym_shape();
     const size_t ndim = shape.size();
-    if (item_.output->numel() == 0) return std::move(program_);
+    // No output at any value (a symbolic size that may be 0 is lowered for its other values).
+    if (item_.ast->numel() == 0) return std::move(program_);
 
     // Each work item covers a tile of outputs: upcast[axis] neighbours along each axis (a
     // symbolic axis has no UPCAST).

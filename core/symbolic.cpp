@@ -168,6 +168,14 @@ Sym Sym::var(const std::string& name, int64_t min_value, int64_t max_value) {
   return SymBuilder::make(std::move(node));
 }
 
+Sym Sym::parameter(const std::string& name, int64_t min_value, int64_t max_value) {
+  const Sym variable = var(name, min_value, max_value);
+  if (variable.is_const()) return variable;
+  SymNode node = *variable.node();
+  node.key = name + "[" + std::to_string(min_value) + "," + std::to_string(max_value) + "]";
+  return SymBuilder::make(std::move(node));
+}
+
 Sym Sym::bound_var(const std::string& name, int64_t min_value, int64_t max_value, int64_t value) {
   if (value < min_value || value > max_value) {
     throw ShapeError("[Sym::bound_var] variable '" + name + "' bound to " + std::to_string(value) +
@@ -318,7 +326,8 @@ Sym Sym::substitute(const std::map<std::string, Sym>& values) const {
     case SymKind::Const:
       return *this;
     case SymKind::Var: {
-      auto found = values.find(node->name);
+      auto found = values.find(node->key);
+      if (found == values.end()) found = values.find(node->name);
       return found == values.end() ? *this : found->second;
     }
     case SymKind::Sum: {

@@ -31,6 +31,9 @@ class Sym {
 
   // A named variable with inclusive bounds.
   static Sym var(const std::string& name, int64_t min_value, int64_t max_value);
+  // A variable whose key names its bounds too ("var_n[1,64]"): a kernel's parameter, so that
+  // kernels over one name with other bounds (which the simplifier used) stay different.
+  static Sym parameter(const std::string& name, int64_t min_value, int64_t max_value);
   // A variable bound to a value inside its bounds: symbolic for the simplifier (its range is the
   // bounds), with a value for eval. Its key names the value ("n=5[1,64]"), so graphs over
   // different values stay different; a kernel has it unbound (codegen/kernel_variables.h).
@@ -61,6 +64,7 @@ class Sym {
   int64_t eval(const std::map<std::string, int64_t>& values = {}) const;
   // True when some variable occurs that is not bound (eval then needs `values`).
   bool has_unbound() const;
+  // Replaces each variable found in `values` by its key, else by its name.
   Sym substitute(const std::map<std::string, Sym>& values) const;
   // Names of the variables that occur, sorted.
   std::vector<std::string> variables() const;

@@ -145,6 +145,10 @@ KernelLaunch launch_of(std::shared_ptr<const PreparedKernel> prepared,
 KernelLaunch prepare_kernel(const ScheduleItem& item) {
   DeviceContext* context = &buffer_of(*item.output).context();
   ScheduleItem generic = item;
+  // The output too: what the opts and the program see of it is its (symbolic) shape and dtype.
+  if (item.output->is_symbolic())
+    generic.output = UOp::make_symbolic(Op::Buffer, item.output->dtype(), {}, std::string("param0"),
+                                        item.output->sym_shape());
   std::unordered_map<const UOp*, UOpRef> placeholder_of;
   generic.inputs.clear();
   for (size_t index = 0; index < item.inputs.size(); ++index) {

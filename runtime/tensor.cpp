@@ -127,14 +127,24 @@ Tensor Tensor::full(Shape shape, double value, DType dtype, const std::string& d
 }
 
 Tensor Tensor::full(const DimShape& shape, double value, DType dtype, const std::string& device) {
-  SymShape sizes;
   Shape values;
+  bool symbolic = false;
   for (const Dim& size : shape) {
-    sizes.push_back(size.sym());
     values.push_back(size.value());
+    symbolic |= size.is_symbolic();
   }
+  if (!symbolic) return full(std::move(values), value, dtype, device);
   check_shape(values, "full");
+  SymShape sizes;
+  for (const Dim& size : shape) sizes.push_back(size.sym());
   return make_tensor(symbolic_const_node(value, dtype, sizes), resolve_device(device));
+}
+
+Tensor Tensor::zeros(const DimShape& shape, DType dtype, const std::string& device) {
+  return full(shape, 0, dtype, device);
+}
+Tensor Tensor::ones(const DimShape& shape, DType dtype, const std::string& device) {
+  return full(shape, 1, dtype, device);
 }
 
 Tensor Tensor::zeros(Shape shape, DType dtype, const std::string& device) {

@@ -146,11 +146,24 @@ Tensor Tensor::reshape(const DimShape& new_shape) const {
     return reshape(values_of(new_shape));
   // -1 and the element count are checked on the values; the View gets the expressions.
   const Tensor checked = reshape(values_of(new_shape));
-  SymShape sizes;
-  for (size_t dim = 0; dim < new_shape.size(); ++dim)
-    sizes.push_back(new_shape[dim].value() == -1 ? Sym(checked.shape()[dim])
-                                                 : new_shape[dim].sym());
   const UOpRef node = node_of(*this);
+  // A -1 takes the element count over the other sizes, symbolically where that divides.
+  Sym known(1);
+  for (const Dim& size : new_shape) known = size.value() == -1 ? known : known * size.sym();
+  const Sym count = sym_prod(node->sym_shape());
+  SymShape sizes;
+  for (size_t dim = 0; dim < new_shape.size(); ++dim) {
+    if (new_shape[dim].value() != -1) {
+      sizes.push_back(new_shape[dim].sym());
+      continue;
+    }
+    Sym inferred(checked.shape()[dim]);
+    if (known.is_const() && known.const_value() > 0) {
+      const Sym quotient = floordiv(count, known);
+      if (quotient * known == count) inferred = quotient;
+    }
+    sizes.push_back(inferred);
+  }
   // A buffer takes the symbolic shape itself, so that kernels reading it do not depend on the
   // size it was made with (dynamic batching: one kernel for every batch's buffer).
   if (node->op() == Op::Buffer)
@@ -159,15 +172,26 @@ Tensor Tensor::reshape(const DimShape& new_shape) const {
 }
 
 Tensor Tensor::expand(const DimShape& new_shape) const {
-  if (!any_symbolic(new_shape)) return expand(values_of(new_shape));
-  expand(values_of(new_shape));  // checks the sizes
+  if (!any_symbolic(new_shape) && !node_of(*this)->is_symbolic())
+    return expand(values_of(new_shape));
+  expand(values_of(new_shape));  // checks the sizes, by value
   const SymShape current = node_of(*this)->sym_shape();
   const size_t lead = new_shape.size() - current.size();
   SymShape sizes;
   for (size_t dim = 0; dim < new_shape.size(); ++dim) {
-    const bool keeps =
-        new_shape[dim].value() == -1 || (dim >= lead && !(current[dim - lead] == Sym(1)));
-    sizes.push_back(keeps && dim >= lead ? current[dim - lead] : new_shape[dim].sym());
+    const Sym now = dim >= lead ? current[dim - lead] : Sym(1);
+    const Dim& wanted = new_shape[dim];
+    if (wanted.value() == -1) {
+      sizes.push_back(now);
+    } else if (now == Sym(1)) {
+      sizes.push_back(wanted.sym());  // a 1 expands
+    } else if (!now.is_const() && now.eval() != wanted.value()) {
+      throw ShapeError("[expand] cannot expand " + describe(*this) + ": the symbolic size " +
+                       now.to_string() + "=" + std::to_string(now.eval()) +
+                       " does not broadcast; only the number 1 does");
+    } else {
+      sizes.push_back(wanted.is_symbolic() ? wanted.sym() : now);  // the same size, renamed
+    }
   }
   return with_node(*this, broadcast_node(node_of(*this), sizes));
 }
@@ -262,7 +286,8 @@ Tensor Tensor::squeeze() const {
 
 Tensor Tensor::squeeze(int64_t axis) const {
   const int normalized = normalize_axis(axis, ndim(), "squeeze");
-  if (shape()[normalized] != 1) return *this;  // as PyTorch: a no-op on a dimension that is not 1
+  // As PyTorch: a no-op on a dimension that is not 1 (nor on a variable that is 1 now).
+  if (shape()[normalized] != 1 || dims()[normalized].is_symbolic()) return *this;
   DimShape new_shape = dims();
   new_shape.erase(new_shape.begin() + normalized);
   return reshape(new_shape);

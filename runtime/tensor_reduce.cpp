@@ -1,5 +1,6 @@
 // Reductions and the ops composed from them: mean, var, softmax, argmax, cumsum, matmul.
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -65,6 +66,33 @@ int64_t count_of(const Tensor& tensor, const std::vector<int>& axes) {
   return count;
 }
 
+bool any_symbolic(const Tensor& tensor, const std::vector<int>& axes) {
+  const UOpRef node = node_of(tensor);
+  if (!node->is_symbolic()) return false;
+  const SymShape sizes = node->sym_shape();
+  return std::any_of(axes.begin(), axes.end(),
+                     [&](int axis) { return !sizes[static_cast<size_t>(axis)].is_const(); });
+}
+
+// The element count of `axes` as a tensor the kernel computes (a sum of ones): where a size is a
+// variable, a number would make the kernel hold one value of it.
+Tensor symbolic_count(const Tensor& tensor, const std::vector<int>& axes, bool keepdim,
+                      DType dtype) {
+  const Tensor ones = make_tensor(const_like(1, dtype, node_of(tensor)), tensor.device());
+  return reduce(ones, ReduceOp::Sum, axes, keepdim, dtype);
+}
+
+// 0, 1, ..., n - 1 (int32) along `axis` of the tensor's shape, the other sizes 1: an iota over
+// the axis' (possibly symbolic) size.
+Tensor index_along(const Tensor& tensor, int axis) {
+  const Sym size = node_of(tensor)->sym_shape()[static_cast<size_t>(axis)];
+  const Tensor index = make_tensor(
+      UOp::make_symbolic(Op::Iota, dtypes::int32, {}, {}, SymShape{size}), tensor.device());
+  DimShape shape(static_cast<size_t>(tensor.ndim()), Dim(1));
+  shape[static_cast<size_t>(axis)] = Dim(size);
+  return index.reshape(shape);
+}
+
 Tensor check_not_empty(const Tensor& tensor, const std::vector<int>& axes, const char* op) {
   for (int axis : axes) {
     if (tensor.shape()[axis] == 0) {
@@ -78,6 +106,11 @@ Tensor check_not_empty(const Tensor& tensor, const std::vector<int>& axes, const
 
 // Index of the first element along `axis` that `matches` (bool, same shape as `tensor`).
 Tensor first_index(const Tensor& matches, int axis, bool keepdim) {
+  if (any_symbolic(matches, {axis})) {
+    // The least index that matches, the axis' size where none does.
+    const Tensor size = symbolic_count(matches, {axis}, true, dtypes::int32);
+    return where(matches, index_along(matches, axis), size).min({axis}, keepdim);
+  }
   const int64_t size = matches.shape()[axis];
   Shape index_shape(matches.ndim(), 1);
   index_shape[axis] = size;
@@ -116,6 +149,8 @@ Tensor Tensor::mean(std::vector<int64_t> axes, bool keepdim) const {
   const std::vector<int> normalized = reduce_axes(*this, axes, "mean");
   const DType dtype = float_dtype_for(this->dtype());
   const Tensor total = reduce(*this, ReduceOp::Sum, normalized, keepdim, dtype);
+  if (any_symbolic(*this, normalized))
+    return total / symbolic_count(*this, normalized, keepdim, dtype);
   return total / static_cast<double>(count_of(*this, normalized));
 }
 
@@ -125,6 +160,11 @@ Tensor Tensor::var(std::vector<int64_t> axes, bool keepdim, int64_t correction) 
   const Tensor x = cast(float_dtype_for(dtype()));
   const Tensor centered = x - x.mean(axes64, true);
   const Tensor squares = (centered * centered).sum(axes64, keepdim);
+  if (any_symbolic(*this, normalized)) {
+    const Tensor divisor =
+        symbolic_count(*this, normalized, keepdim, x.dtype()) - static_cast<double>(correction);
+    return squares / where(divisor > 0.0, divisor, 0.0);
+  }
   const double divisor = static_cast<double>(count_of(*this, normalized) - correction);
   return squares / std::max(divisor, 0.0);
 }
@@ -179,6 +219,18 @@ Tensor Tensor::logsumexp(int64_t axis, bool keepdim) const {
 
 Tensor Tensor::cumsum(int64_t axis) const {
   const int dim = normalize_axis(axis, ndim(), "cumsum");
+  if (any_symbolic(*this, {dim})) {
+    // The same masked sum over a (.., n, n) expansion, its sizes and indices symbolic.
+    const Tensor moved = transpose(dim, -1);
+    DimShape expanded = moved.dims();
+    const Dim size = expanded.back();
+    expanded.insert(expanded.end() - 1, size);
+    const Tensor rows = moved.unsqueeze(-2).expand(expanded);
+    const Tensor column = index_along(rows, rows.ndim() - 1);
+    const Tensor row = index_along(rows, rows.ndim() - 2);
+    const Tensor result = where(column <= row, rows.cast(accumulate_dtype(dtype())), 0.0).sum({-1});
+    return result.transpose(dim, -1);
+  }
   const int64_t size = shape()[dim];
   const Tensor moved = transpose(dim, -1);
   // out[..., i] = sum_j x[..., j] * (j <= i): a masked sum over an expanded copy.

@@ -43,18 +43,17 @@ Dim Variable::bind(int64_t value) const {
   return Dim(Sym::bound_var(name_, min_, max_, value));
 }
 
-Dim::Dim(int64_t value, Number) : sym_(std::make_shared<const Sym>(value)) {}
-Dim::Dim(const Sym& value) : sym_(std::make_shared<const Sym>(value)) {}
+Dim::Dim(const Sym& value) : value_(value.eval()) {
+  if (!value.is_const()) expression_ = std::make_shared<const Sym>(value);
+}
 
-int64_t Dim::value() const {
-  return sym_->eval();
+Sym Dim::sym() const {
+  return expression_ ? *expression_ : Sym(value_);
 }
-bool Dim::is_symbolic() const {
-  return !sym_->is_const();
-}
+
 std::string Dim::to_string() const {
-  if (sym_->is_const()) return sym_->key();
-  return sym_->to_string() + "=" + std::to_string(sym_->eval());
+  if (!expression_) return std::to_string(value_);
+  return expression_->to_string() + "=" + std::to_string(value_);
 }
 
 Dim operator+(const Dim& a, const Dim& b) {

@@ -210,7 +210,11 @@ TEST_CASE("a captured step replays at other values of its variables", "[variable
     const Tensor weights = Tensor::from_vector(ramp(8 * 5, 0.21f), {8, 5}, device);
     auto step_function = [&](const std::vector<Tensor>& in) {
       const Tensor hidden = (in[0].matmul(weights) + 0.5).relu();
-      return std::vector<Tensor>{hidden.softmax(-1), hidden.sum({1}), hidden.max()};
+      // Counts and indices along the batch (mean, argmax, cumsum, a -1) come from the kernels,
+      // so a replay at another batch size gets them right.
+      return std::vector<Tensor>{hidden.softmax(-1),      hidden.sum({1}),  hidden.max(),
+                                 hidden.mean({0}),        hidden.argmax(0), hidden.cumsum(0),
+                                 hidden.reshape({-1}) + 1};
     };
     CapturedStep step(step_function);
     auto input_of = [&](int64_t rows) {
@@ -289,5 +293,45 @@ TEST_CASE("creation and movement keep a variable size", "[variables]") {
       CHECK(wide.dims()[0].is_symbolic());
       CHECK(wide.sum().item<int64_t>() == 12 * value);
     }
+  }
+}
+
+TEST_CASE("a kernel first realized with no rows serves every value", "[variables]") {
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    const Variable n("rows", 0, 64);
+    for (int64_t value : {0, 3, 64, 0, 1}) {
+      INFO("rows " << value);
+      const Tensor out = Tensor::ones({n.bind(value), 4}, dtypes::int32, device) + 1;
+      CHECK(out.to_vector<int32_t>() == std::vector<int32_t>(static_cast<size_t>(4 * value), 2));
+    }
+  }
+}
+
+TEST_CASE("one name with other bounds is another kernel", "[variables]") {
+  // The simplifier drops a modulo that the bounds [0, 15] make needless; with [0, 150] it must
+  // stay: a kernel over the first bounds must not serve the second.
+  const std::string device = default_device();
+  const Tensor x = Tensor::arange(200, device).reshape({10, 20});
+  const std::vector<int32_t> flat =
+      x.transpose(0, 1).contiguous().reshape({200}).to_vector<int32_t>();
+  for (const auto& [high, start] : std::vector<std::pair<int64_t, int64_t>>{{15, 3}, {150, 100}}) {
+    INFO("bounds [0, " << high << "], start " << start);
+    const Variable n("n", 0, high);
+    const Tensor window =
+        x.transpose(0, 1).reshape({200}).shrink({{n.bind(start), n.bind(start) + 4}}) + 1;
+    std::vector<int32_t> want;
+    for (int64_t at = start; at < start + 4; ++at) want.push_back(flat[at] + 1);
+    CHECK(window.to_vector<int32_t>() == want);
+  }
+}
+
+TEST_CASE("two values of one name in one shape stay apart", "[variables]") {
+  const std::string device = default_device();
+  const Variable n("n", 1, 8);
+  for (const auto& [rows, columns] : std::vector<std::pair<int64_t, int64_t>>{{3, 5}, {2, 4}}) {
+    const Tensor out =
+        Tensor::full({n.bind(rows), n.bind(columns)}, 1.0, dtypes::float32, device).flatten() + 1;
+    CHECK(out.to_vector<float>() == std::vector<float>(static_cast<size_t>(rows * columns), 2.0f));
   }
 }

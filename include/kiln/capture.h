@@ -15,6 +15,12 @@
 // number, shape, dtype and device; a mismatch is an error that names the input, never a
 // recapture. Each call returns new output tensors (a replay does not overwrite earlier outputs);
 // a tensor the step realizes and keeps elsewhere is shared with the replays, which overwrite it.
+//
+// An input whose size is a bound variable (kiln/variable.h) replays at any value of it: each call
+// binds the variables of its inputs, the captured kernels are dispatched for those values and the
+// outputs are sized for them (a variable's bounds, like its name, must match the capture's).
+// A size the step reads on the host (shape()[0], or a number computed from it) is a host value,
+// fixed at capture; dims() keeps it symbolic.
 
 #include <functional>
 #include <memory>

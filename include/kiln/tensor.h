@@ -63,13 +63,17 @@ class Tensor {
                      const std::string& device = "") {
     return full(DimShape(shape), value, dtype, device);
   }
+  static Tensor zeros(const DimShape& shape, DType dtype = dtypes::float32,
+                      const std::string& device = "");
+  static Tensor ones(const DimShape& shape, DType dtype = dtypes::float32,
+                     const std::string& device = "");
   static Tensor zeros(std::initializer_list<Dim> shape, DType dtype = dtypes::float32,
                       const std::string& device = "") {
-    return full(DimShape(shape), 0, dtype, device);
+    return zeros(DimShape(shape), dtype, device);
   }
   static Tensor ones(std::initializer_list<Dim> shape, DType dtype = dtypes::float32,
                      const std::string& device = "") {
-    return full(DimShape(shape), 1, dtype, device);
+    return ones(DimShape(shape), dtype, device);
   }
   // 0, 1, ..., stop - 1 as int32.
   static Tensor arange(int64_t stop, const std::string& device = "");

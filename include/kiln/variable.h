@@ -51,23 +51,23 @@ class Variable {
 // One size of a shape: a number, or an expression over bound variables.
 class Dim {
  public:
-  // Any integer converts implicitly, as a size does.
-  template <typename Integer, std::enable_if_t<std::is_integral_v<Integer>, int> = 0>
-  Dim(Integer value) : Dim(static_cast<int64_t>(value), Number{}) {}  // NOLINT
+  // Any signed integer converts implicitly, as a size does.
+  template <typename Integer,
+            std::enable_if_t<std::is_integral_v<Integer> && std::is_signed_v<Integer>, int> = 0>
+  Dim(Integer value) : value_(static_cast<int64_t>(value)) {}  // NOLINT
   explicit Dim(const Sym& value);
 
   // The size with every variable at its bound value.
-  int64_t value() const;
-  bool is_symbolic() const;
+  int64_t value() const { return value_; }
+  bool is_symbolic() const { return expression_ != nullptr; }
   // "16", "n=5", "(n*16)=80": the expression, and its value.
   std::string to_string() const;
-  // Internal: the expression.
-  const Sym& sym() const { return *sym_; }
+  // Internal: the expression (a number as a constant).
+  Sym sym() const;
 
  private:
-  struct Number {};
-  Dim(int64_t value, Number);
-  std::shared_ptr<const Sym> sym_;
+  int64_t value_ = 0;
+  std::shared_ptr<const Sym> expression_;  // null for a number
 };
 
 Dim operator+(const Dim& a, const Dim& b);

@@ -154,6 +154,52 @@ std::vector<SymbolicOp> symbolic_ops() {
        "a.mean({1})",
        sum_tolerance(f32),
        true});
+  // Ops that count or index along the variable's axis: the count and the indices are computed
+  // in the kernel, not written into it.
+  add({"mean(0)",
+       {input(f32, rows, Values::Small)},
+       [](const std::vector<Tensor>& in) { return in[0].mean({0}); },
+       [](const std::vector<HostTensor>& in) {
+         return ref::reduce(Reduce::Mean, in[0], {0}, false);
+       },
+       "a.mean({0})",
+       sum_tolerance(f32)});
+  add({"var(0)",
+       {input(f32, rows, Values::Small)},
+       [](const std::vector<Tensor>& in) { return in[0].var({0}); },
+       [](const std::vector<HostTensor>& in) {
+         return ref::reduce(Reduce::Var, in[0], {0}, false, 1);
+       },
+       "a.var({0})",
+       tolerance_for(f32, 4, 8 + 4 * std::sqrt(40.0), 1, true)});
+  add({"argmax(0)",
+       {input(f32, rows)},
+       [](const std::vector<Tensor>& in) { return in[0].argmax(0); },
+       [](const std::vector<HostTensor>& in) { return ref::arg_extreme(true, in[0], 0, false); },
+       "a.argmax(0)",
+       exact_tolerance()});
+  add({"argmin(0)",
+       {input(i32, rows)},
+       [](const std::vector<Tensor>& in) { return in[0].argmin(0); },
+       [](const std::vector<HostTensor>& in) { return ref::arg_extreme(false, in[0], 0, false); },
+       "a.argmin(0)",
+       exact_tolerance()});
+  add({"cumsum(0)",
+       {input(f32, rows, Values::Small)},
+       [](const std::vector<Tensor>& in) { return in[0].cumsum(0); },
+       [](const std::vector<HostTensor>& in) { return ref::cumsum(in[0], 0); },
+       "a.cumsum(0)",
+       sum_tolerance(f32),
+       true});
+  add({"reshape(-1)",
+       {input(i32, rows)},
+       [](const std::vector<Tensor>& in) { return in[0].reshape({-1}) + 1; },
+       [](const std::vector<HostTensor>& in) {
+         return ref::binary_scalar(Binary::Add, ref::reshape(in[0], {in[0].numel()}), 1.0, false);
+       },
+       "a.reshape({-1}) + 1",
+       exact_tolerance(),
+       true});
   // Softmax along each axis, and a matmul with the variable as an output and as the reduction.
   const Tolerance softmax_tolerance = tolerance_for(f32, 4, 8, 1, true);
   add({"softmax(-1)",
