@@ -348,6 +348,7 @@ Result bench_softmax_sizes(Harness& harness, const CopyLimit& copy) {
   result.limit = copy.bytes_per_second;
   result.limit_name = copy.name;
   result.figure = bytes / result.timing.median_seconds;
+  result.kernels = first;  // each size launches the kernels the first one built
   result.note = "n = 1..4096; built " + std::to_string(first) + " kernel(s) for n=1, " +
                 std::to_string(others) + " for the other " + std::to_string(kSizes - 1) + " sizes";
   return result;
