@@ -12,6 +12,7 @@
 
 #include "codegen/blocked_sum.h"
 #include "codegen/kernel_variables.h"
+#include "codegen/launch_index.h"
 #include "codegen/launch_spread.h"
 #include "codegen/linear_builder.h"
 #include "core/const_fold.h"
@@ -98,7 +99,10 @@ class Lowerer : public LinearBuilder {
     SymShape tiles = shape;
     for (size_t axis = 0; axis < ndim; ++axis)
       tiles[axis] = floordiv(tiles[axis], Sym(upcast_[axis]));
-    const Index tile = launch_index(tiles);
+    LaunchIndex launched = index_launch(axes_, opts_, tiles, program_);
+    group_lane_ = launched.group_lane;
+    store_guard_ = launched.store_guard;
+    const Index tile = launched.tile;
     tile_index_ = tile;
     Lanes lanes{tile};
     for (size_t axis = 0; axis < ndim; ++axis) {
@@ -129,62 +133,6 @@ class Lowerer : public LinearBuilder {
   }
 
  private:
-  // The launch dimensions (see launch_layout) and each output axis' tile index in their variables.
-  Index launch_index(const SymShape& tiles) {
-    const size_t ndim = tiles.size();
-    Index tile(ndim, Sym(0));
-    program_.global_size = Sym(1);
-    for (const LaunchAxis& axis : launch_layout(axes_, opts_)) {
-      LaunchDim dim;
-      const std::string number = std::to_string(program_.launch.size());
-      dim.local = axis.local;
-      if (axis.role == LaunchAxis::Role::GroupLanes) {
-        dim.var = "lidx" + number;
-        dim.local_id = true;
-        dim.size = axis.local;
-        group_lane_ = Sym::var(dim.var, 0, axis.local - 1);
-        // The group's partial results are combined by every work item; one stores them.
-        store_guard_ = lt(group_lane_, Sym(1));
-      } else {
-        dim.var = "gidx" + number;
-        std::vector<size_t> covered;
-        if (axis.role == LaunchAxis::Role::Axis) {
-          covered.push_back(static_cast<size_t>(axis.axis));
-        } else {
-          for (size_t output = 0; output < ndim; ++output) {
-            const bool own = std::any_of(opts_.begin(), opts_.end(), [&](const Opt& opt) {
-              return opt.kind == OptKind::Local && opt.axis == static_cast<int>(output);
-            });
-            if (!own) covered.push_back(output);
-          }
-        }
-        dim.size = Sym(1);
-        for (size_t output : covered) dim.size = dim.size * tiles[output];
-        const Sym id = Sym::var(dim.var, 0, std::max<int64_t>(dim.size.vmax(), 1) - 1);
-        if (program_.row_length > 0) {
-          // ROWS: the flat index as a row index and a column index of the last axis.
-          const int64_t row_length = program_.row_length;
-          SymShape rows;
-          for (size_t output = 0; output + 1 < ndim; ++output) rows.push_back(tiles[output]);
-          const Index row_index = unravel_index(
-              Sym::var(program_.row_var, 0, std::max<int64_t>(dim.size.vmax() / row_length, 1) - 1),
-              rows);
-          for (size_t output = 0; output + 1 < ndim; ++output) tile[output] = row_index[output];
-          tile[ndim - 1] = Sym::var(program_.column_var, 0, row_length - 1);
-        } else {
-          SymShape sizes;
-          for (size_t output : covered) sizes.push_back(tiles[output]);
-          const Index unravelled = unravel_index(id, sizes);
-          for (size_t at = 0; at < covered.size(); ++at) tile[covered[at]] = unravelled[at];
-        }
-      }
-      dim.global = (dim.size.vmax() + dim.local - 1) / dim.local * dim.local;
-      program_.global_size = program_.global_size * dim.size;
-      program_.launch.push_back(std::move(dim));
-    }
-    return tile;
-  }
-
   // Runs `lower` with `condition` added to the gate that loads check.
   template <typename LowerFn>
   auto gated(const Sym& condition, LowerFn&& lower_fn) {
