@@ -9,6 +9,8 @@
 // but no transcendental functions. Subscripts are 32-bit.
 
 #include "codegen/dialect.h"
+
+#include <algorithm>
 #include "codegen/glsl_math.h"
 #include "codegen/linear.h"
 
@@ -77,9 +79,14 @@ Dialect make_glsl_dialect() {
     // Push constants: zeros the compiler cannot see (Dialect::float32_zero, and in signed
     // comparisons), then the kernel's variables as 32-bit integers (GLSL's subscripts are); the
     // device pushes them with every launch.
+    const size_t pushed = std::min<size_t>(program.variables.size(), kGlslPushVariables);
     text += "layout(push_constant) uniform KilnPush { float zero; int izero;";
-    for (const Sym& variable : program.variables) text += " int " + variable.var_name() + ";";
+    for (size_t at = 0; at < pushed; ++at) text += " int " + program.variables[at].var_name() + ";";
     text += " } kiln_push;\n";
+    if (program.variables.size() > pushed) {
+      text += "layout(std430, binding = " + std::to_string(program.params.size()) +
+              ") restrict readonly buffer KilnVariables { int kiln_variables[]; };\n";
+    }
     for (size_t param = 0; param < program.params.size(); ++param) {
       const KernelParam& info = program.params[param];
       text += "layout(std430, binding = " + std::to_string(param) + ") restrict " +
@@ -87,8 +94,13 @@ Dialect make_glsl_dialect() {
               " { " + self.type_name(info.dtype) + " " + param_name(param) + "[]; };\n";
     }
     text += "void main() {\n";
-    for (const Sym& variable : program.variables)
-      text += "  int " + variable.var_name() + " = kiln_push." + variable.var_name() + ";\n";
+    for (size_t at = 0; at < program.variables.size(); ++at) {
+      const std::string& name = program.variables[at].var_name();
+      text += "  int " + name + " = " +
+              (at < pushed ? "kiln_push." + name
+                           : "kiln_variables[" + std::to_string(at - pushed) + "]") +
+              ";\n";
+    }
     return text;
   };
   dialect.launch_id = [](LaunchId kind, int dim) {

@@ -246,3 +246,21 @@ TEST_CASE("Vulkan computes what the CPU computes", "[vulkan]") {
   same(a_vulkan.cast(dtypes::float64).exp().sin(), a.cast(dtypes::float64).exp().sin());
   same(a_vulkan.cast(dtypes::float16).erf(), a.cast(dtypes::float16).erf());
 }
+
+TEST_CASE("a Vulkan kernel reads variables past its push constants from a buffer", "[vulkan]") {
+  if (!vulkan()) return;
+  // 34 variables in one kernel: the sums of 34 prefixes of one buffer, added.
+  const Tensor base = Tensor::arange(200, "VULKAN");
+  for (int64_t shift : {0, 7}) {
+    std::vector<Variable> variables;
+    Tensor total = Tensor::zeros(Shape{}, dtypes::int64, "VULKAN");
+    int64_t want = 0;
+    for (int index = 0; index < 34; ++index) {
+      variables.emplace_back("v" + std::to_string(index), 1, 200);
+      const int64_t length = 5 + index * 5 + shift;
+      total = total + base.shrink({{Dim(0), variables.back().bind(length)}}).sum();
+      want += length * (length - 1) / 2;
+    }
+    CHECK(total.item<int64_t>() == want);
+  }
+}

@@ -209,7 +209,7 @@ class VulkanDevice : public Device {
   std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
                                         const std::string& kernel_name) override {
     return std::make_unique<VkKernelProgram>(logical_->get(), *queue_, pipeline_cache_.get(),
-                                             binary, kernel_name, dispatch_limits_);
+                                             binary, kernel_name, dispatch_limits_, *allocator_);
   }
 
   void synchronize() override {

@@ -2,27 +2,35 @@
 
 #include <kiln/error.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <vector>
 
+#include "codegen/dialect.h"
 #include "devices/vulkan/spirv_module.h"
 #include "devices/vulkan/vk_memory.h"
 
 namespace kiln::vulkan {
 namespace {
 
-// The GLSL dialect's push constant block: two zeros, then one 32-bit integer per kernel
-// variable. The layout declares the 128 bytes every Vulkan device has (30 variables).
+// The GLSL dialect's push constant block: two zeros, then one 32-bit integer per kernel variable
+// up to kGlslPushVariables. The layout declares the 128 bytes every Vulkan device has.
 constexpr uint32_t kPushConstantBytes = 128;
 constexpr uint32_t kPushHeaderBytes = 8;
+static_assert(kPushHeaderBytes + 4 * kGlslPushVariables <= kPushConstantBytes);
 
 }  // namespace
 
 VkKernelProgram::VkKernelProgram(VkDevice device, CommandQueue& queue, VkPipelineCache cache,
                                  const std::vector<uint8_t>& spirv, std::string name,
-                                 const DispatchLimits& limits)
-    : device_(device), queue_(queue), cache_(cache), name_(std::move(name)), limits_(limits) {
+                                 const DispatchLimits& limits, VkAllocator& allocator)
+    : device_(device),
+      queue_(queue),
+      cache_(cache),
+      name_(std::move(name)),
+      limits_(limits),
+      allocator_(allocator) {
   bindings_ = spirv_binding_count(spirv, name_);
   VkShaderModuleCreateInfo module_info{};
   module_info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
@@ -96,10 +104,29 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
   const int64_t global[3] = {request.global.x, request.global.y, request.global.z};
   const int64_t local[3] = {request.local.x, request.local.y, request.local.z};
   if (global[0] * global[1] * global[2] == 0) return 0;
+  // The variables past the push constants, in a buffer bound after the kernel's (see
+  // kGlslPushVariables); it goes back to the allocator once this launch has run.
+  std::vector<DeviceMemory> buffers = request.buffers;
+  std::vector<int32_t> values;
+  for (int64_t value : request.variables) {
+    if (value < INT32_MIN || value > INT32_MAX)
+      throw DeviceError("[vulkan launch] kernel " + name_ + ": variable value " +
+                        std::to_string(value) +
+                        " does not fit the 32-bit integers of GLSL's subscripts");
+    values.push_back(static_cast<int32_t>(value));
+  }
+  const size_t pushed = std::min<size_t>(values.size(), kGlslPushVariables);
+  DeviceMemory overflow = nullptr;
+  const size_t overflow_bytes = 4 * (values.size() - pushed);
+  if (overflow_bytes > 0) {
+    overflow = allocator_.alloc(overflow_bytes);
+    allocator_.copy_in(overflow, values.data() + pushed, overflow_bytes);
+    buffers.push_back(overflow);
+  }
   // glslang may drop a buffer the shader never reads: bindings_ can be fewer than the buffers.
-  if (request.buffers.size() < bindings_)
+  if (buffers.size() < bindings_)
     throw InternalError("[vulkan launch] kernel " + name_ + " binds " + std::to_string(bindings_) +
-                        " buffers; the launch passed " + std::to_string(request.buffers.size()));
+                        " buffers; the launch passed " + std::to_string(buffers.size()));
   // The kernel's geometry is its own (its opts were checked against these limits): a launch
   // beyond them is a kiln bug, reported before the driver sees it.
   std::array<uint32_t, 3> local_size{};
@@ -121,22 +148,9 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
                       std::to_string(local[0] * local[1] * local[2]) +
                       " invocations; the device allows " + std::to_string(limits_.max_invocations) +
                       " (maxComputeWorkGroupInvocations)");
-  // Push constants: the zeros (all bits 0), then each variable as a 32-bit integer.
-  if (kPushHeaderBytes + 4 * request.variables.size() > kPushConstantBytes)
-    throw DeviceError("[vulkan launch] kernel " + name_ + " has " +
-                      std::to_string(request.variables.size()) +
-                      " variables; push constants hold " +
-                      std::to_string((kPushConstantBytes - kPushHeaderBytes) / 4) +
-                      " (use fewer distinct variables in one kernel)");
-  std::vector<uint8_t> push(kPushHeaderBytes + 4 * request.variables.size(), 0);
-  for (size_t at = 0; at < request.variables.size(); ++at) {
-    if (request.variables[at] < INT32_MIN || request.variables[at] > INT32_MAX)
-      throw DeviceError("[vulkan launch] kernel " + name_ + ": variable value " +
-                        std::to_string(request.variables[at]) +
-                        " does not fit the 32-bit integers of GLSL's subscripts");
-    const int32_t value = static_cast<int32_t>(request.variables[at]);
-    std::memcpy(push.data() + kPushHeaderBytes + 4 * at, &value, 4);
-  }
+  // Push constants: the zeros (all bits 0), then the first variables as 32-bit integers.
+  std::vector<uint8_t> push(kPushHeaderBytes + 4 * pushed, 0);
+  if (pushed > 0) std::memcpy(push.data() + kPushHeaderBytes, values.data(), 4 * pushed);
 
   std::lock_guard<std::mutex> lock(mutex_);
   const VkPipeline pipeline = pipeline_for(local_size);
@@ -145,7 +159,7 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
   // its output would land in the next bytes, as on other devices (where kiln conformance's guard
   // bytes catch it), not be dropped by a driver that checks bounds (lavapipe does).
   for (uint32_t binding = 0; binding < bindings_; ++binding) {
-    const VkBlock& block = block_of(request.buffers[binding]);
+    const VkBlock& block = block_of(buffers[binding]);
     buffer_infos[binding] = {block.buffer, block.offset, VK_WHOLE_SIZE};
   }
   const uint64_t serial = queue_.submit(
@@ -179,7 +193,8 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
         vkCmdDispatch(commands, groups[0], groups[1], groups[2]);
       },
       request.wait);
-  for (DeviceMemory memory : request.buffers) block_of(memory).allocation().last_use = serial;
+  for (DeviceMemory memory : buffers) block_of(memory).allocation().last_use = serial;
+  if (overflow) allocator_.free(overflow, overflow_bytes);  // kept until the launch has run
   last_use_ = serial;
   if (!ran_) {
     // The first run compiles (see CommandQueue::finish_all_at_exit): waited for once per kernel.

@@ -18,6 +18,8 @@
 
 namespace kiln::vulkan {
 
+class VkAllocator;
+
 struct DispatchLimits {
   uint32_t max_groups[3];    // maxComputeWorkGroupCount
   uint32_t max_local[3];     // maxComputeWorkGroupSize
@@ -27,8 +29,8 @@ struct DispatchLimits {
 class VkKernelProgram : public Program {
  public:
   VkKernelProgram(VkDevice device, CommandQueue& queue, VkPipelineCache cache,
-                  const std::vector<uint8_t>& spirv, std::string name,
-                  const DispatchLimits& limits);
+                  const std::vector<uint8_t>& spirv, std::string name, const DispatchLimits& limits,
+                  VkAllocator& allocator);
   ~VkKernelProgram() override;
   VkKernelProgram(const VkKernelProgram&) = delete;
   VkKernelProgram& operator=(const VkKernelProgram&) = delete;
@@ -43,6 +45,7 @@ class VkKernelProgram : public Program {
   VkPipelineCache cache_;
   std::string name_;
   DispatchLimits limits_;
+  VkAllocator& allocator_;  // for the variables past the push constants
   uint32_t bindings_ = 0;
   uint64_t last_use_ = 0;  // the last submission that ran this kernel
   bool ran_ = false;       // launched and waited for once
