@@ -58,17 +58,13 @@ UOpRef reshape_node(const UOpRef& node, const Shape& shape) {
 
 UOpRef reshape_node(const UOpRef& node, const SymShape& shape) {
   if (node->sym_shape() == shape) return node;
-  Shape values;
-  for (const Sym& size : shape) values.push_back(size.has_unbound() ? size.vmax() : size.eval());
-  return movement_node(node, values,
+  return movement_node(node, shape_values(shape),
                        [&](const ShapeTracker& tracker) { return tracker.reshape(shape); });
 }
 
 UOpRef expand_node(const UOpRef& node, const SymShape& shape) {
   if (node->sym_shape() == shape) return node;
-  Shape values;
-  for (const Sym& size : shape) values.push_back(size.has_unbound() ? size.vmax() : size.eval());
-  return movement_node(node, values,
+  return movement_node(node, shape_values(shape),
                        [&](const ShapeTracker& tracker) { return tracker.expand(shape); });
 }
 

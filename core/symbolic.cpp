@@ -182,14 +182,11 @@ Sym Sym::bound_var(const std::string& name, int64_t min_value, int64_t max_value
                      ", outside its bounds [" + std::to_string(min_value) + ", " +
                      std::to_string(max_value) + "]");
   }
-  if (min_value == max_value) return Sym(value);
-  SymNode node;
-  node.kind = SymKind::Var;
-  node.name = name;
+  const Sym variable = var(name, min_value, max_value);
+  if (variable.is_const()) return variable;
+  SymNode node = *variable.node();
   node.bound = true;
   node.value = value;
-  node.vmin = min_value;
-  node.vmax = max_value;
   node.key = name + "=" + std::to_string(value) + "[" + std::to_string(min_value) + "," +
              std::to_string(max_value) + "]";
   return SymBuilder::make(std::move(node));

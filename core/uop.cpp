@@ -109,23 +109,14 @@ std::shared_ptr<const SymShape> derived_sym_shape(Op op, const std::vector<UOpRe
   return std::make_shared<const SymShape>(std::move(shape));
 }
 
-// Bound variables at their values; an unbound one at its largest value.
-Shape concrete_shape(const SymShape& shape) {
-  Shape sizes;
-  for (const Sym& size : shape) {
-    sizes.push_back(size.has_unbound() ? size.vmax() : size.eval());
-  }
-  return sizes;
-}
-
 }  // namespace
 
 UOpRef UOp::make_symbolic(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg,
                           const SymShape& shape) {
   const bool leaf = op == Op::Buffer || op == Op::Const || op == Op::Iota;
   if (!leaf || all_const(shape))
-    return make(op, dtype, std::move(srcs), std::move(arg), concrete_shape(shape));
-  return make_interned(op, dtype, std::move(srcs), std::move(arg), concrete_shape(shape),
+    return make(op, dtype, std::move(srcs), std::move(arg), shape_values(shape));
+  return make_interned(op, dtype, std::move(srcs), std::move(arg), shape_values(shape),
                        std::make_shared<const SymShape>(shape));
 }
 
@@ -133,7 +124,7 @@ UOpRef UOp::make(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape sh
   std::shared_ptr<const SymShape> sym_shape;
   if (op != Op::Buffer && op != Op::Const && op != Op::Iota) {
     sym_shape = derived_sym_shape(op, srcs, arg);
-    if (sym_shape) shape = concrete_shape(*sym_shape);
+    if (sym_shape) shape = shape_values(*sym_shape);
   }
   return make_interned(op, dtype, std::move(srcs), std::move(arg), std::move(shape),
                        std::move(sym_shape));

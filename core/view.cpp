@@ -368,6 +368,12 @@ std::string ShapeTracker::to_string() const {
   return text + ")";
 }
 
+std::vector<int64_t> shape_values(const SymShape& shape) {
+  std::vector<int64_t> values;
+  for (const Sym& size : shape) values.push_back(size.has_unbound() ? size.vmax() : size.eval());
+  return values;
+}
+
 std::vector<Sym> unravel_index(const Sym& flat, const SymShape& shape) {
   std::vector<Sym> index(shape.size(), Sym(0));
   for (const Sym& size : shape) {

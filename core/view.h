@@ -81,5 +81,7 @@ class ShapeTracker {
 // Splits a flat row-major index into one index per dimension of `shape`.
 std::vector<Sym> unravel_index(const Sym& flat, const SymShape& shape);
 SymShape to_sym_shape(const std::vector<int64_t>& shape);
+// The sizes' values: bound variables at their values, unbound ones at their largest.
+std::vector<int64_t> shape_values(const SymShape& shape);
 
 }  // namespace kiln

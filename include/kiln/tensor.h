@@ -21,6 +21,9 @@
 //     scalar gives int32 for arithmetic, and with a bool or integer tensor a non-integral scalar
 //     gives float32.
 //   * Sizes: a tensor holds at most 2^60 elements; larger or negative shapes are a ShapeError.
+//     A size may be a variable bound to a value (kiln/variable.h): reshape, expand, shrink and
+//     the creation functions take Dims; shape() gives the values, dims() the expressions. The
+//     kernels are compiled for the variable, so another value compiles nothing.
 //   * Integer arithmetic wraps (two's complement). Integer `/` truncates toward zero and `%` takes
 //     the sign of the dividend, as in C; dividing an integer by zero gives 0.
 //   * Float-to-integer casts truncate toward zero and saturate at the target's range; NaN gives 0.
