@@ -264,3 +264,18 @@ TEST_CASE("a Vulkan kernel reads variables past its push constants from a buffer
     CHECK(total.item<int64_t>() == want);
   }
 }
+
+#ifdef KILN_TOOL_PATH
+TEST_CASE("timed Vulkan launches (KILN_DEBUG=2) report their times", "[vulkan]") {
+  if (!vulkan()) return;
+  // A kernel's first launch waits for its compile; a timed one then read a retired submission.
+  const test::ScratchFolder cache("timed-vulkan");
+  const test::ChildResult result =
+      test::run_child("KILN_DEBUG=2 KILN_CACHE_DIR=" + cache.string(),
+                      std::string(KILN_TOOL_PATH) +
+                          " conformance --device VULKAN --jobs 1 --filter '^symbolic/sum\\(1\\)'");
+  INFO(result.output);
+  CHECK(result.exit_code == 0);
+  CHECK(contains(result.output, "us "));
+}
+#endif
