@@ -50,11 +50,6 @@ int64_t KernelAxes::size(int axis) const {
   return axis < outputs ? output[axis] : reduce_sizes[axis - outputs];
 }
 
-bool KernelAxes::any_symbolic() const {
-  return std::any_of(sym_sizes.begin(), sym_sizes.end(),
-                     [](const Sym& size) { return !size.is_const(); });
-}
-
 std::string KernelAxes::to_string() const {
   std::string text = "[";
   for (size_t axis = 0; axis < output.size(); ++axis)

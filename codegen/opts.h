@@ -95,7 +95,6 @@ struct KernelAxes {
   bool is_reduce_axis(int axis) const { return axis >= static_cast<int>(output.size()); }
   int64_t size(int axis) const;
   bool is_symbolic(int axis) const { return !sym_sizes[axis].is_const(); }
-  bool any_symbolic() const;
   std::string to_string() const;  // "[64 128 | r 4096]"
 };
 

@@ -36,12 +36,6 @@ std::string describe(const Tensor& tensor) {
   return std::string(tensor.dtype().name()) + tensor.shape_string() + " on " + tensor.device();
 }
 
-SymShape sym_shape_of(const Tensor& tensor) {
-  SymShape shape;
-  for (const Dim& dim : tensor.dims()) shape.push_back(dim.sym());
-  return shape;
-}
-
 std::shared_ptr<const SymShape> broadcast_sym_shape(const Shape& shape,
                                                     const std::vector<UOpRef>& operands,
                                                     const char* op) {

@@ -91,8 +91,6 @@ UOpRef broadcast_node(const UOpRef& node, const SymShape& shape);
 std::shared_ptr<const SymShape> broadcast_sym_shape(const Shape& shape,
                                                     const std::vector<UOpRef>& operands,
                                                     const char* op);
-// The tensor's sizes as Syms (numbers where it is not symbolic).
-SymShape sym_shape_of(const Tensor& tensor);
 
 // A binary op with NumPy broadcasting and dtype promotion; `result` overrides the result dtype
 // (comparisons give bool).
