@@ -36,6 +36,18 @@ Tensor full_like(const Tensor& tensor, double value, DType dtype) {
   return make_tensor(const_like(value, dtype, node_of(tensor)), tensor.device());
 }
 
+// The broadcast of two operands' shapes; where one is symbolic, a failure also shows the shapes
+// as given ("(n=3, 4)").
+Shape broadcast_operand_shapes(const Tensor& a, const Tensor& b, const char* op) {
+  try {
+    return broadcast_shapes(a.shape(), b.shape(), op);
+  } catch (const ShapeError& error) {
+    if (!node_of(a)->is_symbolic() && !node_of(b)->is_symbolic()) throw;
+    throw ShapeError(std::string(error.what()) + "; as given: " + a.shape_string() + " and " +
+                     b.shape_string());
+  }
+}
+
 // Broadcasts each operand to `shape`, symbolically where an operand is symbolic.
 std::vector<UOpRef> broadcast_operands(const Shape& shape, const std::vector<UOpRef>& operands,
                                        const char* op) {
@@ -54,7 +66,7 @@ Tensor binary_op(Op op, const Tensor& a, const Tensor& b, const char* name) {
   DType dtype = promote_types(a.dtype(), b.dtype());
   if (op == Op::Pow) dtype = float_dtype_for(dtype);
   check_operand_dtype(op, dtype, name, describe(a) + " and " + describe(b));
-  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  const Shape shape = broadcast_operand_shapes(a, b, name);
   std::vector<UOpRef> operands =
       broadcast_operands(shape, {cast_node(node_of(a), dtype), cast_node(node_of(b), dtype)}, name);
   const DType result = is_comparison(op) ? dtypes::bool_ : dtype;

@@ -70,6 +70,7 @@ TEST_CASE("shapes print with the variable's name", "[variables]") {
     FAIL("adding (rows=5, 16) and (4, 16) was accepted");
   } catch (const ShapeError& error) {
     CHECK(contains(error.what(), "add"));
+    CHECK(contains(error.what(), "(rows=5, 16)"));
   }
   CHECK(x.reshape({n.bind(5) * 16}).shape_string() == "((rows*16)=80,)");
 }
