@@ -7,6 +7,7 @@
 #include <kiln/capture.h>
 #include <kiln/error.h>
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -258,6 +259,7 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
 
   {
     const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
+    std::vector<Device*> launched_on;
     for (const RecordedLaunch& launch : state.launches) {
       if (!launch.program) {
         copy_between_devices(current(launch.buffers[0]), current(launch.buffers[1]));
@@ -276,7 +278,11 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
         request.local = {local[0], local[1], local[2]};
       }
       launch.program->launch(request);
+      Device& device = current(launch.buffers[0]).context().device();
+      if (std::find(launched_on.begin(), launched_on.end(), &device) == launched_on.end())
+        launched_on.push_back(&device);
     }
+    for (Device* device : launched_on) device->flush();
   }
 
   std::vector<Tensor> outputs;

@@ -160,6 +160,10 @@ class Device {
                                                 const std::string& kernel_name) = 0;
   // Waits for every launched kernel and copy to finish.
   virtual void synchronize() = 0;
+  // Starts the work launched so far without waiting for it. A device that batches its launches
+  // (Vulkan) submits its batch here; kiln calls it at the end of every realize and replay, so
+  // work is never left recorded while the device idles.
+  virtual void flush() {}
   // Measures the limits above with a copy of `copy_bytes` and GEMMs of `gemm_side`; devices
   // whose limits the host measures (the CPU's memcpy and BLAS) return nothing.
   virtual DeviceLimits measure_limits(size_t copy_bytes, int gemm_side) {

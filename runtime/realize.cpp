@@ -2,6 +2,7 @@
 
 #include <kiln/error.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -337,6 +338,7 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
     if (schedule.items[index].kind == ScheduleItem::Kind::Kernel)
       prepared[index] = prepare_kernel(schedule.items[index]);
   }
+  std::vector<Device*> launched_on;
   for (size_t index = 0; index < schedule.items.size(); ++index) {
     ScheduleItem& item = schedule.items[index];
     if (item.kind == ScheduleItem::Kind::Copy) {
@@ -346,11 +348,15 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
       kernel.context->compile(kernel.source, kernel.program.name);
     } else {
       run_kernel(item, prepared[index]);
+      Device& kernel_device = prepared[index].prepared->context->device();
+      if (std::find(launched_on.begin(), launched_on.end(), &kernel_device) == launched_on.end())
+        launched_on.push_back(&kernel_device);
     }
     // Only later items (and the results) hold an intermediate from here on, so a buffer goes
     // back to the caching allocator right after its last reader, and a later kernel reuses it.
     item = ScheduleItem{};
   }
+  for (Device* kernel_device : launched_on) kernel_device->flush();
   // Graphs built on these nodes before they were realized read the results from now on.
   for (size_t index = 0; index < roots.size(); ++index) {
     if (schedule.results[index].get() != roots[index].get())

@@ -24,6 +24,21 @@ note() {
   echo "gpu-check: $1"
 }
 started=$SECONDS
+# The lent machines stop a command after 600 s: every step's time limit is cut to what is left
+# before this deadline, so the summary is always printed.
+deadline=$((started + ${KILN_GPU_CHECK_SECONDS:-570}))
+# The time limit for a step that wants `cap` seconds: what is left, less 10 s for the summary.
+limit() {
+  local left=$((deadline - SECONDS - 10))
+  ((left < $1)) && echo "$left" || echo "$1"
+}
+# Whether a step still fits; otherwise notes that it was skipped.
+fits() {
+  if (($(limit "$2") < 20)); then
+    note "$1: SKIPPED, out of time"
+    return 1
+  fi
+}
 # The summary, the bench table, and the exit status.
 finish() {
   printf '\n==== gpu-check summary (%d s) ====\n' "$((SECONDS - started))"
@@ -64,6 +79,14 @@ fi
 
 # NVIDIA's Vulkan driver lives in libGLX_nvidia.so.0; a container may carry the library without the
 # loader's manifest for it. Then one is written here, so that VULKAN reaches the GPU too.
+# NVIDIA's container images put the driver's manifest beside the driver, where the loader does not
+# look.
+if [[ -z "${VK_ICD_FILENAMES:-}${VK_DRIVER_FILES:-}" ]] &&
+  [[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]]; then
+  export VK_ICD_FILENAMES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  export VK_DRIVER_FILES="$VK_ICD_FILENAMES"
+  note "vulkan: NVIDIA's manifest from /usr/local/nvidia/share/vulkan/icd.d"
+fi
 if ! compgen -G "/usr/share/vulkan/icd.d/nvidia*.json" >/dev/null &&
   ! compgen -G "/etc/vulkan/icd.d/nvidia*.json" >/dev/null && [[ -z "${VK_ICD_FILENAMES:-}" ]] &&
   ldconfig -p 2>/dev/null | grep -q libGLX_nvidia.so.0; then
@@ -83,7 +106,8 @@ note "GPU: $(head -1 "$logs/machine.log")"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 if cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${prefix_path[@]}" \
-  >"$logs/build.log" 2>&1 && cmake --build "$build" -j"$jobs" >>"$logs/build.log" 2>&1; then
+  >"$logs/build.log" 2>&1 &&
+  timeout "$(limit 420)" cmake --build "$build" -j"$jobs" >>"$logs/build.log" 2>&1; then
   note "build: ok in $((SECONDS - started)) s"
 else
   note "build: FAILED (build.log)"
@@ -102,37 +126,53 @@ status=0
 # ---- the test suite on CUDA -----------------------------------------------------------------
 # Codegen-only tests that need tools of a Debian machine (glslang) are left to CI.
 step=$SECONDS
-KILN_DEVICE=CUDA timeout 240 ctest --test-dir "$build" -j8 --timeout 200 \
-  -E 'conformance|install_and_build|CUDA C\+\+ and GLSL' >"$logs/tests.log" 2>&1 || status=1
-note "tests on CUDA: $(grep -E 'tests passed' "$logs/tests.log" || echo 'did not finish') ($((SECONDS - step)) s)"
-grep -E '^\s+[0-9]+ - ' "$logs/tests.log" | head -20 | sed 's/^/gpu-check:   failed: /'
+if fits "tests on CUDA" 240; then
+  KILN_DEVICE=CUDA timeout "$(limit 240)" ctest --test-dir "$build" -j8 --timeout 200 \
+    -E 'conformance|install_and_build|CUDA C\+\+ and GLSL' >"$logs/tests.log" 2>&1 || status=1
+  note "tests on CUDA: $(grep -E 'tests passed' "$logs/tests.log" || echo 'did not finish') ($((SECONDS - step)) s)"
+  grep -E '^\s+[0-9]+ - ' "$logs/tests.log" | head -20 | sed 's/^/gpu-check:   failed: /'
+else
+  status=1
+fi
 
 # ---- the conformance battery on CUDA --------------------------------------------------------
 step=$SECONDS
-timeout 200 "$kiln" conformance --device CUDA --jobs 8 --failures 30 >"$logs/conformance.log" 2>&1 ||
+if fits "conformance" 200; then
+  timeout "$(limit 200)" "$kiln" conformance --device CUDA --jobs 8 --failures 30 \
+    >"$logs/conformance.log" 2>&1 || status=1
+  note "conformance: $(grep -E '^CUDA: ' "$logs/conformance.log" | tail -1 ||
+    tail -1 "$logs/conformance.log") ($((SECONDS - step)) s)"
+  grep -E '^(FAIL|ERROR) ' "$logs/conformance.log" | head -10 | sed 's/^/gpu-check:   /'
+else
   status=1
-note "conformance: $(grep -E '^CUDA: ' "$logs/conformance.log" | tail -1 ||
-  tail -1 "$logs/conformance.log") ($((SECONDS - step)) s)"
-grep -E '^(FAIL|ERROR) ' "$logs/conformance.log" | head -10 | sed 's/^/gpu-check:   /'
+fi
 
 # ---- the benchmark --------------------------------------------------------------------------
 step=$SECONDS
-timeout 150 "$kiln" bench --device CUDA >"$logs/bench.log" 2>&1 || status=1
-note "bench: $((SECONDS - step)) s (bench.log)"
+if fits "bench" 150; then
+  timeout "$(limit 150)" "$kiln" bench --device CUDA >"$logs/bench.log" 2>&1 || status=1
+  note "bench: $((SECONDS - step)) s (bench.log)"
+else
+  status=1
+fi
 
 # ---- the GPU through Vulkan -----------------------------------------------------------------
 vulkan_line="$(grep -E '^[ *]+VULKAN ' "$logs/devices.log" | head -1)"
 if [[ "$vulkan_line" =~ VULKAN\ +available\ +GPU ]]; then
   step=$SECONDS
-  timeout 120 "$kiln" conformance --device VULKAN --jobs 8 --failures 30 \
-    >"$logs/conformance-vulkan.log" 2>&1 || status=1
-  note "conformance on VULKAN: $(grep -E '^VULKAN: ' "$logs/conformance-vulkan.log" | tail -1 ||
-    tail -1 "$logs/conformance-vulkan.log") ($((SECONDS - step)) s)"
-  grep -E '^(FAIL|ERROR) ' "$logs/conformance-vulkan.log" | head -10 | sed 's/^/gpu-check:   /'
+  if fits "conformance on VULKAN" 120; then
+    timeout "$(limit 120)" "$kiln" conformance --device VULKAN --jobs 8 --failures 30 \
+      >"$logs/conformance-vulkan.log" 2>&1 || status=1
+    note "conformance on VULKAN: $(grep -E '^VULKAN: ' "$logs/conformance-vulkan.log" | tail -1 ||
+      tail -1 "$logs/conformance-vulkan.log") ($((SECONDS - step)) s)"
+    grep -E '^(FAIL|ERROR) ' "$logs/conformance-vulkan.log" | head -10 | sed 's/^/gpu-check:   /'
+  fi
   step=$SECONDS
-  timeout 90 "$kiln" bench --device VULKAN >"$logs/bench-vulkan.log" 2>&1 || status=1
-  note "bench on VULKAN: $((SECONDS - step)) s (bench-vulkan.log)"
-  sed -n '/^workload/,$p' "$logs/bench-vulkan.log" | head -12 | sed 's/^/gpu-check:   /'
+  if fits "bench on VULKAN" 90; then
+    timeout "$(limit 90)" "$kiln" bench --device VULKAN >"$logs/bench-vulkan.log" 2>&1 || status=1
+    note "bench on VULKAN: $((SECONDS - step)) s (bench-vulkan.log)"
+    sed -n '/^workload/,$p' "$logs/bench-vulkan.log" | head -12 | sed 's/^/gpu-check:   /'
+  fi
 else
   note "vulkan: no Vulkan GPU (${vulkan_line:-no VULKAN plugin built}): skipped"
 fi

@@ -6,9 +6,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <kiln/capture.h>
 #include <kiln/error.h>
 #include <kiln/kiln.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -263,6 +265,51 @@ TEST_CASE("a Vulkan kernel reads variables past its push constants from a buffer
     }
     CHECK(total.item<int64_t>() == want);
   }
+}
+
+TEST_CASE("Vulkan runs more kernels than one batch holds, in order", "[vulkan]") {
+  if (!vulkan()) return;
+  // Launches are recorded into batches of CommandQueue::kBatchCommands: a chain of 100 kernels
+  // spans several, reuses its intermediates' memory inside one, and takes new host inputs between
+  // kernels. The reference is the same float arithmetic on the host.
+  const int64_t size = 1000;
+  std::vector<float> host(size);
+  for (int64_t index = 0; index < size; ++index) host[size_t(index)] = float(index % 17) - 8.0f;
+  std::vector<float> want = host;
+  Tensor value = Tensor::from_vector(host, {size}, "VULKAN");
+  std::vector<Tensor> kept;
+  for (int step = 0; step < 100; ++step) {
+    std::vector<float> input(size);
+    for (int64_t index = 0; index < size; ++index) input[size_t(index)] = float((index + step) % 5);
+    value = (value * 0.5f + Tensor::from_vector(input, {size}, "VULKAN")).contiguous();
+    for (int64_t index = 0; index < size; ++index)
+      want[size_t(index)] = want[size_t(index)] * 0.5f + input[size_t(index)];
+    if (step % 10 == 9) {
+      value = (value - value.max()).contiguous();  // a reduce, then a kernel reading it
+      float largest = want[0];
+      for (float element : want) largest = std::max(largest, element);
+      for (float& element : want) element -= largest;
+      kept.push_back(value);
+    }
+  }
+  value.realize();
+  CHECK(value.to_vector<float>() == want);
+  CHECK(kept.front().to_vector<float>().size() == size_t(size));
+
+  // The same through capture and replay: 40 kernels per replay.
+  CapturedStep step([](const std::vector<Tensor>& inputs) {
+    Tensor chained = inputs[0];
+    for (int kernel = 0; kernel < 40; ++kernel) chained = (chained * 0.5f + 1.0f).contiguous();
+    return std::vector<Tensor>{chained};
+  });
+  for (int call = 0; call < 4; ++call) {
+    const std::vector<float> start(64, float(call));
+    float expected = float(call);
+    for (int kernel = 0; kernel < 40; ++kernel) expected = expected * 0.5f + 1.0f;
+    const std::vector<Tensor> outputs = step({Tensor::from_vector(start, {64}, "VULKAN")});
+    CHECK(outputs[0].to_vector<float>() == std::vector<float>(64, expected));
+  }
+  CHECK(step.captured());
 }
 
 #ifdef KILN_TOOL_PATH

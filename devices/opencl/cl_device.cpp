@@ -307,6 +307,8 @@ class ClDevice : public Device {
   }
 
   void synchronize() override { KILN_CL_CHECK(clFinish(queue_.get())); }
+  // OpenCL may hold enqueued kernels until a flush; this issues them to the device.
+  void flush() override { KILN_CL_CHECK(clFlush(queue_.get())); }
 
  private:
   // Declared first: released last, after everything created in it.

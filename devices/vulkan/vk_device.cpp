@@ -216,6 +216,7 @@ class VulkanDevice : public Device {
     queue_->wait_idle();
     allocator_->collect();
   }
+  void flush() override { queue_->flush(); }
 
   // The device's own copy (vkCmdCopyBuffer between two of kiln's buffers), timed with the
   // queue's timestamps, best of five; Vulkan has no vendor GEMM to set matmul beside.
@@ -233,7 +234,7 @@ class VulkanDevice : public Device {
       const VkBufferCopy region{from.offset, to.offset, bytes};
       double best = 0;
       for (int run = 0; run < 6; ++run) {
-        const uint64_t serial = queue_->submit(
+        const uint64_t serial = queue_->record(
             [&](VkCommandBuffer commands, VkDescriptorPool) {
               vkCmdCopyBuffer(commands, from.buffer, to.buffer, 1, &region);
             },

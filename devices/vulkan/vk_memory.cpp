@@ -199,7 +199,7 @@ void VkAllocator::copy_in(DeviceMemory destination, const void* host, size_t nby
     VkBlock& staging = next_staging();
     std::memcpy(staging.mapped, bytes + done, chunk);
     const VkBufferCopy region{0, block.offset + done, chunk};
-    const uint64_t serial = queue_.submit([&](VkCommandBuffer commands, VkDescriptorPool) {
+    const uint64_t serial = queue_.record([&](VkCommandBuffer commands, VkDescriptorPool) {
       vkCmdCopyBuffer(commands, staging.buffer, block.buffer, 1, &region);
     });
     staging.last_use = allocation.last_use = serial;
@@ -223,7 +223,7 @@ void VkAllocator::copy_out(void* host, DeviceMemory source, size_t nbytes) {
     const VkDeviceSize chunk = std::min<VkDeviceSize>(kStagingBytes, nbytes - done);
     VkBlock& staging = next_staging();
     const VkBufferCopy region{block.offset + done, 0, chunk};
-    const uint64_t serial = queue_.submit([&](VkCommandBuffer commands, VkDescriptorPool) {
+    const uint64_t serial = queue_.record([&](VkCommandBuffer commands, VkDescriptorPool) {
       vkCmdCopyBuffer(commands, block.buffer, staging.buffer, 1, &region);
     });
     staging.last_use = allocation.last_use = serial;

@@ -162,7 +162,7 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
     const VkBlock& block = block_of(buffers[binding]);
     buffer_infos[binding] = {block.buffer, block.offset, VK_WHOLE_SIZE};
   }
-  const uint64_t serial = queue_.submit(
+  const uint64_t serial = queue_.record(
       [&](VkCommandBuffer commands, VkDescriptorPool pool) {
         VkDescriptorSetLayout set_layout = set_layout_.get();
         VkDescriptorSetAllocateInfo allocate{};

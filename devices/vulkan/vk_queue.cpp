@@ -96,10 +96,10 @@ CommandQueue::CommandQueue(VkDevice device, uint32_t family, uint32_t max_bindin
     KILN_VK_CHECK(vkCreateFence(device_, &fence_info, nullptr, &fence));
     slot.fence = OwnedFence(device_, fence);
 
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, max_bindings};
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, max_bindings * kBatchCommands};
     VkDescriptorPoolCreateInfo descriptor_info{};
     descriptor_info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
-    descriptor_info.maxSets = 1;
+    descriptor_info.maxSets = kBatchCommands;
     descriptor_info.poolSizeCount = 1;
     descriptor_info.pPoolSizes = &size;
     VkDescriptorPool descriptors = VK_NULL_HANDLE;
@@ -115,7 +115,13 @@ CommandQueue::~CommandQueue() {
     std::lock_guard<std::mutex> lock(live_queues_mutex());
     live_queues().erase(this);
   }
-  // Nothing may be destroyed while the queue still runs it; errors have no one to go to here.
+  // Nothing may be destroyed while the queue still runs it, and recorded work still runs;
+  // errors have no one to go to here.
+  try {
+    std::lock_guard<std::mutex> lock(mutex_);
+    submit_open();
+  } catch (const Error&) {
+  }
   if (queue_ != VK_NULL_HANDLE) vkQueueWaitIdle(queue_);
 }
 
@@ -137,8 +143,8 @@ CommandQueue::Slot* CommandQueue::slot_of(uint64_t serial) {
   return nullptr;
 }
 
-uint64_t CommandQueue::submit(const Recorder& record, bool timed) {
-  std::lock_guard<std::mutex> lock(mutex_);
+CommandQueue::Slot& CommandQueue::open_batch(bool timed) {
+  if (open_) return *open_;
   const uint64_t serial = submitted_ + 1;
   const size_t index = static_cast<size_t>(serial % kSlots);
   Slot& slot = slots_[index];
@@ -147,49 +153,81 @@ uint64_t CommandQueue::submit(const Recorder& record, bool timed) {
   KILN_VK_CHECK(vkResetFences(device_, 1, &fence));
   KILN_VK_CHECK(vkResetCommandBuffer(slot.commands, 0));
   KILN_VK_CHECK(vkResetDescriptorPool(device_, slot.descriptors.get(), 0));
-
   VkCommandBufferBeginInfo begin{};
   begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   KILN_VK_CHECK(vkBeginCommandBuffer(slot.commands, &begin));
-  memory_barrier(slot.commands, kWorkStages, kWorkWrites, kWorkStages, kWorkAccess);
-  const bool device_timed = timed && timestamps_;
-  const uint32_t first_query = static_cast<uint32_t>(2 * index);
-  if (device_timed) {
+  submitted_ = serial;
+  slot.serial = serial;
+  slot.commands_recorded = 0;
+  slot.timed = timed;
+  open_ = &slot;
+  if (timed && timestamps_) {
+    const uint32_t first_query = static_cast<uint32_t>(2 * index);
     vkCmdResetQueryPool(slot.commands, timestamps_.get(), first_query, 2);
     vkCmdWriteTimestamp(slot.commands, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_.get(),
                         first_query);
   }
-  record(slot.commands, slot.descriptors.get());
+  return slot;
+}
+
+void CommandQueue::submit_open() {
+  if (!open_) return;
+  Slot& slot = *open_;
+  open_ = nullptr;
+  const bool device_timed = slot.timed && timestamps_;
   if (device_timed) {
+    const uint32_t first_query = static_cast<uint32_t>(2 * (&slot - slots_.data()));
     vkCmdWriteTimestamp(slot.commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_.get(),
                         first_query + 1);
   }
   memory_barrier(slot.commands, kWorkStages, kWorkWrites, VK_PIPELINE_STAGE_HOST_BIT,
                  VK_ACCESS_HOST_READ_BIT);
-  KILN_VK_CHECK(vkEndCommandBuffer(slot.commands));
-
   VkSubmitInfo submit_info{};
   submit_info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   submit_info.commandBufferCount = 1;
   submit_info.pCommandBuffers = &slot.commands;
+  const VkFence fence = slot.fence.get();
   const auto started = std::chrono::steady_clock::now();
-  KILN_VK_CHECK(vkQueueSubmit(queue_, 1, &submit_info, fence));
-  submitted_ = serial;
-  slot.serial = serial;
-  slot.timed = timed;
-  if (timed && !device_timed) {
+  try {
+    KILN_VK_CHECK(vkEndCommandBuffer(slot.commands));
+    KILN_VK_CHECK(vkQueueSubmit(queue_, 1, &submit_info, fence));
+  } catch (const Error&) {
+    // Never submitted, so its fence never signals: nothing may wait for the slot.
+    slot.serial = 0;
+    throw;
+  }
+  if (slot.timed && !device_timed) {
     // No timestamps on this queue: the host's clock around the whole submission.
     KILN_VK_CHECK(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
     slot.host_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
+}
+
+uint64_t CommandQueue::record(const Recorder& recorder, bool timed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // A timed command is timed alone: it neither joins the open batch nor lets another join it.
+  if (timed) submit_open();
+  Slot& slot = open_batch(timed);
+  // Everything recorded or submitted before, kernels and copies alike, happens before this.
+  memory_barrier(slot.commands, kWorkStages, kWorkWrites, kWorkStages, kWorkAccess);
+  recorder(slot.commands, slot.descriptors.get());
+  ++slot.commands_recorded;
+  const uint64_t serial = slot.serial;
+  if (timed || slot.commands_recorded == kBatchCommands) submit_open();
   return serial;
+}
+
+void CommandQueue::flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  submit_open();
 }
 
 void CommandQueue::wait(uint64_t serial) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (serial <= completed_) return;
+  if (open_ && open_->serial <= serial) submit_open();
   for (Slot& slot : slots_) {
     if (slot.serial != 0 && slot.serial <= serial) retire(slot);
   }
@@ -216,6 +254,7 @@ double CommandQueue::wait_timed(uint64_t serial) {
 
 void CommandQueue::wait_idle() {
   std::lock_guard<std::mutex> lock(mutex_);
+  submit_open();
   for (Slot& slot : slots_) retire(slot);
 }
 
@@ -224,6 +263,7 @@ bool CommandQueue::finished(uint64_t serial) {
   if (serial <= completed_) return true;
   for (Slot& slot : slots_) {
     if (slot.serial == 0 || slot.serial > serial) continue;
+    if (&slot == open_) return false;
     const VkResult status = vkGetFenceStatus(device_, slot.fence.get());
     if (status == VK_NOT_READY) return false;
     KILN_VK_CHECK(status);  // VK_ERROR_DEVICE_LOST

@@ -1,9 +1,14 @@
 #pragma once
-// The device's one queue. Every submission is one command buffer that the caller records; it
-// starts with a memory barrier on everything submitted before it (so kernels and copies run in
-// the order they were issued and see each other's writes) and ends with one that makes its
-// writes visible to the host. Submissions are numbered (serials, from 1), so that memory can be
-// reused or freed once the last submission that touched it has finished.
+// The device's one queue. Kernels and copies are recorded into a batch, one command buffer that
+// is submitted as a whole: a vkQueueSubmit costs more than a small kernel (26 us each on lavapipe
+// when every launch was its own). Each recorded command starts with a memory barrier on
+// everything recorded before it, so commands run in the order they were issued and see each
+// other's writes; a batch ends with a barrier that makes its writes visible to the host.
+//
+// A batch is submitted when it holds kBatchCommands commands, when anything waits for it, and at
+// flush() (the end of every realize), so the device is never left idle with work recorded.
+// Batches are numbered (serials, from 1), so that memory can be reused or freed once the last
+// batch that touched it has finished.
 
 #include <vulkan/vulkan.h>
 
@@ -27,20 +32,28 @@ class CommandQueue {
   CommandQueue(const CommandQueue&) = delete;
   CommandQueue& operator=(const CommandQueue&) = delete;
 
-  // What `record` gets: the command buffer, and a descriptor pool that is its own until the
-  // submission has finished (room for one set of `max_bindings` storage buffers).
+  // What a recorder gets: the batch's command buffer, and a descriptor pool that is the batch's own
+  // until it has finished (room for one set of `max_bindings` storage buffers per command).
   using Recorder = std::function<void(VkCommandBuffer, VkDescriptorPool)>;
 
-  // Records and submits one command buffer; returns its serial. With `timed`, the recorded
-  // commands are bracketed by timestamps: wait_timed(serial) gives their time.
-  uint64_t submit(const Recorder& record, bool timed = false);
-  // Returns once submission `serial` (and every one before it) has finished; 0 returns at once.
+  // Records one command (a dispatch or copies, with what they bind) into the open batch, opening
+  // one if none is; returns the batch's serial. A `timed` command is a batch of its own, submitted
+  // at once and bracketed by timestamps: wait_timed(serial) gives its time.
+  uint64_t record(const Recorder& recorder, bool timed = false);
+  // Submits the open batch, if any, without waiting for it.
+  void flush();
+  // Returns once batch `serial` (and every one before it) has finished, submitting it first if it
+  // is still open; 0 returns at once.
   void wait(uint64_t serial);
-  // wait(serial), then the seconds between the timestamps of a timed submission.
+  // wait(serial), then the seconds between the timestamps of a timed command.
   double wait_timed(uint64_t serial);
   void wait_idle();
-  // Whether submission `serial` has finished, without waiting.
+  // Whether batch `serial` has finished, without waiting (an open batch has not).
   bool finished(uint64_t serial);
+
+  // Commands per batch at most: enough that the submission's cost is spread thin, few enough that
+  // the device starts on a long sequence of kernels early.
+  static constexpr uint32_t kBatchCommands = 32;
 
   // Makes every live queue finish its work at exit, before the driver's own static objects go:
   // lavapipe compiles a shader when it first runs, in its own thread, and crashed when the process
@@ -54,15 +67,21 @@ class CommandQueue {
     VkCommandBuffer commands = VK_NULL_HANDLE;
     OwnedFence fence;
     OwnedDescriptorPool descriptors;
-    uint64_t serial = 0;  // the submission using the slot; 0: free
+    uint64_t serial = 0;  // the batch using the slot; 0: free
+    uint32_t commands_recorded = 0;
     bool timed = false;
     double host_seconds = 0;  // where the queue has no timestamps
   };
   static constexpr size_t kSlots = 8;
 
-  // Waits for the slot's submission, if any, and marks it done. Holds mutex_.
+  // Holding mutex_: waits for the slot's batch, if any, and marks it done.
   void retire(Slot& slot);
   Slot* slot_of(uint64_t serial);
+  // Holding mutex_: the open batch, opening one (in the next slot, once that slot's batch has
+  // finished) if none is.
+  Slot& open_batch(bool timed);
+  // Holding mutex_: ends and submits the open batch, if any.
+  void submit_open();
 
   VkDevice device_;
   VkQueue queue_ = VK_NULL_HANDLE;
@@ -70,8 +89,9 @@ class CommandQueue {
   OwnedQueryPool timestamps_;  // two per slot
   float timestamp_period_;
   std::array<Slot, kSlots> slots_;
-  uint64_t submitted_ = 0;  // the last serial handed out
+  uint64_t submitted_ = 0;  // the last serial handed out (the open batch's, while one is open)
   uint64_t completed_ = 0;  // every serial up to this one has finished
+  Slot* open_ = nullptr;    // the batch being recorded, not yet submitted
   std::mutex mutex_;
 };
 
