@@ -148,6 +148,17 @@ TEST_CASE("reductions", "[tensor]") {
   CHECK(Tensor::zeros({0}).sum().item<float>() == 0);
   CHECK(Tensor::zeros({0}).prod().item<float>() == 1);
   CHECK(std::isnan(Tensor::zeros({0}).mean().item<float>()));
+  // One axis as a number, negative axes counted from the end.
+  CHECK(a.sum(0).to_vector<float>() == std::vector<float>{5, 7, 9});
+  CHECK(a.sum(-1, true).shape() == Shape{2, 1});
+  CHECK(a.max(1).to_vector<float>() == std::vector<float>{3, 6});
+  CHECK(a.min(0).to_vector<float>() == std::vector<float>{1, 2, 3});
+  CHECK(a.mean(1).to_vector<float>() == std::vector<float>{2, 5});
+  CHECK(a.prod(0).to_vector<float>() == std::vector<float>{4, 10, 18});
+  CHECK(a.var(1, false, 0).to_vector<float>()[0] == Approx(2.0 / 3));
+  CHECK(a.std(0).to_vector<float>()[0] == Approx(std::sqrt(4.5)));
+  CHECK(a.sum({0, 1}).item<float>() == 21);
+  CHECK_THROWS_AS(a.sum(2), ShapeError);
 }
 
 TEST_CASE("argmax and argmin take the first index on ties", "[tensor]") {

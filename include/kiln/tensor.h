@@ -171,6 +171,18 @@ class Tensor {
   // Bessel's correction (divide by n - correction), as PyTorch.
   Tensor var(std::vector<int64_t> axes = {}, bool keepdim = false, int64_t correction = 1) const;
   Tensor std(std::vector<int64_t> axes = {}, bool keepdim = false, int64_t correction = 1) const;
+  // One axis: x.sum(0) is x.sum({0}).
+  Tensor sum(int64_t axis, bool keepdim = false) const { return sum(std::vector{axis}, keepdim); }
+  Tensor max(int64_t axis, bool keepdim = false) const { return max(std::vector{axis}, keepdim); }
+  Tensor min(int64_t axis, bool keepdim = false) const { return min(std::vector{axis}, keepdim); }
+  Tensor mean(int64_t axis, bool keepdim = false) const { return mean(std::vector{axis}, keepdim); }
+  Tensor prod(int64_t axis, bool keepdim = false) const { return prod(std::vector{axis}, keepdim); }
+  Tensor var(int64_t axis, bool keepdim = false, int64_t correction = 1) const {
+    return var(std::vector{axis}, keepdim, correction);
+  }
+  Tensor std(int64_t axis, bool keepdim = false, int64_t correction = 1) const {
+    return std(std::vector{axis}, keepdim, correction);
+  }
   // First index of the extreme value (int32); ties resolve to the lowest index.
   Tensor argmax(int64_t axis, bool keepdim = false) const;
   Tensor argmin(int64_t axis, bool keepdim = false) const;
