@@ -138,7 +138,7 @@ fi
 # ---- the conformance battery on CUDA --------------------------------------------------------
 step=$SECONDS
 if fits "conformance" 200; then
-  timeout "$(limit 200)" "$kiln" conformance --device CUDA --jobs 8 --failures 30 \
+  timeout "$(limit 200)" "$kiln" conformance --device CUDA --jobs 8 --failures 30 --case-timeout 60 \
     >"$logs/conformance.log" 2>&1 || status=1
   note "conformance: $(grep -E '^CUDA: ' "$logs/conformance.log" | tail -1 ||
     tail -1 "$logs/conformance.log") ($((SECONDS - step)) s)"
@@ -161,7 +161,7 @@ vulkan_line="$(grep -E '^[ *]+VULKAN ' "$logs/devices.log" | head -1)"
 if [[ "$vulkan_line" =~ VULKAN\ +available\ +GPU ]]; then
   step=$SECONDS
   if fits "conformance on VULKAN" 120; then
-    timeout "$(limit 120)" "$kiln" conformance --device VULKAN --jobs 8 --failures 30 \
+    timeout "$(limit 120)" "$kiln" conformance --device VULKAN --jobs 8 --failures 30 --case-timeout 60 \
       >"$logs/conformance-vulkan.log" 2>&1 || status=1
     note "conformance on VULKAN: $(grep -E '^VULKAN: ' "$logs/conformance-vulkan.log" | tail -1 ||
       tail -1 "$logs/conformance-vulkan.log") ($((SECONDS - step)) s)"

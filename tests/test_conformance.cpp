@@ -6,12 +6,16 @@
 
 #include <kiln/tensor.h>
 
+#include <sys/stat.h>
+
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "tests/child_process.h"
 #include "tools/conformance/battery.h"
 #include "tools/conformance/fuzz.h"
 #include "tools/conformance/reference.h"
@@ -191,6 +195,44 @@ TEST_CASE("conformance fuzz: random graphs match the reference", "[conformance]"
     }
   }
 }
+
+#ifdef KILN_TOOL_PATH
+TEST_CASE("kiln conformance stops a case that outruns --case-timeout and goes on",
+          "[conformance]") {
+  // The first kernel compiled (by whichever worker gets there first) takes 8 s: a stand-in for
+  // a kernel that never ends. Its case is reported as an error; the other 24 run.
+  const test::ScratchFolder folder("case-timeout");
+  const std::string compiler = folder.string() + "/slow-cc";
+  {
+    std::ofstream script(compiler);
+    script << "#!/bin/sh\n"
+              "case \"$*\" in *--version*) exec cc \"$@\";; esac\n"
+              "mkdir \"$0.first\" 2>/dev/null && sleep 8\n"
+              "exec cc \"$@\"\n";
+  }
+  REQUIRE(chmod(compiler.c_str(), 0755) == 0);
+  const test::ChildResult result = test::run_child(
+      "KILN_CC=" + compiler + " KILN_CACHE_DIR=" + folder.string() + "/cache",
+      std::string(KILN_TOOL_PATH) +
+          " conformance --device CPU --jobs 2 --case-timeout 2 --filter '^unary.exact/(neg|abs)/'");
+  INFO(result.output);
+  CHECK(result.exit_code == 1);
+  CHECK(result.output.find("25 cases: 24 pass, 0 fail, 1 error") != std::string::npos);
+  CHECK(result.output.find("timed out: still running after 2 s (--case-timeout)") !=
+        std::string::npos);
+}
+
+TEST_CASE("kiln conformance names the option a bad number was given to", "[conformance]") {
+  for (const char* options : {"--jobs abc", "--jobs 0", "--failures -3", "--case-timeout 1x"}) {
+    const test::ChildResult result =
+        test::run_child("", std::string(KILN_TOOL_PATH) + " conformance --list " + options);
+    INFO(result.output);
+    CHECK(result.exit_code == 2);
+    const std::string option = std::string(options).substr(0, std::string(options).find(' '));
+    CHECK(result.output.find(option + " needs a whole number from ") != std::string::npos);
+  }
+}
+#endif
 
 // ---- the battery, one TEST_CASE per family ----------------------------------------------------
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/registry.h"
+#include "tools/arguments.h"
 #include "tools/bench.h"
 #include "tools/commands.h"
 
@@ -76,12 +77,10 @@ std::optional<int> parse_options(const std::vector<std::string>& args, Options& 
       if (!value || value->empty()) return usage_error("--device needs a device name");
       options.device = *value;
     } else if (flag == "--repeat") {
-      char* end = nullptr;
-      const long repeat = value ? std::strtol(value->c_str(), &end, 10) : 0;
-      if (!value || value->empty() || *end != '\0' || repeat < 1 || repeat > 100000) {
-        return usage_error("--repeat needs a whole number from 1 to 100000");
-      }
-      options.repeat = static_cast<int>(repeat);
+      const std::optional<long long> repeat =
+          value ? parse_whole_number(*value, 1, 100000) : std::nullopt;
+      if (!repeat) return usage_error("--repeat needs a whole number from 1 to 100000");
+      options.repeat = static_cast<int>(*repeat);
     } else {
       return usage_error("unknown option '" + word + "'");
     }

@@ -8,12 +8,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <regex>
 
 #include "runtime/opt_policy.h"
 #include "runtime/registry.h"
+#include "tools/arguments.h"
 #include "tools/commands.h"
 #include "tools/conformance/battery.h"
 #include "tools/conformance/fuzz.h"
@@ -50,11 +53,17 @@ options:
                    the plugin's default); the device is then NAME@ARCH
   --jobs N         run the battery in N worker processes, so N kernels compile at once
                    (default: the number of CPUs, at most 8; 1 runs everything in this process)
+  --case-timeout S a worker process still on one case after S seconds (a kernel that never
+                   ends) is stopped: the case is an error and the battery goes on (default 300;
+                   0: no limit; with --jobs 1 there are no workers and no limit)
   -h, --help       this text
 
 exit status: 0 when every case passed or is unsupported, 1 when any failed or errored, 2 for
 bad usage.
 )";
+
+// The most cases (or fuzzed graphs, or failures to print) any option asks for.
+constexpr long long kMostCases = 1LL << 40;
 
 struct Options {
   std::vector<std::string> devices;
@@ -66,6 +75,7 @@ struct Options {
   uint64_t seed = 1;
   std::string opts;  // empty: as the environment says
   int jobs = 0;
+  int case_timeout = 300;  // seconds; 0: none
   bool verbose = false;
   bool compile_only = false;
   std::string arch;
@@ -81,6 +91,15 @@ bool parse(const std::vector<std::string>& args, Options& options) {
         throw std::invalid_argument(std::string(name) + " needs a value");
       return args[++index];
     };
+    // The option's value as a whole number from `least` to `most`, else a usage error.
+    auto number = [&](const char* name, long long least, long long most) -> long long {
+      const std::optional<long long> parsed = parse_whole_number(value(name), least, most);
+      if (!parsed)
+        throw std::invalid_argument(std::string(name) + " needs a whole number from " +
+                                    std::to_string(least) + " to " + std::to_string(most) +
+                                    ", not '" + args[index] + "'");
+      return *parsed;
+    };
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -93,16 +112,16 @@ bool parse(const std::vector<std::string>& args, Options& options) {
     } else if (arg == "--list") {
       options.list = true;
     } else if (arg == "--failures") {
-      options.failures = std::stoul(value("--failures"));
+      options.failures = static_cast<size_t>(number("--failures", 0, kMostCases));
     } else if (arg == "--fuzz") {
-      options.fuzz = std::stoll(value("--fuzz"));
+      options.fuzz = number("--fuzz", 1, kMostCases);
     } else if (arg == "--opts") {
       options.opts = value("--opts");
       if (options.opts != "default" && options.opts != "none" && options.opts != "random")
         throw std::invalid_argument("--opts takes default, none or random, not '" + options.opts +
                                     "'");
     } else if (arg == "--seed") {
-      options.seed = std::stoull(value("--seed"));
+      options.seed = static_cast<uint64_t>(number("--seed", 0, LLONG_MAX));
     } else if (arg == "--verbose") {
       options.verbose = true;
     } else if (arg == "--compile-only") {
@@ -110,14 +129,22 @@ bool parse(const std::vector<std::string>& args, Options& options) {
     } else if (arg == "--arch") {
       options.arch = value("--arch");
     } else if (arg == "--jobs") {
-      options.jobs = std::stoi(value("--jobs"));
-      if (options.jobs < 1) throw std::invalid_argument("--jobs needs a positive number");
+      options.jobs = static_cast<int>(number("--jobs", 1, 1024));
+    } else if (arg == "--case-timeout") {
+      options.case_timeout = static_cast<int>(number("--case-timeout", 0, 86400));
     } else if (arg == "--worker") {
       const std::string shard = value("--worker");
-      options.worker_shard = std::stoi(shard.substr(0, shard.find('/')));
-      options.worker_count = std::stoi(shard.substr(shard.find('/') + 1));
+      const size_t slash = shard.find('/');
+      const std::optional<long long> index = parse_whole_number(shard.substr(0, slash), 0, 1023);
+      const std::optional<long long> count =
+          slash == std::string::npos ? std::nullopt
+                                     : parse_whole_number(shard.substr(slash + 1), 1, 1024);
+      if (!index || !count || *index >= *count)
+        throw std::invalid_argument("--worker takes I/N, 0 <= I < N (internal)");
+      options.worker_shard = static_cast<int>(*index);
+      options.worker_count = static_cast<int>(*count);
     } else if (arg == "--resume-after") {
-      options.resume_after = std::stol(value("--resume-after"));
+      options.resume_after = static_cast<long>(number("--resume-after", -1, kMostCases));
     } else {
       throw std::invalid_argument("unknown option '" + arg + "'");
     }
@@ -171,6 +198,7 @@ conformance::DeviceRun run_battery(const std::string& device,
     plan.executable = "/proc/self/exe";
     if (!options.filter.empty()) plan.select_args = {"--filter", options.filter};
     plan.jobs = jobs;
+    plan.case_timeout_seconds = options.case_timeout;
     run = run_in_workers(device, cases, plan,
                          [&](size_t done, const std::string& name, size_t failures) {
                            progress.update(done, name, failures);

@@ -79,6 +79,8 @@ struct Worker {
   long running = -1;    // the case index it announced and has not finished
   long last_done = -1;  // the last case index it finished
   int restarts = 0;
+  std::chrono::steady_clock::time_point case_started;  // when it announced `running`
+  bool timed_out = false;  // killed by the parent for spending too long on `running`
 };
 
 bool spawn(Worker& worker, const std::string& device, const WorkerPlan& plan) {
@@ -107,6 +109,7 @@ bool spawn(Worker& worker, const std::string& device, const WorkerPlan& plan) {
   }
   worker.fd = pipe_fds[0];
   worker.running = -1;
+  worker.timed_out = false;
   return true;
 }
 
@@ -166,6 +169,7 @@ DeviceRun run_in_workers(const std::string& device, const std::vector<const Case
     if (fields.size() < 2 || fields[0] != kMarker) return;
     if (fields[1] == "B" && fields.size() >= 3) {
       worker.running = std::stol(fields[2]);
+      worker.case_started = std::chrono::steady_clock::now();
     } else if (fields[1] == "R" && fields.size() >= 12) {
       CaseResult result;
       const size_t index = std::stoul(fields[2]);
@@ -195,9 +199,21 @@ DeviceRun run_in_workers(const std::string& device, const std::vector<const Case
       fds.push_back({worker.fd, POLLIN, 0});
       owners.push_back(&worker);
     }
-    if (poll(fds.data(), fds.size(), -1) < 0) {
+    // With a case timeout, wake once a second to look for workers past it.
+    if (poll(fds.data(), fds.size(), plan.case_timeout_seconds > 0 ? 1000 : -1) < 0) {
       if (errno == EINTR) continue;
       throw Error("[conformance] poll failed: " + std::string(std::strerror(errno)));
+    }
+    if (plan.case_timeout_seconds > 0) {
+      const auto now = std::chrono::steady_clock::now();
+      for (Worker& worker : workers) {
+        if (worker.fd < 0 || worker.running < 0 || worker.timed_out ||
+            now - worker.case_started < std::chrono::seconds(plan.case_timeout_seconds))
+          continue;
+        // Its pipe then closes, and the case is reported below like a crash.
+        kill(worker.pid, SIGKILL);
+        worker.timed_out = true;
+      }
     }
     for (size_t slot = 0; slot < fds.size(); ++slot) {
       if (!(fds[slot].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -249,7 +265,11 @@ DeviceRun run_in_workers(const std::string& device, const std::vector<const Case
       if (worker.running >= 0) {
         CaseResult crashed;
         crashed.status = Status::Error;
-        crashed.detail = "the worker process died (" + how + ") while running this case";
+        crashed.detail = worker.timed_out
+                             ? "timed out: still running after " +
+                                   std::to_string(plan.case_timeout_seconds) +
+                                   " s (--case-timeout); its worker process was stopped"
+                             : "the worker process died (" + how + ") while running this case";
         worker.last_done = worker.running;
         record(static_cast<size_t>(worker.running), crashed);
       }

@@ -6,7 +6,8 @@
 // --worker i/N`) each run every N-th case and stream their results back through a pipe, so N
 // kernels compile at once. A worker that crashes (a kernel that faults takes its process down)
 // costs only the case it was running: that case is reported as an error and a new worker resumes
-// after it.
+// after it. So does a worker that spends longer than the plan's case timeout on one case, which
+// the parent kills.
 
 #include <functional>
 #include <string>
@@ -20,6 +21,9 @@ struct WorkerPlan {
   std::string executable;                // the kiln tool (/proc/self/exe)
   std::vector<std::string> select_args;  // the arguments that select the same cases (--filter ...)
   int jobs = 1;
+  // A worker still on one case after this many seconds is killed and the case reported as an
+  // error (a kernel that never ends would otherwise hang the battery); 0: no limit.
+  int case_timeout_seconds = 0;
 };
 
 // Runs `cases` on `device` in `plan.jobs` worker processes. `on_result(done, name, failures)`
