@@ -207,6 +207,15 @@ Tensor Tensor::arange(int64_t start, int64_t stop, int64_t step, DType dtype,
   return make_tensor(alu_node(Op::Add, dtype, {scaled, constant(start)}), name);
 }
 
+Tensor Tensor::arange(const Dim& stop, DType dtype, const std::string& device) {
+  if (!stop.is_symbolic()) return arange(0, stop.value(), 1, dtype, device);
+  // The checks at the largest size the variables allow: every value must fit the dtype.
+  const Sym size = stop.sym();
+  arange(0, size.vmax(), 1, dtype, device);
+  return make_tensor(UOp::make_symbolic(Op::Iota, dtype, {}, {}, SymShape{size}),
+                     resolve_device(device));
+}
+
 Tensor Tensor::rand(Shape shape, uint64_t seed, const std::string& device) {
   check_shape(shape, "rand");
   const std::string name = resolve_device(device);

@@ -212,6 +212,36 @@ Tensor Tensor::shrink(const std::vector<std::pair<Dim, Dim>>& start_end) const {
                            [&](const ShapeTracker& tracker) { return tracker.shrink(bounds); }));
 }
 
+namespace {
+
+// `tensor` padded by `amounts` (checked) to `new_shape`, the new part reading `value`.
+Tensor padded_view(const Tensor& tensor, const Shape& new_shape,
+                   const std::vector<std::pair<Sym, Sym>>& amounts, double value) {
+  auto change = [&](const ShapeTracker& tracker) { return tracker.pad(amounts); };
+  Tensor padded = with_node(tensor, movement_node(node_of(tensor), new_shape, change));
+  // The masked-off part of a View reads +0 (or false): other fills, -0.0 included, are selected.
+  if (value == 0 && !std::signbit(value)) return padded;
+  // Where the mask is off, the padded View reads 0; a padded all-true mask selects the fill.
+  UOpRef inside = movement_node(const_like(1, dtypes::bool_, node_of(tensor)), new_shape, change);
+  return where(with_node(tensor, inside), padded, value);
+}
+
+}  // namespace
+
+Tensor Tensor::pad(const std::vector<std::pair<Dim, Dim>>& before_after, double value) const {
+  std::vector<std::pair<int64_t, int64_t>> values;
+  bool symbolic = false;
+  for (const auto& [before, after] : before_after) {
+    values.emplace_back(before.value(), after.value());
+    symbolic |= before.is_symbolic() || after.is_symbolic();
+  }
+  const Tensor checked = pad(values, value);  // checks every amount, by value
+  if (!symbolic) return checked;
+  std::vector<std::pair<Sym, Sym>> amounts;
+  for (const auto& [before, after] : before_after) amounts.emplace_back(before.sym(), after.sym());
+  return padded_view(*this, checked.shape(), amounts, value);
+}
+
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, double value) const {
   if (static_cast<int64_t>(before_after.size()) != ndim()) {
     throw ShapeError("[pad] needs one (before, after) pair per dimension of " + describe(*this) +
@@ -236,13 +266,7 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, double
   }
   check_numel(new_shape, "pad");
   check_fill_value(value, dtype(), "pad", describe(*this));
-  auto change = [&](const ShapeTracker& tracker) { return tracker.pad(amounts); };
-  Tensor padded = with_node(*this, movement_node(node_of(*this), new_shape, change));
-  // The masked-off part of a View reads +0 (or false): other fills, -0.0 included, are selected.
-  if (value == 0 && !std::signbit(value)) return padded;
-  // Where the mask is off, the padded View reads 0; a padded all-true mask selects the fill.
-  UOpRef inside = movement_node(const_like(1, dtypes::bool_, node_of(*this)), new_shape, change);
-  return where(with_node(*this, inside), padded, value);
+  return padded_view(*this, new_shape, amounts, value);
 }
 
 Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> start_end) const {
@@ -342,19 +366,23 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t axis) {
     total += tensor.shape()[dim];
   }
   // Each part padded to the full length along the axis and selected where it lies: one fused
-  // kernel (a select, not a sum, so that -0.0 stays -0.0).
+  // kernel (a select, not a sum, so that -0.0 stays -0.0). Along a symbolic size the offsets are
+  // expressions, so one kernel serves every value.
+  Dim length = 0;
+  for (const Tensor& tensor : tensors) length = length + tensor.dims()[dim];
   std::optional<Tensor> result;
-  int64_t offset = 0;
+  Dim offset = 0;
   for (const Tensor& tensor : tensors) {
-    std::vector<std::pair<int64_t, int64_t>> padding(first.ndim(), {0, 0});
-    padding[dim] = {offset, total - offset - tensor.shape()[dim]};
-    offset += tensor.shape()[dim];
+    const Dim size = tensor.dims()[dim];
+    std::vector<std::pair<Dim, Dim>> padding(first.ndim(), {Dim(0), Dim(0)});
+    padding[dim] = {offset, length - offset - size};
+    offset = offset + size;
     const Tensor part = tensor.cast(dtype).pad(padding);
     if (!result) {
       result = part;
       continue;
     }
-    const Tensor inside = Tensor::ones(tensor.shape(), dtypes::bool_, tensor.device()).pad(padding);
+    const Tensor inside = Tensor::ones(tensor.dims(), dtypes::bool_, tensor.device()).pad(padding);
     result = where(inside, part, *result);
   }
   return *result;

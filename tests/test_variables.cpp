@@ -186,6 +186,47 @@ TEST_CASE("a growing length reads the first n rows of a cache", "[variables]") {
   }
 }
 
+TEST_CASE("cat and pad and arange along a variable size build each kernel once", "[variables]") {
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    constexpr int64_t kWidth = 4;
+    const std::vector<float> data = ramp(40 * kWidth, 0.21f);
+    const Tensor cache = Tensor::from_vector(data, {40, kWidth}, device);
+    const Tensor step = Tensor::full({1, kWidth}, 2.5f, dtypes::float32, device);
+    const Variable length("length", 1, 39);
+    int64_t built_after_first = -1;
+    for (int64_t n : {3, 1, 39, 8}) {
+      INFO("length " << n);
+      const Tensor keys = cache.shrink({{0, length.bind(n)}, {0, kWidth}});
+      // A cache that grows by one row, the positions of its rows, and its rows padded to the
+      // next multiple of nothing but the variable (n rows of -1 after them).
+      const Tensor grown = cat({keys, step}, 0);
+      const Tensor positions = Tensor::arange(keys.dims()[0], dtypes::int64, device);
+      const Tensor padded = keys.pad({{Dim(0), keys.dims()[0]}, {Dim(0), Dim(0)}}, -1.0);
+      CHECK(grown.shape_string() == "((length+1)=" + std::to_string(n + 1) + ", 4)");
+      std::vector<float> want_grown(data.begin(), data.begin() + n * kWidth);
+      want_grown.insert(want_grown.end(), kWidth, 2.5f);
+      std::vector<int64_t> want_positions(static_cast<size_t>(n));
+      for (int64_t row = 0; row < n; ++row) want_positions[static_cast<size_t>(row)] = row;
+      std::vector<float> want_padded(data.begin(), data.begin() + n * kWidth);
+      want_padded.insert(want_padded.end(), static_cast<size_t>(n * kWidth), -1.0f);
+      CHECK(grown.to_vector<float>() == want_grown);
+      CHECK(positions.to_vector<int64_t>() == want_positions);
+      CHECK(padded.to_vector<float>() == want_padded);
+      if (built_after_first < 0) {
+        built_after_first = kernels_built(device);
+      } else {
+        CHECK(kernels_built(device) == built_after_first);
+      }
+    }
+  }
+  // arange checks its dtype against the variable's largest value.
+  const Variable big("big", 1, 300);
+  CHECK_THROWS_AS(Tensor::arange(big.bind(5), dtypes::int8), DTypeError);
+  CHECK_THROWS_AS(Tensor::arange(big.bind(5), dtypes::bool_), DTypeError);
+  CHECK(Tensor::arange(Dim(3), dtypes::float32).to_vector<float>() == std::vector<float>{0, 1, 2});
+}
+
 TEST_CASE("a variable may be zero and sizes mix with numbers", "[variables]") {
   for (const std::string& device : kiln::devices()) {
     INFO(device);

@@ -86,6 +86,9 @@ class Tensor {
   // dtype must hold every value: arange(0, 1LL << 32) needs int64 (a DTypeError says so).
   static Tensor arange(int64_t start, int64_t stop, int64_t step, DType dtype,
                        const std::string& device = "");
+  // 0, 1, ..., stop - 1 for a size that may be a bound variable (kiln/variable.h): one kernel
+  // serves every value. `dtype` must hold the variable's largest value.
+  static Tensor arange(const Dim& stop, DType dtype, const std::string& device = "");
   // Uniform in [0, 1), float32; the same values for the same seed on every device.
   static Tensor rand(Shape shape, uint64_t seed, const std::string& device = "");
   static Tensor eye(int64_t n, DType dtype = dtypes::float32, const std::string& device = "");
@@ -145,6 +148,10 @@ class Tensor {
   // (else a DTypeError), converted as a cast would (wrapping: -2 in uint8 is 254; non-zero is
   // true); on a float tensor it is rounded to the dtype (-0.0 stays -0.0, 1e39 in float32 is inf).
   Tensor pad(std::vector<std::pair<int64_t, int64_t>> before_after, double value = 0) const;
+  Tensor pad(const std::vector<std::pair<Dim, Dim>>& before_after, double value = 0) const;
+  Tensor pad(std::initializer_list<std::pair<Dim, Dim>> before_after, double value = 0) const {
+    return pad(std::vector<std::pair<Dim, Dim>>(before_after), value);
+  }
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> start_end) const;
   Tensor shrink(const std::vector<std::pair<Dim, Dim>>& start_end) const;
   Tensor shrink(std::initializer_list<std::pair<Dim, Dim>> start_end) const {

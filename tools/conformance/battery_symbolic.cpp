@@ -292,6 +292,57 @@ std::vector<SymbolicOp> symbolic_ops() {
        "a.flatten() + 1",
        exact_tolerance(true),
        true});
+  // Sizes computed from the variable: concatenation and padding along its axis, and an arange
+  // of its length.
+  add({"cat(0)",
+       {input(f32, rows), input(f32, {2, kWidth}, Values::General, 1)},
+       [](const std::vector<Tensor>& in) {
+         return cat({in[0], in[1], in[0]}, 0);
+       },
+       [](const std::vector<HostTensor>& in) {
+         return Expected(ref::cat({in[0], in[1], in[0]}, 0));
+       },
+       "cat({a, b, a}, 0)",
+       exact_tolerance(true),
+       true});
+  add({"cat(1)",
+       {input(i32, rows), input(i32, {kRows, 4}, Values::General, 1)},
+       [](const std::vector<Tensor>& in) {
+         return cat({in[0], in[1]}, 1);
+       },
+       [](const std::vector<HostTensor>& in) {
+         return Expected(ref::cat({in[0], in[1]}, 1));
+       },
+       "cat({a, b}, 1)",
+       exact_tolerance(),
+       true});
+  add({"pad(n)",
+       {input(f32, rows)},
+       [](const std::vector<Tensor>& in) {
+         return in[0].pad({{Dim(1), in[0].dims()[0]}, {Dim(0), Dim(2)}}, 0.5);
+       },
+       [](const std::vector<HostTensor>& in) {
+         return Expected(ref::pad(in[0], {{1, in[0].shape[0]}, {0, 2}}, 0.5));
+       },
+       "a.pad({{1, n}, {0, 2}}, 0.5)",
+       exact_tolerance(true),
+       true});
+  add({"arange",
+       {input(i32, rows)},
+       [](const std::vector<Tensor>& in) {
+         const Dim n = in[0].dims()[0];
+         return in[0] + Tensor::arange(n, dtypes::int32, in[0].device()).reshape({n, Dim(1)});
+       },
+       [](const std::vector<HostTensor>& in) {
+         HostTensor rows_index(dtypes::int32, in[0].shape);
+         for (int64_t index = 0; index < rows_index.numel(); ++index)
+           rows_index.data[static_cast<size_t>(index)] =
+               make_scalar(dtypes::int32, static_cast<double>(index / kWidth));
+         return ref::binary(Binary::Add, in[0], rows_index);
+       },
+       "a + Tensor::arange(n, dtypes::int32).reshape({n, 1})",
+       exact_tolerance(),
+       true});
   add({"cumsum(1)",
        {input(f32, rows, Values::Small)},
        [](const std::vector<Tensor>& in) { return in[0].cumsum(1); },
