@@ -89,7 +89,7 @@ if [[ -z "${VK_ICD_FILENAMES:-}${VK_DRIVER_FILES:-}" ]] &&
 fi
 if ! compgen -G "/usr/share/vulkan/icd.d/nvidia*.json" >/dev/null &&
   ! compgen -G "/etc/vulkan/icd.d/nvidia*.json" >/dev/null && [[ -z "${VK_ICD_FILENAMES:-}" ]] &&
-  ldconfig -p 2>/dev/null | grep -q libGLX_nvidia.so.0; then
+  ldconfig -p 2>/dev/null | grep libGLX_nvidia.so.0 >/dev/null; then
   mkdir -p "$build"
   printf '{"file_format_version": "1.0.0", "ICD": {"library_path": "libGLX_nvidia.so.0", "api_version": "1.3"}}\n' \
     >"$build/nvidia_icd.json"
@@ -98,8 +98,14 @@ if ! compgen -G "/usr/share/vulkan/icd.d/nvidia*.json" >/dev/null &&
 fi
 
 # ---- the machine ----------------------------------------------------------------------------
-nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id --format=csv,noheader \
-  >"$logs/machine.log" 2>&1 || echo "nvidia-smi failed" >>"$logs/machine.log"
+nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id,compute_mode,persistence_mode \
+  --format=csv,noheader >"$logs/machine.log" 2>&1 || echo "nvidia-smi failed" >>"$logs/machine.log"
+# A GPU in exclusive-process mode takes one process (one CUDA context) at a time.
+gpu_jobs=8
+if grep -q 'Exclusive_Process' "$logs/machine.log"; then
+  gpu_jobs=1
+  note "the GPU is in exclusive-process mode: tests and conformance run one process at a time"
+fi
 note "GPU: $(head -1 "$logs/machine.log")"
 
 # ---- build ----------------------------------------------------------------------------------
@@ -118,7 +124,9 @@ kiln="$build/bin/kiln"
 "$kiln" devices >"$logs/devices.log" 2>&1
 grep -E '^[ *]+CUDA ' "$logs/devices.log" | sed 's/^/gpu-check: /'
 if ! grep -qE '^[ *]+CUDA +available' "$logs/devices.log"; then
-  note "CUDA device: UNAVAILABLE: $(grep -E '^[ *]+CUDA ' "$logs/devices.log" | sed 's/  */ /g')"
+  why="$(grep -E '^[ *]+CUDA ' "$logs/devices.log" | sed 's/  */ /g')"
+  [[ -z "$why" ]] && why="no CUDA plugin was built: $(grep -m1 'kiln: CUDA' "$logs/build.log")"
+  note "CUDA device: UNAVAILABLE: $why"
   finish 1
 fi
 
@@ -127,7 +135,7 @@ status=0
 # Codegen-only tests that need tools of a Debian machine (glslang) are left to CI.
 step=$SECONDS
 if fits "tests on CUDA" 240; then
-  KILN_DEVICE=CUDA timeout "$(limit 240)" ctest --test-dir "$build" -j8 --timeout 200 \
+  KILN_DEVICE=CUDA timeout "$(limit 240)" ctest --test-dir "$build" -j"$gpu_jobs" --timeout 200 \
     -E 'conformance|install_and_build|CUDA C\+\+ and GLSL' >"$logs/tests.log" 2>&1 || status=1
   note "tests on CUDA: $(grep -E 'tests passed' "$logs/tests.log" || echo 'did not finish') ($((SECONDS - step)) s)"
   grep -E '^\s+[0-9]+ - ' "$logs/tests.log" | head -20 | sed 's/^/gpu-check:   failed: /'
@@ -138,7 +146,7 @@ fi
 # ---- the conformance battery on CUDA --------------------------------------------------------
 step=$SECONDS
 if fits "conformance" 200; then
-  timeout "$(limit 200)" "$kiln" conformance --device CUDA --jobs 8 --failures 30 --case-timeout 60 \
+  timeout "$(limit 200)" "$kiln" conformance --device CUDA --jobs "$gpu_jobs" --failures 30 --case-timeout 60 \
     >"$logs/conformance.log" 2>&1 || status=1
   note "conformance: $(grep -E '^CUDA: ' "$logs/conformance.log" | tail -1 ||
     tail -1 "$logs/conformance.log") ($((SECONDS - step)) s)"
@@ -161,7 +169,7 @@ vulkan_line="$(grep -E '^[ *]+VULKAN ' "$logs/devices.log" | head -1)"
 if [[ "$vulkan_line" =~ VULKAN\ +available\ +GPU ]]; then
   step=$SECONDS
   if fits "conformance on VULKAN" 120; then
-    timeout "$(limit 120)" "$kiln" conformance --device VULKAN --jobs 8 --failures 30 --case-timeout 60 \
+    timeout "$(limit 120)" "$kiln" conformance --device VULKAN --jobs "$gpu_jobs" --failures 30 --case-timeout 60 \
       >"$logs/conformance-vulkan.log" 2>&1 || status=1
     note "conformance on VULKAN: $(grep -E '^VULKAN: ' "$logs/conformance-vulkan.log" | tail -1 ||
       tail -1 "$logs/conformance-vulkan.log") ($((SECONDS - step)) s)"

@@ -222,6 +222,19 @@ TEST_CASE("kiln conformance stops a case that outruns --case-timeout and goes on
         std::string::npos);
 }
 
+TEST_CASE("a conformance worker that loses its device hands over to a new one", "[conformance]") {
+  // After a DeviceLostError (a CUDA kernel fault) nothing more runs in that process: the worker
+  // exits and a new one takes the rest of its cases, so only the one case is an error.
+  const test::ChildResult result =
+      test::run_child("KILN_TEST_LOSE_DEVICE=unary.exact/neg/int16/7x13/contiguous",
+                      std::string(KILN_TOOL_PATH) +
+                          " conformance --device CPU --jobs 2 --filter '^unary.exact/(neg|abs)/'");
+  INFO(result.output);
+  CHECK(result.exit_code == 1);
+  CHECK(result.output.find("25 cases: 24 pass, 0 fail, 1 error") != std::string::npos);
+  CHECK(result.output.find("DeviceLostError: injected") != std::string::npos);
+}
+
 TEST_CASE("kiln conformance names the option a bad number was given to", "[conformance]") {
   for (const char* options : {"--jobs abc", "--jobs 0", "--failures -3", "--case-timeout 1x"}) {
     const test::ChildResult result =

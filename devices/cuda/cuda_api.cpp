@@ -54,6 +54,9 @@ DriverApi load_driver() {
 #define KILN_CUDA_LOAD_ENTRY(name) load_symbol(handle, #name, api.name, missing);
   KILN_CUDA_DRIVER_FUNCTIONS(KILN_CUDA_LOAD_ENTRY)
 #undef KILN_CUDA_LOAD_ENTRY
+  std::string ignored;
+  if (!load_symbol(handle, "cuEventElapsedTime_v2", api.event_elapsed_time, ignored))
+    load_symbol(handle, "cuEventElapsedTime", api.event_elapsed_time, missing);
   if (!missing.empty()) {
     api.error = "the NVIDIA driver in " + api.library + " is too old for kiln (it lacks " +
                 missing + "); kiln's CUDA device needs a driver for CUDA " +
@@ -88,9 +91,14 @@ NvrtcApi load_nvrtc() {
   if (requested && *requested) {
     candidates = {requested};
   } else {
-    // The major version kiln's headers declare: NVRTC's API is stable within one.
+    // The major version kiln's headers declare: NVRTC's API is stable within one. An older
+    // driver runs only code from an NVRTC of its own major version or older, so where the
+    // driver is older than those headers, its own version's NVRTC comes first.
     candidates = {"libnvrtc.so." + std::to_string(CUDA_VERSION / 1000), KILN_NVRTC_BUILD_PATH,
                   "libnvrtc.so"};
+    const DriverApi& loaded = driver();
+    if (loaded.error.empty() && loaded.version / 1000 < CUDA_VERSION / 1000)
+      candidates.insert(candidates.begin(), "libnvrtc.so." + std::to_string(loaded.version / 1000));
   }
   std::string errors;
   void* handle = open_first(candidates, api.library, errors);

@@ -49,7 +49,6 @@ namespace kiln::cuda {
   X(cuEventCreate)                    \
   X(cuEventRecord)                    \
   X(cuEventSynchronize)               \
-  X(cuEventElapsedTime_v2)            \
   X(cuEventDestroy_v2)
 
 #define KILN_NVRTC_FUNCTIONS(X) \
@@ -73,6 +72,10 @@ namespace kiln::cuda {
 // otherwise it says why CUDA cannot run here and the entries must not be called.
 struct DriverApi {
   KILN_CUDA_DRIVER_FUNCTIONS(KILN_CUDA_DECLARE_ENTRY)
+  // cuEventElapsedTime_v2 (drivers and headers for CUDA 12.8 and newer), else the first version,
+  // which takes the same arguments: named apart, since cuda.h renames the function by macro only
+  // from 12.8 on.
+  CUresult (*event_elapsed_time)(float* milliseconds, CUevent start, CUevent end) = nullptr;
   std::string error;
   std::string library;  // the file loaded
   int version = 0;      // cuDriverGetVersion: 13000 for CUDA 13.0

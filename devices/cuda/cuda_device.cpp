@@ -109,7 +109,7 @@ class CudaProgram : public Program {
     // A fault inside the kernel shows here, named after it.
     check(driver().cuEventSynchronize(end_), "cuEventSynchronize (after the kernel ran)");
     float milliseconds = 0;
-    check(driver().cuEventElapsedTime_v2(&milliseconds, start_, end_), "cuEventElapsedTime_v2");
+    check(driver().event_elapsed_time(&milliseconds, start_, end_), "cuEventElapsedTime");
     return milliseconds * 1e-3;
   }
 
@@ -329,6 +329,16 @@ ProbeResult probe() {
   }
   if (!nvrtc().error.empty()) {
     result.reason = nvrtc().error;
+    return result;
+  }
+  if (api.version / 1000 < nvrtc().major) {
+    // Its cubins and PTX need a driver of NVRTC's major version: every kernel load would fail.
+    result.reason = "the NVIDIA driver supports CUDA " + version_text(api.version) + ", and " +
+                    nvrtc().library + " (NVRTC " + std::to_string(nvrtc().major) + "." +
+                    std::to_string(nvrtc().minor) + ") makes code that needs a driver for CUDA " +
+                    std::to_string(nvrtc().major) +
+                    ": install a newer driver, or name an NVRTC for CUDA " +
+                    std::to_string(api.version / 1000) + " in KILN_NVRTC";
     return result;
   }
   int count = 0;

@@ -1,5 +1,7 @@
 #include "devices/cuda/cuda_stream.h"
 
+#include <kiln/error.h>
+
 #include "devices/cuda/cuda_api.h"
 
 namespace kiln::cuda {
@@ -53,11 +55,12 @@ void CudaStream::check(CUresult status, const char* call) const {
     std::lock_guard<std::mutex> lock(mutex_);
     kernel = last_kernel_;
   }
-  check_cu(status, (std::string(call) + " (the last kernel launched was " +
-                    (kernel.empty() ? std::string("none") : kernel) +
-                    "; after this error the CUDA context is unusable: restart the process, and "
-                    "run with KILN_DEBUG=2 to wait for each kernel and find the one that fails)")
-                       .c_str());
+  throw DeviceLostError("[cuda] " + std::string(call) + " failed: " + cu_error_text(status) +
+                        " (the last kernel launched was " +
+                        (kernel.empty() ? std::string("none") : kernel) +
+                        "; after this error the CUDA context is unusable: restart the process, "
+                        "and run with KILN_DEBUG=2 to wait for each kernel and find the one that "
+                        "fails)");
 }
 
 void CudaStream::synchronize() const {

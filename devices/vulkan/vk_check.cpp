@@ -62,6 +62,9 @@ void check_vk(VkResult result, const char* call_text) {
   if (result >= VK_SUCCESS) return;
   if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY)
     throw OutOfMemoryError(vk_failure(call_text, result));
+  if (result == VK_ERROR_DEVICE_LOST)
+    throw DeviceLostError(vk_failure(call_text, result) +
+                          ": the device can run nothing more in this process");
   throw DeviceError(vk_failure(call_text, result));
 }
 

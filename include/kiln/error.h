@@ -67,4 +67,12 @@ class OutOfMemoryError : public DeviceError {
   using DeviceError::DeviceError;
 };
 
+// The device can run nothing more in this process: a kernel faulted and left the driver's
+// context unusable (CUDA), or the driver lost the device (Vulkan). Restart the process;
+// KILN_DEBUG=2 waits for each kernel, so the error then names the one that failed.
+class DeviceLostError : public DeviceError {
+ public:
+  using DeviceError::DeviceError;
+};
+
 }  // namespace kiln

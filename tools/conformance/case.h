@@ -121,6 +121,9 @@ struct CaseResult {
   double worst_ulps = 0;
   double seconds = 0;
   bool guards_checked = false;
+  // The device can run nothing more in this process (DeviceLostError): a worker process then
+  // makes way for a new one (parallel.h).
+  bool device_lost = false;
 };
 
 }  // namespace kiln::conformance

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "runtime/registry.h"
@@ -23,6 +24,8 @@ namespace {
 
 // Protocol lines start with a marker, so that anything else a worker prints is ignored.
 constexpr const char* kMarker = "@@kiln-conformance";
+// A worker's exit status when its device was lost after a case it reported: start another.
+constexpr int kRestartStatus = 75;
 
 std::string escape(const std::string& text) {
   std::string out;
@@ -124,7 +127,14 @@ int worker_main(const std::string& device, const std::vector<const Case*>& cases
        index += static_cast<size_t>(count)) {
     if (static_cast<long>(index) <= resume_after) continue;
     write_line("B\t" + std::to_string(index));
-    const CaseResult result = runner.run(*cases[index]);
+    CaseResult result = runner.run(*cases[index]);
+    // Fault injection for kiln's tests: the named case behaves as if it lost the device.
+    if (const char* lose = std::getenv("KILN_TEST_LOSE_DEVICE");
+        lose && cases[index]->name == lose) {
+      result.status = Status::Error;
+      result.detail = "DeviceLostError: injected (KILN_TEST_LOSE_DEVICE)";
+      result.device_lost = true;
+    }
     char seconds[32];
     std::snprintf(seconds, sizeof(seconds), "%.6f", result.seconds);
     write_line("R\t" + std::to_string(index) + "\t" +
@@ -133,6 +143,13 @@ int worker_main(const std::string& device, const std::vector<const Case*>& cases
                "\t" + escape(result.worst_at) + "\t" + escape(result.expected) + "\t" +
                escape(result.got) + "\t" + escape(result.detail) + "\t" +
                (result.guards_checked ? "1" : "0"));
+    if (result.device_lost) {
+      // Every later case would fail the same way: a fresh process resumes after this one.
+      write_line("S\t" + std::to_string(context->stats().compiles - compiles) + "\t" +
+                 std::to_string(context->stats().disk_hits - disk_hits));
+      std::fflush(stdout);
+      std::_Exit(kRestartStatus);
+    }
   }
   write_line("S\t" + std::to_string(context->stats().compiles - compiles) + "\t" +
              std::to_string(context->stats().disk_hits - disk_hits));
@@ -240,6 +257,10 @@ DeviceRun run_in_workers(const std::string& device, const std::vector<const Case
       if (clean) {
         --active;
         continue;
+      }
+      if (WIFEXITED(status) && WEXITSTATUS(status) == kRestartStatus && worker.running < 0) {
+        // It lost its device after reporting a case: a new process goes on from there.
+        if (++worker.restarts <= 64 && spawn(worker, device, plan)) continue;
       }
       if (worker.running < 0 && worker.last_done >= 0) {
         // Every case it started has a result; it died on the way out (a driver's exit handler...).

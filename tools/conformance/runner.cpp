@@ -557,6 +557,11 @@ CaseResult Runner::run(const Case& item) {
     result.status = Status::Error;
     result.detail =
         "CompileError: " + first_line(error.what()) + "\n" + error.log().substr(0, 2000);
+  } catch (const DeviceLostError& error) {
+    result = CaseResult();
+    result.status = Status::Error;
+    result.detail = "DeviceLostError: " + first_line(error.what());
+    result.device_lost = true;
   } catch (const std::exception& error) {
     result = CaseResult();
     result.status = Status::Error;
