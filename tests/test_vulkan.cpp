@@ -4,6 +4,7 @@
 // and kiln's float semantics where Mesa's shader compiler folds them away. The conformance battery
 // and the rest of the suite run on VULKAN too (scripts/setup.sh test).
 
+#include <unistd.h>
 #include <catch2/catch.hpp>
 
 #include <kiln/capture.h>
@@ -310,6 +311,43 @@ TEST_CASE("Vulkan runs more kernels than one batch holds, in order", "[vulkan]")
     CHECK(outputs[0].to_vector<float>() == std::vector<float>(64, expected));
   }
   CHECK(step.captured());
+}
+
+// Run in a child process with KILN_VULKAN_STAGING=1 (below): copies in both directions through
+// the two 8 MiB staging buffers, in chunks, interleaved with batched kernels.
+TEST_CASE("Vulkan copies through staging buffers", "[.][vulkan-staging]") {
+  if (!vulkan()) return;
+  for (int64_t count : {int64_t{1}, int64_t{7}, int64_t{5'000'003}}) {
+    INFO(count << " floats");
+    std::vector<float> host(static_cast<size_t>(count));
+    for (int64_t index = 0; index < count; ++index)
+      host[static_cast<size_t>(index)] = static_cast<float>(index % 1000) * 0.5f;
+    const Tensor on_device = Tensor::from_vector(host, {count}, "VULKAN");
+    const std::vector<float> back = (on_device + 1.0f).to_vector<float>();
+    REQUIRE(back.size() == host.size());
+    bool same = true;
+    for (size_t index = 0; index < host.size(); ++index) same &= back[index] == host[index] + 1.0f;
+    CHECK(same);
+  }
+  const std::vector<int8_t> bytes = {1, -2, 3, -4, 5};
+  CHECK(Tensor::from_vector(bytes, {5}, "VULKAN").to_vector<int8_t>() == bytes);
+  // Uploads between the kernels of one batch.
+  Tensor total = Tensor::zeros({3}, dtypes::float32, "VULKAN");
+  for (int step = 0; step < 40; ++step)
+    total =
+        (total + Tensor::from_vector(std::vector<float>{1.0f, 2.0f, float(step)}, {3}, "VULKAN"))
+            .contiguous();
+  CHECK(total.to_vector<float>() == std::vector<float>{40.0f, 80.0f, 780.0f});
+}
+
+TEST_CASE("Vulkan's staging copies (a discrete GPU's path) work on this device", "[vulkan]") {
+  if (!vulkan()) return;
+  const test::ChildResult result =
+      test::run_child("KILN_VULKAN_STAGING=1 KILN_DEVICE=VULKAN",
+                      "/proc/" + std::to_string(getpid()) + "/exe '[vulkan-staging]'");
+  INFO(result.output);
+  CHECK(result.exit_code == 0);
+  CHECK(contains(result.output, "All tests passed"));
 }
 
 #ifdef KILN_TOOL_PATH

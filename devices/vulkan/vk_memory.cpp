@@ -3,7 +3,9 @@
 #include <kiln/error.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace kiln::vulkan {
 namespace {
@@ -72,7 +74,12 @@ VkAllocator::VkAllocator(VkDevice device, const PhysicalDeviceInfo& info, Comman
       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   const int local_host =
       find_memory_type(memory, type_bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | host);
-  if (local_host >= 0 && info.properties.deviceType != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
+  // KILN_VULKAN_STAGING=1 copies through the staging buffers anyway: a discrete GPU's path,
+  // tested on lavapipe.
+  const char* staging_requested = std::getenv("KILN_VULKAN_STAGING");
+  const bool force_staging = staging_requested && std::string(staging_requested) == "1";
+  if (local_host >= 0 && !force_staging &&
+      info.properties.deviceType != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
     const uint32_t heap = memory.memoryTypes[local_host].heapIndex;
     bool largest = true;
     for (uint32_t other = 0; other < memory.memoryHeapCount; ++other) {
