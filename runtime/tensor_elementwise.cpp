@@ -1,6 +1,7 @@
 // Elementwise Tensor ops: arithmetic, comparisons, math functions, where and cast.
 
 #include <cmath>
+#include <limits>
 
 #include "runtime/tensor_internal.h"
 
@@ -309,6 +310,52 @@ Tensor Tensor::trunc() const {
 Tensor Tensor::logical_not() const {
   if (dtype().is_bool()) return unary(Op::Not, *this, dtypes::bool_);
   return *this == 0.0;
+}
+
+Tensor Tensor::isnan() const {
+  if (!dtype().is_float()) return full_like(*this, 0, dtypes::bool_);
+  return *this != *this;
+}
+
+Tensor Tensor::isinf() const {
+  if (!dtype().is_float()) return full_like(*this, 0, dtypes::bool_);
+  return abs() == std::numeric_limits<double>::infinity();
+}
+
+Tensor Tensor::isfinite() const {
+  if (!dtype().is_float()) return full_like(*this, 1, dtypes::bool_);
+  // x - x is 0 for every finite x and NaN for infinities and NaN.
+  return (*this - *this) == 0.0;
+}
+
+Tensor Tensor::clamp(double low, double high) const {
+  if (dtype().is_bool())
+    throw DTypeError("[clamp] needs a number tensor, got " + describe(*this) +
+                     "; cast it first, e.g. x.cast(dtypes::int32).clamp(low, high)");
+  // Whole bounds (or infinities) keep an integer tensor's dtype; others make it float32, as the
+  // host-scalar rules do.
+  auto whole = [](double bound) { return std::isinf(bound) || bound == std::floor(bound); };
+  if (dtype().is_int() && !(whole(low) && whole(high)))
+    return cast(dtypes::float32).clamp(low, high);
+  if (dtype().is_int()) {
+    // In the tensor's own dtype, where a bound would wrap: a bound past the end of the range on
+    // its own side leaves that side open; one past the other end has no value to give.
+    const double least = dtype().min_value(), most = dtype().max_value();
+    if (low > most || high < least)
+      throw DTypeError("[clamp] bounds (" + std::to_string(low) + ", " + std::to_string(high) +
+                       ") of " + describe(*this) + " lie outside its range [" +
+                       std::to_string(least) + ", " + std::to_string(most) +
+                       "]; cast the tensor to a wider dtype first");
+    Tensor result = *this;
+    if (low > least) result = where(result < low, low, result);
+    if (high < most) result = where(result > high, high, result);
+    return result;
+  }
+  // where(x < low, low, x) is max(x, low) with NaN kept; its dtype is the scalar rules'.
+  const Tensor raised = where(*this < low, low, *this);
+  if (std::isnan(low) || std::isnan(high))
+    return full_like(raised, std::numeric_limits<double>::quiet_NaN(), raised.dtype());
+  return where(raised > high, high, raised);
 }
 
 Tensor Tensor::pow(const Tensor& exponent) const {

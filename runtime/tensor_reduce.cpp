@@ -133,6 +133,16 @@ Tensor Tensor::prod(std::vector<int64_t> axes, bool keepdim) const {
   return reduce(*this, ReduceOp::Prod, normalized, keepdim, accumulate_dtype(dtype()));
 }
 
+Tensor Tensor::any(std::vector<int64_t> axes, bool keepdim) const {
+  const std::vector<int> normalized = reduce_axes(*this, axes, "any");
+  return reduce(*this != 0.0, ReduceOp::Sum, normalized, keepdim, dtypes::int64) > 0.0;
+}
+
+Tensor Tensor::all(std::vector<int64_t> axes, bool keepdim) const {
+  const std::vector<int> normalized = reduce_axes(*this, axes, "all");
+  return reduce(*this == 0.0, ReduceOp::Sum, normalized, keepdim, dtypes::int64) == 0.0;
+}
+
 Tensor Tensor::max(std::vector<int64_t> axes, bool keepdim) const {
   const std::vector<int> normalized = reduce_axes(*this, axes, "max");
   check_not_empty(*this, normalized, "max");

@@ -196,6 +196,45 @@ TEST_CASE("matmul batches and broadcasts as NumPy", "[tensor]") {
   CHECK(a.matmul(b).to_vector<float>() == product.to_vector<float>());
 }
 
+TEST_CASE("isnan, clamp, any, all, gather and index_select", "[tensor]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor x = Tensor::from_vector(std::vector<float>{nan, inf, -inf, -0.0f, 2.5f}, {5});
+  CHECK(x.isnan().to_vector<bool>() == std::vector<bool>{true, false, false, false, false});
+  CHECK(x.isinf().to_vector<bool>() == std::vector<bool>{false, true, true, false, false});
+  CHECK(x.isfinite().to_vector<bool>() == std::vector<bool>{false, false, false, true, true});
+  const std::vector<float> clamped = x.clamp(-1, 2).to_vector<float>();
+  CHECK(std::isnan(clamped[0]));
+  CHECK(std::vector<float>(clamped.begin() + 1, clamped.end()) ==
+        std::vector<float>{2, -1, -0.0f, 2});
+  CHECK(std::signbit(clamped[3]));
+  const Tensor bytes = Tensor::from_vector(std::vector<uint8_t>{0, 7, 200}, {3});
+  CHECK(bytes.clamp(-5, 100).dtype() == dtypes::uint8);  // -5 lies below the range: open
+  CHECK(bytes.clamp(-5, 100).to_vector<int>() == std::vector<int>{0, 7, 100});
+  CHECK(bytes.clamp(1.5, 100).dtype() == dtypes::float32);
+  CHECK_THROWS_AS(bytes.clamp(300, 400), DTypeError);
+  CHECK_THROWS_AS(Tensor::ones({2}, dtypes::bool_).clamp(0, 1), DTypeError);
+
+  const Tensor flags = Tensor::from_vector(std::vector<int32_t>{0, 0, 3, 0, 0, 0}, {2, 3});
+  CHECK(flags.any(1).to_vector<bool>() == std::vector<bool>{true, false});
+  CHECK(flags.all().item<bool>() == false);
+  CHECK(x.all().item<bool>() == false);  // -0.0 is zero
+  CHECK(x.any(0, true).shape() == Shape{1});
+  CHECK(Tensor::zeros({3, 0}).all(1).to_vector<bool>() == std::vector<bool>{true, true, true});
+  CHECK_THROWS_AS(flags.any(2), ShapeError);
+
+  const Tensor table = floats(iota(6, 1), {2, 3});
+  const Tensor picks = Tensor::from_vector(std::vector<int64_t>{2, 0, 9, 1}, {2, 2});
+  CHECK(table.gather(1, picks).to_vector<float>() == std::vector<float>{3, 1, 0, 5});
+  CHECK(table.index_select(0, Tensor::from_vector(std::vector<int32_t>{1, 1}, {2}))
+            .to_vector<float>() == std::vector<float>{4, 5, 6, 4, 5, 6});
+  CHECK_THROWS_AS(table.gather(1, picks.cast(dtypes::float32)), DTypeError);
+  CHECK_THROWS_AS(table.gather(1, Tensor::zeros({4}, dtypes::int32)), ShapeError);
+  CHECK_THROWS_AS(table.gather(1, Tensor::zeros({3, 1}, dtypes::int32)), ShapeError);
+  CHECK_THROWS_AS(table.index_select(0, picks), ShapeError);
+  CHECK(table.gather(0, Tensor::zeros({0, 3}, dtypes::int32)).shape() == Shape{0, 3});
+}
+
 TEST_CASE("movement ops are views with the right values", "[tensor]") {
   const Tensor a = floats(iota(6), {2, 3});
   CHECK(a.transpose().to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});

@@ -130,6 +130,14 @@ class Tensor {
   Tensor round() const;  // half to even
   Tensor trunc() const;
   Tensor logical_not() const;
+  // Tests of float values, as bool; every integer and bool is finite.
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  // min(max(x, low), high), as PyTorch: NaN stays NaN, a NaN bound makes every element NaN, and
+  // low > high gives high everywhere. The bounds follow the host-scalar dtype rules (a fractional
+  // bound on an integer tensor gives float32); -inf or +inf leaves that side open.
+  Tensor clamp(double low, double high) const;
   Tensor pow(const Tensor& exponent) const;
   Tensor pow(double exponent) const;
   Tensor cast(DType dtype) const;
@@ -178,7 +186,13 @@ class Tensor {
   // Bessel's correction (divide by n - correction), as PyTorch.
   Tensor var(std::vector<int64_t> axes = {}, bool keepdim = false, int64_t correction = 1) const;
   Tensor std(std::vector<int64_t> axes = {}, bool keepdim = false, int64_t correction = 1) const;
+  // Whether any / every element is non-zero (NaN counts as non-zero), as bool. Over no elements
+  // any is false and all is true.
+  Tensor any(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor all(std::vector<int64_t> axes = {}, bool keepdim = false) const;
   // One axis: x.sum(0) is x.sum({0}).
+  Tensor any(int64_t axis, bool keepdim = false) const { return any(std::vector{axis}, keepdim); }
+  Tensor all(int64_t axis, bool keepdim = false) const { return all(std::vector{axis}, keepdim); }
   Tensor sum(int64_t axis, bool keepdim = false) const { return sum(std::vector{axis}, keepdim); }
   Tensor max(int64_t axis, bool keepdim = false) const { return max(std::vector{axis}, keepdim); }
   Tensor min(int64_t axis, bool keepdim = false) const { return min(std::vector{axis}, keepdim); }
@@ -199,6 +213,17 @@ class Tensor {
   Tensor cumsum(int64_t axis) const;
 
   Tensor matmul(const Tensor& other) const;
+
+  // ---- indexing ----
+  // out[i][j] = x[index[i][j]][j] for axis 0 (PyTorch's gather, NumPy's take_along_axis): the
+  // index is an integer tensor with x's number of dimensions, no larger than x outside `axis`;
+  // the result has its shape and x's dtype. An index outside [0, size) gives 0 (false): kiln does
+  // not read indices back to check them. Each output element looks at every position along the
+  // axis, so the work is out.numel() * size: fine for small axes, slow for large tables.
+  Tensor gather(int64_t axis, const Tensor& index) const;
+  // The slices of x at the positions in `index` (1-D, integer) along `axis`, in that order:
+  // x.index_select(0, rows) picks rows. Out-of-range positions give 0, as in gather.
+  Tensor index_select(int64_t axis, const Tensor& index) const;
 
   // ---- evaluation and data ----
   // Computes the value now (no-op when it is already computed). Returns *this.

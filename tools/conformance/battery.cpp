@@ -336,6 +336,7 @@ const std::vector<Case>& battery() {
     detail::add_elementwise_cases(builder);
     detail::add_reduce_cases(builder);
     detail::add_movement_cases(builder);
+    detail::add_index_cases(builder);
     detail::add_shape_cases(builder);
     detail::add_graph_cases_to(builder);
     detail::add_creation_cases(builder);
@@ -350,16 +351,17 @@ const std::vector<Case>& battery() {
 
 const std::vector<std::string>& families() {
   static const std::vector<std::string> names = {
-      "unary.exact", "unary.math", "activation", "binary",    "pow",       "compare", "bitwise",
-      "scalar",      "where",      "broadcast",  "promotion", "cast",      "reduce",  "argreduce",
-      "softmax",     "cumsum",     "matmul",     "movement",  "layout",    "shapes",  "graph",
-      "creation",    "transfer",   "host",       "symbolic",  "regression"};
+      "unary.exact", "unary.math", "activation", "binary",    "pow",      "compare",   "bitwise",
+      "scalar",      "where",      "broadcast",  "promotion", "cast",     "reduce",    "argreduce",
+      "softmax",     "cumsum",     "matmul",     "movement",  "index",    "layout",    "shapes",
+      "graph",       "creation",   "transfer",   "host",      "symbolic", "regression"};
   return names;
 }
 
 std::vector<std::string> tolerance_notes() {
   return {
-      "integers, bool, comparisons, where, max/min, movement, creation: exact",
+      "integers, bool, comparisons, where, max/min, clamp, any/all, movement, gather, "
+      "index_select, creation: exact",
       "float + - * %, neg, abs, floor, ceil, round, trunc, casts: exact (correctly rounded), "
       "signed zeros "
       "checked where IEEE fixes them",

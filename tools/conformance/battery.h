@@ -52,6 +52,8 @@ extern const std::vector<DType> kIntDtypes;  // integers and bool
 void add_elementwise_cases(BatteryBuilder& builder);
 void add_reduce_cases(BatteryBuilder& builder);
 void add_movement_cases(BatteryBuilder& builder);
+// gather and index_select (battery_index.cpp).
+void add_index_cases(BatteryBuilder& builder);
 void add_shape_cases(BatteryBuilder& builder);
 void add_graph_cases_to(BatteryBuilder& builder);
 // Ops over a variable leading size, run at several values (battery_symbolic.cpp).

@@ -43,6 +43,12 @@ const UnarySpec kUnary[] = {
      "a.trunc()"},
     {"logical_not", Unary::LogicalNot, "unary.exact", 0, 0, 0, false,
      [](const Tensor& a) { return a.logical_not(); }, "a.logical_not()"},
+    {"isnan", Unary::IsNan, "unary.exact", 0, 0, 0, false,
+     [](const Tensor& a) { return a.isnan(); }, "a.isnan()"},
+    {"isinf", Unary::IsInf, "unary.exact", 0, 0, 0, false,
+     [](const Tensor& a) { return a.isinf(); }, "a.isinf()"},
+    {"isfinite", Unary::IsFinite, "unary.exact", 0, 0, 0, false,
+     [](const Tensor& a) { return a.isfinite(); }, "a.isfinite()"},
     {"reciprocal", Unary::Reciprocal, "unary.math", 1, 0, 0, false,
      [](const Tensor& a) { return a.reciprocal(); }, "a.reciprocal()"},
     {"sqrt", Unary::Sqrt, "unary.math", 1, 0, 0, false, [](const Tensor& a) { return a.sqrt(); },
@@ -266,6 +272,34 @@ void add_scalar(BatteryBuilder& builder) {
   }
 }
 
+// clamp: whole bounds (an integer tensor keeps its dtype), fractional ones (it becomes float32),
+// crossed bounds (everything is `high`) and an open side.
+void add_clamp(BatteryBuilder& builder) {
+  struct Bounds {
+    double low, high;
+    const char* name;
+  };
+  const Bounds bounds[] = {{-2, 3, "clamp(-2,3)"},
+                           {0.5, 2.5, "clamp(0.5,2.5)"},
+                           {3, -2, "clamp(3,-2)"},
+                           {-INFINITY, 1, "clamp(-inf,1)"}};
+  for (const Bounds& bound : bounds) {
+    for (DType dtype : kAllDtypes) {
+      if (dtype.is_bool()) continue;  // a DTypeError: clamp takes numbers
+      // high below an unsigned range has no value to give: a DTypeError.
+      if (dtype.is_unsigned() && bound.high < 0) continue;
+      const double low = bound.low, high = bound.high;
+      char code[64];
+      std::snprintf(code, sizeof code, "a.clamp(%g, %g)", low, high);
+      builder.add(make_case(
+          "scalar", bound.name, {input(dtype, kMain)},
+          [low, high](const std::vector<Tensor>& in) { return in[0].clamp(low, high); },
+          [low, high](const std::vector<HostTensor>& in) { return ref::clamp(in[0], low, high); },
+          code, exact_tolerance(true)));
+    }
+  }
+}
+
 HostTensor constant(DType dtype, double value) {
   HostTensor tensor(dtype, {});
   tensor.data[0] = make_scalar(dtype, value);
@@ -410,6 +444,7 @@ void add_elementwise_cases(BatteryBuilder& builder) {
   add_unary(builder);
   add_binary(builder);
   add_scalar(builder);
+  add_clamp(builder);
   add_where(builder);
   add_broadcast(builder);
   add_promotion(builder);

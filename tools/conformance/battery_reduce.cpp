@@ -147,6 +147,44 @@ void add_reduce(BatteryBuilder& builder) {
   }
 }
 
+// any / all: every dtype along one axis; all axes, keepdim and an empty axis for a few.
+void add_any_all(BatteryBuilder& builder) {
+  struct Config {
+    std::vector<int64_t> axes;
+    bool keepdim;
+    Shape shape;
+    const char* variant;
+  };
+  const Config main{{1}, false, {7, 13}, "axes=1"};
+  const Config others[] = {{{}, false, {7, 13}, "axes=all"},
+                           {{0}, true, {7, 13}, "axes=0,keepdim"},
+                           {{1}, false, {4, 0}, "axes=1,empty"}};
+  for (bool is_any : {true, false}) {
+    const std::string name = is_any ? "any" : "all";
+    for (DType dtype : kAllDtypes) {
+      auto add = [&](const Config& config, Values values, const std::string& extra) {
+        const std::vector<int64_t> axes = config.axes;
+        const bool keep = config.keepdim;
+        builder.add(make_case(
+            "reduce", name, {input(dtype, config.shape, values)},
+            [=](const std::vector<Tensor>& in) {
+              return is_any ? in[0].any(axes, keep) : in[0].all(axes, keep);
+            },
+            [=](const std::vector<HostTensor>& in) {
+              return ref::any_all(is_any, in[0], axes, keep);
+            },
+            "a." + name + "(" + axes_code(axes) + (keep ? ", true" : "") + ")", exact_tolerance(),
+            config.variant + extra));
+      };
+      // General values hold zeros and NaN; Bool values make whole rows true or false likelier.
+      add(main, Values::General, "");
+      add(main, Values::Bool, ",bools");
+      if (dtype != dtypes::float32 && dtype != dtypes::int8 && dtype != dtypes::bool_) continue;
+      for (const Config& config : others) add(config, Values::General, "");
+    }
+  }
+}
+
 void add_argreduce(BatteryBuilder& builder) {
   for (DType dtype : kAllDtypes) {
     for (bool is_max : {true, false}) {
@@ -287,6 +325,7 @@ void add_matmul(BatteryBuilder& builder) {
 
 void add_reduce_cases(BatteryBuilder& builder) {
   add_reduce(builder);
+  add_any_all(builder);
   add_argreduce(builder);
   add_softmax(builder);
   add_cumsum(builder);

@@ -84,6 +84,9 @@ DType unary_dtype(Unary op, DType input) {
     case Unary::Trunc:
       return input;
     case Unary::LogicalNot:
+    case Unary::IsNan:
+    case Unary::IsInf:
+    case Unary::IsFinite:
       return dtypes::bool_;
     default:
       return float_for(input);
@@ -101,6 +104,9 @@ DType binary_dtype(Binary op, DType compute) {
 
 Scalar unary_value(Unary op, DType dtype, const Scalar& in) {
   if (op == Unary::LogicalNot) return bool_scalar(dtype.is_float() ? in.f == 0 : in.i == 0);
+  if (op == Unary::IsNan) return bool_scalar(dtype.is_float() && std::isnan(in.f));
+  if (op == Unary::IsInf) return bool_scalar(dtype.is_float() && std::isinf(in.f));
+  if (op == Unary::IsFinite) return bool_scalar(!dtype.is_float() || std::isfinite(in.f));
   if (!dtype.is_float()) {
     const int64_t x = in.i;
     const bool is_signed = dtype.is_signed_int();
@@ -308,7 +314,8 @@ HostTensor broadcast_to(const HostTensor& tensor, const Shape& shape) {
 
 Expected unary(Unary op, const HostTensor& x) {
   const DType out = unary_dtype(op, x.dtype);
-  const DType compute = op == Unary::LogicalNot ? x.dtype : out;
+  // Tests of the value look at it in its own dtype.
+  const DType compute = out.is_bool() ? x.dtype : out;
   const HostTensor input = cast(x, compute);
   HostTensor result(out, x.shape);
   for (size_t index = 0; index < input.data.size(); ++index)
@@ -362,6 +369,28 @@ Expected where(const HostTensor& condition, const HostTensor& a, const HostTenso
   HostTensor result(dtype, shape);
   for (size_t index = 0; index < result.data.size(); ++index) {
     result.data[index] = c.data[index].i ? left.data[index] : right.data[index];
+  }
+  return result;
+}
+
+Expected clamp(const HostTensor& x, double low, double high) {
+  auto whole = [](double bound) { return std::isinf(bound) || bound == std::floor(bound); };
+  const DType out = x.dtype.is_float() || (whole(low) && whole(high)) ? x.dtype : dtypes::float32;
+  HostTensor result(out, x.shape);
+  for (size_t index = 0; index < x.data.size(); ++index) {
+    // long double holds every int64 and uint64 exactly (x86's 64-bit mantissa).
+    const Scalar& item = x.data[index];
+    const long double value = x.dtype.is_float() ? static_cast<long double>(item.f)
+                              : x.dtype.is_unsigned()
+                                  ? static_cast<long double>(static_cast<uint64_t>(item.i))
+                                  : static_cast<long double>(item.i);
+    if (std::isnan(value) || std::isnan(low) || std::isnan(high)) {
+      result.data[index] = make_scalar(out, std::nan(""));
+      continue;
+    }
+    const long double clamped = std::min<long double>(std::max<long double>(value, low), high);
+    result.data[index] =
+        clamped == value && out == x.dtype ? item : make_scalar(out, static_cast<double>(clamped));
   }
   return result;
 }
@@ -467,6 +496,44 @@ HostTensor stack(const std::vector<HostTensor>& xs, int64_t axis) {
     expanded.push_back(reshape(x, shape));
   }
   return cat(expanded, dim);
+}
+
+HostTensor gather(const HostTensor& x, int64_t axis, const HostTensor& index) {
+  const int dim = normalize_axis(axis, x.shape.size());
+  const int64_t size = x.shape[static_cast<size_t>(dim)];
+  HostTensor result(x.dtype, index.shape);
+  for (int64_t flat = 0; flat < index.numel(); ++flat) {
+    const Scalar& at = index.data[static_cast<size_t>(flat)];
+    // Unsigned indices past INT64_MAX read as negative here: out of range either way.
+    const int64_t position = at.i;
+    if (position < 0 || position >= size) {
+      result.data[static_cast<size_t>(flat)] = make_scalar(x.dtype, 0);
+      continue;
+    }
+    std::vector<int64_t> coords = unravel(flat, index.shape);
+    coords[static_cast<size_t>(dim)] = position;
+    result.data[static_cast<size_t>(flat)] = x.data[static_cast<size_t>(ravel(coords, x.shape))];
+  }
+  return result;
+}
+
+HostTensor index_select(const HostTensor& x, int64_t axis, const HostTensor& index) {
+  const int dim = normalize_axis(axis, x.shape.size());
+  const int64_t size = x.shape[static_cast<size_t>(dim)];
+  Shape shape = x.shape;
+  shape[static_cast<size_t>(dim)] = index.numel();
+  HostTensor result(x.dtype, shape);
+  for (int64_t flat = 0; flat < result.numel(); ++flat) {
+    std::vector<int64_t> coords = unravel(flat, shape);
+    const int64_t position = index.data[static_cast<size_t>(coords[static_cast<size_t>(dim)])].i;
+    if (position < 0 || position >= size) {
+      result.data[static_cast<size_t>(flat)] = make_scalar(x.dtype, 0);
+      continue;
+    }
+    coords[static_cast<size_t>(dim)] = position;
+    result.data[static_cast<size_t>(flat)] = x.data[static_cast<size_t>(ravel(coords, x.shape))];
+  }
+  return result;
 }
 
 std::vector<int64_t> unravel(int64_t index, const Shape& shape) {

@@ -45,6 +45,9 @@ enum class Unary {
   Round,
   Trunc,
   LogicalNot,
+  IsNan,
+  IsInf,
+  IsFinite,
 };
 enum class Binary { Add, Sub, Mul, Div, Mod, Max, Min, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or, Xor };
 
@@ -64,12 +67,17 @@ Expected binary(Binary op, const HostTensor& a, const HostTensor& b);
 Expected binary_scalar(Binary op, const HostTensor& a, double scalar, bool scalar_first);
 Expected pow_scalar(const HostTensor& a, double exponent);
 Expected where(const HostTensor& condition, const HostTensor& a, const HostTensor& b);
+// min(max(x, low), high) in double (PyTorch's clamp): NaN anywhere gives NaN; whole bounds keep an
+// integer dtype, others give float32.
+Expected clamp(const HostTensor& x, double low, double high);
 
 // ---- reductions ----
 enum class Reduce { Sum, Prod, Max, Min, Mean, Var, Std };
 Expected reduce(Reduce op, const HostTensor& x, std::vector<int64_t> axes, bool keepdim,
                 int64_t correction = 1);
 Expected arg_extreme(bool is_max, const HostTensor& x, int64_t axis, bool keepdim);
+// Whether any / every element over the axes is non-zero (NaN is), as bool.
+Expected any_all(bool is_any, const HostTensor& x, std::vector<int64_t> axes, bool keepdim);
 enum class Softmax { Softmax, LogSoftmax, LogSumExp };
 Expected softmax(Softmax kind, const HostTensor& x, int64_t axis, bool keepdim = false);
 Expected cumsum(const HostTensor& x, int64_t axis);
@@ -84,6 +92,10 @@ HostTensor shrink(const HostTensor& x, const std::vector<std::pair<int64_t, int6
 HostTensor flip(const HostTensor& x, const std::vector<int64_t>& axes);
 HostTensor cat(const std::vector<HostTensor>& xs, int64_t axis);
 HostTensor stack(const std::vector<HostTensor>& xs, int64_t axis);
+// out[c] = x[c with c[axis] = index[c]] over index's shape; an index outside [0, size) gives 0.
+HostTensor gather(const HostTensor& x, int64_t axis, const HostTensor& index);
+// The slices of x along `axis` at the positions of the 1-D `index` (outside: zeros).
+HostTensor index_select(const HostTensor& x, int64_t axis, const HostTensor& index);
 
 // ---- helpers ----
 // A negative axis counts from the end; throws std::invalid_argument when out of range.

@@ -10,6 +10,33 @@ namespace kiln::conformance::ref {
 // ---------------------------------------------------------------------------------------------
 // reductions
 
+Expected any_all(bool is_any, const HostTensor& x, std::vector<int64_t> axes, bool keepdim) {
+  const size_t ndim = x.shape.size();
+  std::vector<bool> reduced(ndim, axes.empty());
+  for (int64_t axis : axes) reduced[normalize_axis(axis, ndim)] = true;
+  Shape kept_shape, out_shape;
+  for (size_t dim = 0; dim < ndim; ++dim) {
+    kept_shape.push_back(reduced[dim] ? 1 : x.shape[dim]);
+    if (!reduced[dim] || keepdim) out_shape.push_back(reduced[dim] ? 1 : x.shape[dim]);
+  }
+  // Start from the answer over no elements; one deciding element flips it.
+  std::vector<bool> answer(static_cast<size_t>(numel_of(kept_shape)), !is_any);
+  for (int64_t index = 0; index < x.numel(); ++index) {
+    const Scalar& item = x.data[static_cast<size_t>(index)];
+    const bool nonzero = x.dtype.is_float() ? !(item.f == 0) : item.i != 0;  // NaN is non-zero
+    if (nonzero != is_any) continue;
+    std::vector<int64_t> coords = unravel(index, x.shape);
+    for (size_t dim = 0; dim < ndim; ++dim) {
+      if (reduced[dim]) coords[dim] = 0;
+    }
+    answer[static_cast<size_t>(ravel(coords, kept_shape))] = is_any;
+  }
+  HostTensor result(dtypes::bool_, out_shape);
+  for (size_t out = 0; out < answer.size(); ++out)
+    result.data[out] = make_scalar(dtypes::bool_, answer[out] ? 1 : 0);
+  return result;
+}
+
 Expected reduce(Reduce op, const HostTensor& x, std::vector<int64_t> axes, bool keepdim,
                 int64_t correction) {
   const size_t ndim = x.shape.size();

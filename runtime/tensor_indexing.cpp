@@ -1,0 +1,74 @@
+// Indexing by tensors of indices: gather and index_select. Each output element compares its
+// index with every position along the axis and keeps the match (tinygrad builds it the same way):
+// one fused kernel of out.numel() * size steps, with no read of the indices on the host.
+
+#include <kiln/error.h>
+#include <kiln/tensor.h>
+
+#include <limits>
+
+#include "runtime/tensor_internal.h"
+
+namespace kiln {
+
+Tensor Tensor::gather(int64_t axis, const Tensor& index) const {
+  const int dim = normalize_axis(axis, ndim(), "gather");
+  check_same_device(*this, index, "gather");
+  if (!index.dtype().is_int())
+    throw DTypeError("[gather] the index must be an integer tensor, got " + describe(index) +
+                     " for " + describe(*this));
+  if (index.ndim() != ndim())
+    throw ShapeError("[gather] the index " + describe(index) + " needs the " +
+                     std::to_string(ndim()) + " dimensions of " + describe(*this));
+  for (int other = 0; other < ndim(); ++other) {
+    if (other != dim && index.shape()[other] > shape()[other])
+      throw ShapeError("[gather] the index " + describe(index) + " is larger than " +
+                       describe(*this) + " along dimension " + std::to_string(other) +
+                       " (only the gathered axis " + std::to_string(dim) + " may differ)");
+  }
+  const int64_t size = shape()[dim];
+  if (size == 0 || index.numel() == 0) return Tensor::zeros(index.shape(), dtype(), device());
+  // Bool has no ordering to take a maximum in: gathered as uint8.
+  if (dtype().is_bool()) return cast(dtypes::uint8).gather(axis, index).cast(dtypes::bool_);
+
+  // x cut to the index's extent outside the axis, then every candidate along the axis on a new
+  // last axis: candidates[..., k] is x at position k of the axis.
+  std::vector<std::pair<int64_t, int64_t>> extent;
+  std::vector<int64_t> axis_last;
+  for (int other = 0; other < ndim(); ++other) {
+    extent.emplace_back(0, other == dim ? size : index.shape()[other]);
+    if (other != dim) axis_last.push_back(other);
+  }
+  axis_last.push_back(dim);
+  Shape candidates_shape = index.shape();
+  candidates_shape.push_back(size);
+  const Tensor candidates =
+      shrink(extent).permute(axis_last).unsqueeze(dim).expand(candidates_shape);
+  // Indices in int64, so that every size and every index compares exactly (uint64 past 2^63
+  // becomes negative: out of range).
+  const Tensor wanted = index.cast(dtypes::int64);
+  const Tensor positions = Tensor::arange(0, size, 1, dtypes::int64, device());
+  const Tensor match = wanted.unsqueeze(-1) == positions;
+  // The one match is the maximum over values that lose to everything (-0.0 and NaN stay as
+  // they are); no match leaves 0.
+  const double lowest =
+      dtype().is_float() ? -std::numeric_limits<double>::infinity() : dtype().min_value();
+  const Tensor picked = where(match, candidates, lowest).max({-1});
+  const Tensor in_range = (wanted >= 0.0) & (wanted < static_cast<double>(size));
+  return where(in_range, picked, 0.0);
+}
+
+Tensor Tensor::index_select(int64_t axis, const Tensor& index) const {
+  const int dim = normalize_axis(axis, ndim(), "index_select");
+  if (index.ndim() != 1)
+    throw ShapeError("[index_select] the index must be 1-dimensional, got " + describe(index) +
+                     " for " + describe(*this));
+  // The index along the axis, the same for every position of the other axes.
+  Shape along(static_cast<size_t>(ndim()), 1);
+  along[static_cast<size_t>(dim)] = index.shape()[0];
+  Shape out_shape = shape();
+  out_shape[static_cast<size_t>(dim)] = index.shape()[0];
+  return gather(dim, index.reshape(along).expand(out_shape));
+}
+
+}  // namespace kiln
