@@ -339,16 +339,20 @@ Tensor Tensor::clamp(double low, double high) const {
     return cast(dtypes::float32).clamp(low, high);
   if (dtype().is_int()) {
     // In the tensor's own dtype, where a bound would wrap: a bound past the end of the range on
-    // its own side leaves that side open; one past the other end has no value to give.
-    const double least = dtype().min_value(), most = dtype().max_value();
-    if (low > most || high < least)
+    // its own side leaves that side open; one past the other end has no value to give. `past`
+    // is the first whole number above the range, exact in a double (2^63 for int64: its largest
+    // value, 2^63 - 1, is not).
+    const int bits = 8 * dtype().itemsize();
+    const double past = std::ldexp(1.0, dtype().is_unsigned() ? bits : bits - 1);
+    const double least = dtype().is_unsigned() ? 0.0 : -past;
+    if (low >= past || high < least)
       throw DTypeError("[clamp] bounds (" + std::to_string(low) + ", " + std::to_string(high) +
-                       ") of " + describe(*this) + " lie outside its range [" +
-                       std::to_string(least) + ", " + std::to_string(most) +
-                       "]; cast the tensor to a wider dtype first");
+                       ") of " + describe(*this) + " leave no value of " + dtype().name() +
+                       " (from " + std::to_string(least) + " to below " + std::to_string(past) +
+                       "); cast the tensor to a wider dtype first");
     Tensor result = *this;
     if (low > least) result = where(result < low, low, result);
-    if (high < most) result = where(result > high, high, result);
+    if (high < past - 1) result = where(result > high, high, result);
     return result;
   }
   // where(x < low, low, x) is max(x, low) with NaN kept; its dtype is the scalar rules'.

@@ -44,10 +44,14 @@ Tensor Tensor::gather(int64_t axis, const Tensor& index) const {
   candidates_shape.push_back(size);
   const Tensor candidates =
       shrink(extent).permute(axis_last).unsqueeze(dim).expand(candidates_shape);
-  // Indices in int64, so that every size and every index compares exactly (uint64 past 2^63
-  // becomes negative: out of range).
-  const Tensor wanted = index.cast(dtypes::int64);
-  const Tensor positions = Tensor::arange(0, size, 1, dtypes::int64, device());
+  // Indices compare exactly in int32 where it holds every index and position, else in int64
+  // (uint64 past 2^63 becomes negative there: out of range).
+  const DType index_dtype = index.dtype();
+  const bool narrow = size <= std::numeric_limits<int32_t>::max() &&
+                      (index_dtype.itemsize() < 4 || index_dtype == dtypes::int32);
+  const DType compare = narrow ? dtypes::int32 : dtypes::int64;
+  const Tensor wanted = index.cast(compare);
+  const Tensor positions = Tensor::arange(0, size, 1, compare, device());
   const Tensor match = wanted.unsqueeze(-1) == positions;
   // The one match is the maximum over values that lose to everything (-0.0 and NaN stay as
   // they are); no match leaves 0.

@@ -238,7 +238,16 @@ Tensor Tensor::pad(const std::vector<std::pair<Dim, Dim>>& before_after, double 
   const Tensor checked = pad(values, value);  // checks every amount, by value
   if (!symbolic) return checked;
   std::vector<std::pair<Sym, Sym>> amounts;
-  for (const auto& [before, after] : before_after) amounts.emplace_back(before.sym(), after.sym());
+  for (const auto& [before, after] : before_after) {
+    // Replays and other values of the variables must not make an amount negative.
+    for (const Dim& amount : {before, after}) {
+      if (amount.sym().vmin() < 0)
+        throw ShapeError("[pad] the amount " + amount.sym().to_string() + " of " + describe(*this) +
+                         " can be as small as " + std::to_string(amount.sym().vmin()) +
+                         " within its variables' bounds; padding must be non-negative");
+    }
+    amounts.emplace_back(before.sym(), after.sym());
+  }
   return padded_view(*this, checked.shape(), amounts, value);
 }
 

@@ -133,14 +133,16 @@ Tensor Tensor::prod(std::vector<int64_t> axes, bool keepdim) const {
   return reduce(*this, ReduceOp::Prod, normalized, keepdim, accumulate_dtype(dtype()));
 }
 
+// any and all are the maximum and minimum of x != 0 in bool, whose identities (false, true) are
+// the answers over no elements; bool keeps them on devices without 64-bit integers.
 Tensor Tensor::any(std::vector<int64_t> axes, bool keepdim) const {
   const std::vector<int> normalized = reduce_axes(*this, axes, "any");
-  return reduce(*this != 0.0, ReduceOp::Sum, normalized, keepdim, dtypes::int64) > 0.0;
+  return reduce(*this != 0.0, ReduceOp::Max, normalized, keepdim, dtypes::bool_);
 }
 
 Tensor Tensor::all(std::vector<int64_t> axes, bool keepdim) const {
   const std::vector<int> normalized = reduce_axes(*this, axes, "all");
-  return reduce(*this == 0.0, ReduceOp::Sum, normalized, keepdim, dtypes::int64) == 0.0;
+  return reduce(*this != 0.0, ReduceOp::Min, normalized, keepdim, dtypes::bool_);
 }
 
 Tensor Tensor::max(std::vector<int64_t> axes, bool keepdim) const {

@@ -27,9 +27,11 @@ started=$SECONDS
 # The lent machines stop a command after 600 s: every step's time limit is cut to what is left
 # before this deadline, so the summary is always printed.
 deadline=$((started + ${KILN_GPU_CHECK_SECONDS:-570}))
-# The time limit for a step that wants `cap` seconds: what is left, less 10 s for the summary.
+# The time limit for a step that wants `cap` seconds: what is left, less 10 s for the summary
+# (at least 1: `timeout 0` would mean no limit).
 limit() {
   local left=$((deadline - SECONDS - 10))
+  ((left < 1)) && left=1
   ((left < $1)) && echo "$left" || echo "$1"
 }
 # Whether a step still fits; otherwise notes that it was skipped.
@@ -168,7 +170,9 @@ fi
 vulkan_line="$(grep -E '^[ *]+VULKAN ' "$logs/devices.log" | head -1)"
 if [[ "$vulkan_line" =~ VULKAN\ +available\ +GPU ]]; then
   step=$SECONDS
-  if fits "conformance on VULKAN" 120; then
+  if ! fits "conformance on VULKAN" 120; then
+    status=1
+  else
     timeout "$(limit 120)" "$kiln" conformance --device VULKAN --jobs "$gpu_jobs" --failures 30 --case-timeout 60 \
       >"$logs/conformance-vulkan.log" 2>&1 || status=1
     note "conformance on VULKAN: $(grep -E '^VULKAN: ' "$logs/conformance-vulkan.log" | tail -1 ||
@@ -176,7 +180,9 @@ if [[ "$vulkan_line" =~ VULKAN\ +available\ +GPU ]]; then
     grep -E '^(FAIL|ERROR) ' "$logs/conformance-vulkan.log" | head -10 | sed 's/^/gpu-check:   /'
   fi
   step=$SECONDS
-  if fits "bench on VULKAN" 90; then
+  if ! fits "bench on VULKAN" 90; then
+    status=1
+  else
     timeout "$(limit 90)" "$kiln" bench --device VULKAN >"$logs/bench-vulkan.log" 2>&1 || status=1
     note "bench on VULKAN: $((SECONDS - step)) s (bench-vulkan.log)"
     sed -n '/^workload/,$p' "$logs/bench-vulkan.log" | head -12 | sed 's/^/gpu-check:   /'

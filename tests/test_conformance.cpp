@@ -236,6 +236,9 @@ TEST_CASE("a conformance worker that loses its device hands over to a new one", 
 }
 
 TEST_CASE("kiln conformance names the option a bad number was given to", "[conformance]") {
+  const test::ChildResult seed = test::run_child(
+      "", std::string(KILN_TOOL_PATH) + " conformance --list --seed 18446744073709551615");
+  CHECK(seed.exit_code == 0);
   for (const char* options : {"--jobs abc", "--jobs 0", "--failures -3", "--case-timeout 1x"}) {
     const test::ChildResult result =
         test::run_child("", std::string(KILN_TOOL_PATH) + " conformance --list " + options);

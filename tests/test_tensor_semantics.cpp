@@ -158,6 +158,12 @@ TEST_CASE("reductions", "[tensor]") {
   CHECK(a.var(1, false, 0).to_vector<float>()[0] == Approx(2.0 / 3));
   CHECK(a.std(0).to_vector<float>()[0] == Approx(std::sqrt(4.5)));
   CHECK(a.sum({0, 1}).item<float>() == 21);
+  // A braced list is a list of axes, the empty one every axis.
+  CHECK(a.sum({}, true).shape() == Shape{1, 1});
+  CHECK(a.max({}).item<float>() == 6);
+  CHECK(a.var({}, false, 0).item<float>() == Approx(35.0 / 12));
+  CHECK(a.any({}).shape() == Shape{});
+  CHECK(a.sum(size_t{1}).to_vector<float>() == std::vector<float>{6, 15});
   CHECK_THROWS_AS(a.sum(2), ShapeError);
 }
 
@@ -213,6 +219,17 @@ TEST_CASE("isnan, clamp, any, all, gather and index_select", "[tensor]") {
   CHECK(bytes.clamp(-5, 100).to_vector<int>() == std::vector<int>{0, 7, 100});
   CHECK(bytes.clamp(1.5, 100).dtype() == dtypes::float32);
   CHECK_THROWS_AS(bytes.clamp(300, 400), DTypeError);
+  CHECK_THROWS_AS(bytes.clamp(-400, -300), DTypeError);
+  // The ends of 64-bit ranges, which a double cannot hold exactly.
+  const Tensor wide = Tensor::from_vector(std::vector<int64_t>{-5, 0, 5}, {3});
+  CHECK_THROWS_AS(wide.clamp(9223372036854775807.0, INFINITY), DTypeError);  // 2^63
+  CHECK(wide.clamp(-9223372036854775808.0, 9223372036854775807.0).to_vector<int64_t>() ==
+        std::vector<int64_t>{-5, 0, 5});
+  CHECK(wide.clamp(-4611686018427387904.0, 2).to_vector<int64_t>() ==
+        std::vector<int64_t>{-5, 0, 2});
+  const Tensor unsigned_wide = Tensor::from_vector(std::vector<uint64_t>{1, 7}, {2});
+  CHECK_THROWS_AS(unsigned_wide.clamp(18446744073709551616.0, INFINITY), DTypeError);  // 2^64
+  CHECK(unsigned_wide.clamp(-1, 3).to_vector<uint64_t>() == std::vector<uint64_t>{1, 3});
   CHECK_THROWS_AS(Tensor::ones({2}, dtypes::bool_).clamp(0, 1), DTypeError);
 
   const Tensor flags = Tensor::from_vector(std::vector<int32_t>{0, 0, 3, 0, 0, 0}, {2, 3});

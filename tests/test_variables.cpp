@@ -220,6 +220,10 @@ TEST_CASE("cat and pad and arange along a variable size build each kernel once",
       }
     }
   }
+  // A symbolic amount that some value of its variable makes negative is refused at once.
+  const Variable rows("rows", 1, 39);
+  const Tensor some = Tensor::zeros({rows.bind(10), Dim(2)});
+  CHECK_THROWS_AS(some.pad({{Dim(0), some.dims()[0] - Dim(5)}, {Dim(0), Dim(0)}}), ShapeError);
   // arange checks its dtype against the variable's largest value.
   const Variable big("big", 1, 300);
   CHECK_THROWS_AS(Tensor::arange(big.bind(5), dtypes::int8), DTypeError);

@@ -21,4 +21,13 @@ inline std::optional<long long> parse_whole_number(const std::string& text, long
   return number;
 }
 
+// `text` as a whole decimal number from 0 to 2^64 - 1 (a seed); nothing otherwise.
+inline std::optional<unsigned long long> parse_unsigned(const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return {};
+  errno = 0;
+  const unsigned long long number = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE) return {};
+  return number;
+}
+
 }  // namespace kiln::tools

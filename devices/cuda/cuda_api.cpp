@@ -97,8 +97,12 @@ NvrtcApi load_nvrtc() {
     candidates = {"libnvrtc.so." + std::to_string(CUDA_VERSION / 1000), KILN_NVRTC_BUILD_PATH,
                   "libnvrtc.so"};
     const DriverApi& loaded = driver();
-    if (loaded.error.empty() && loaded.version / 1000 < CUDA_VERSION / 1000)
-      candidates.insert(candidates.begin(), "libnvrtc.so." + std::to_string(loaded.version / 1000));
+    if (loaded.error.empty() && loaded.version / 1000 < CUDA_VERSION / 1000) {
+      // CUDA 11's soname carries its minor version too.
+      const int major = loaded.version / 1000;
+      candidates.insert(candidates.begin(),
+                        "libnvrtc.so." + std::to_string(major) + (major == 11 ? ".2" : ""));
+    }
   }
   std::string errors;
   void* handle = open_first(candidates, api.library, errors);

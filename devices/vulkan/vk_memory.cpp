@@ -168,7 +168,14 @@ DeviceMemory VkAllocator::alloc(size_t nbytes) {
 void VkAllocator::free(DeviceMemory memory, size_t) {
   std::unique_ptr<VkBlock> block(&block_of(memory));
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!queue_.finished(block->last_use)) retired_.push_back(std::move(block));
+  // Runs from destructors: a lost device keeps the block (it may still be in use) and says
+  // nothing here; the next call that can report it does.
+  bool done = false;
+  try {
+    done = queue_.finished(block->last_use);
+  } catch (const Error&) {
+  }
+  if (!done) retired_.push_back(std::move(block));
 }
 
 void VkAllocator::collect() {
@@ -211,6 +218,8 @@ void VkAllocator::copy_in(DeviceMemory destination, const void* host, size_t nby
     });
     staging.last_use = allocation.last_use = serial;
   }
+  // An upload is wanted soon: the device starts on it now rather than at the next realize's end.
+  queue_.flush();
 }
 
 void VkAllocator::copy_out(void* host, DeviceMemory source, size_t nbytes) {

@@ -194,10 +194,16 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
       },
       request.wait);
   for (DeviceMemory memory : buffers) block_of(memory).allocation().last_use = serial;
-  if (overflow) allocator_.free(overflow, overflow_bytes);  // kept until the launch has run
   last_use_ = serial;
-  // A timed launch waits below; the wait retires the submission, whose time it then reads.
-  const double seconds = request.wait ? queue_.wait_timed(serial) : 0;
+  // A timed launch waits here; the wait retires the submission, whose time it then reads.
+  double seconds = 0;
+  try {
+    if (request.wait) seconds = queue_.wait_timed(serial);
+  } catch (...) {
+    if (overflow) allocator_.free(overflow, overflow_bytes);
+    throw;
+  }
+  if (overflow) allocator_.free(overflow, overflow_bytes);  // kept until the launch has run
   if (!ran_) {
     // The first run compiles (see CommandQueue::finish_all_at_exit): waited for once per kernel.
     if (!request.wait) queue_.wait(serial);

@@ -136,13 +136,6 @@ void CommandQueue::retire(Slot& slot) {
   slot.serial = 0;
 }
 
-CommandQueue::Slot* CommandQueue::slot_of(uint64_t serial) {
-  for (Slot& slot : slots_) {
-    if (slot.serial == serial) return &slot;
-  }
-  return nullptr;
-}
-
 CommandQueue::Slot& CommandQueue::open_batch(bool timed) {
   if (open_) return *open_;
   const uint64_t serial = submitted_ + 1;
@@ -161,6 +154,7 @@ CommandQueue::Slot& CommandQueue::open_batch(bool timed) {
   slot.serial = serial;
   slot.commands_recorded = 0;
   slot.timed = timed;
+  slot.timed_serial = timed ? serial : 0;
   open_ = &slot;
   if (timed && timestamps_) {
     const uint32_t first_query = static_cast<uint32_t>(2 * index);
@@ -192,10 +186,15 @@ void CommandQueue::submit_open() {
   try {
     KILN_VK_CHECK(vkEndCommandBuffer(slot.commands));
     KILN_VK_CHECK(vkQueueSubmit(queue_, 1, &submit_info, fence));
-  } catch (const Error&) {
-    // Never submitted, so its fence never signals: nothing may wait for the slot.
+  } catch (const Error& error) {
+    // Never submitted, so its fence never signals: nothing may wait for the slot. The batch's
+    // commands were recorded by callers that have returned; whoever waits for them learns that
+    // they never ran.
     slot.serial = 0;
-    throw;
+    lost_ = error.what();
+    throw DeviceLostError(std::string(error.what()) +
+                          ": the commands recorded into the batch did not run; the Vulkan "
+                          "device can run nothing more in this process");
   }
   if (slot.timed && !device_timed) {
     // No timestamps on this queue: the host's clock around the whole submission.
@@ -205,14 +204,30 @@ void CommandQueue::submit_open() {
   }
 }
 
+void CommandQueue::check_usable() const {
+  if (!lost_.empty())
+    throw DeviceLostError(lost_ +
+                          " (an earlier batch failed to submit; the Vulkan device can "
+                          "run nothing more in this process)");
+}
+
 uint64_t CommandQueue::record(const Recorder& recorder, bool timed) {
   std::lock_guard<std::mutex> lock(mutex_);
+  check_usable();
   // A timed command is timed alone: it neither joins the open batch nor lets another join it.
   if (timed) submit_open();
   Slot& slot = open_batch(timed);
   // Everything recorded or submitted before, kernels and copies alike, happens before this.
   memory_barrier(slot.commands, kWorkStages, kWorkWrites, kWorkStages, kWorkAccess);
-  recorder(slot.commands, slot.descriptors.get());
+  try {
+    recorder(slot.commands, slot.descriptors.get());
+  } catch (...) {
+    // Nothing of the command was recorded but what the recorder had done when it threw (a
+    // descriptor set at most); the batch goes on untimed, open to the next command.
+    slot.timed = false;
+    slot.timed_serial = 0;
+    throw;
+  }
   ++slot.commands_recorded;
   const uint64_t serial = slot.serial;
   if (timed || slot.commands_recorded == kBatchCommands) submit_open();
@@ -221,12 +236,14 @@ uint64_t CommandQueue::record(const Recorder& recorder, bool timed) {
 
 void CommandQueue::flush() {
   std::lock_guard<std::mutex> lock(mutex_);
+  check_usable();
   submit_open();
 }
 
 void CommandQueue::wait(uint64_t serial) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (serial <= completed_) return;
+  check_usable();
   if (open_ && open_->serial <= serial) submit_open();
   for (Slot& slot : slots_) {
     if (slot.serial != 0 && slot.serial <= serial) retire(slot);
@@ -235,15 +252,19 @@ void CommandQueue::wait(uint64_t serial) {
 
 double CommandQueue::wait_timed(uint64_t serial) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Slot* slot = slot_of(serial);
-  if (!slot || !slot->timed)
+  check_usable();
+  Slot* slot = nullptr;
+  for (Slot& candidate : slots_) {
+    if (serial != 0 && candidate.timed_serial == serial) slot = &candidate;
+  }
+  if (!slot)
     throw InternalError("[vulkan] wait_timed: submission " + std::to_string(serial) +
-                        " was not timed or was reused");
+                        " was not timed or its slot was used again");
   const size_t index = static_cast<size_t>(slot - slots_.data());
   for (Slot& other : slots_) {
     if (other.serial != 0 && other.serial <= serial) retire(other);
   }
-  slot->timed = false;
+  slot->timed_serial = 0;
   if (!timestamps_) return slot->host_seconds;
   uint64_t ticks[2] = {0, 0};
   KILN_VK_CHECK(vkGetQueryPoolResults(device_, timestamps_.get(), static_cast<uint32_t>(2 * index),
@@ -254,6 +275,7 @@ double CommandQueue::wait_timed(uint64_t serial) {
 
 void CommandQueue::wait_idle() {
   std::lock_guard<std::mutex> lock(mutex_);
+  check_usable();
   submit_open();
   for (Slot& slot : slots_) retire(slot);
 }
@@ -261,6 +283,7 @@ void CommandQueue::wait_idle() {
 bool CommandQueue::finished(uint64_t serial) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (serial <= completed_) return true;
+  check_usable();
   for (Slot& slot : slots_) {
     if (slot.serial == 0 || slot.serial > serial) continue;
     if (&slot == open_) return false;

@@ -70,18 +70,23 @@ class CommandQueue {
     uint64_t serial = 0;  // the batch using the slot; 0: free
     uint32_t commands_recorded = 0;
     bool timed = false;
+    // A timed batch whose time is still to be read: it stays readable after the batch retires,
+    // until the slot is used again.
+    uint64_t timed_serial = 0;
     double host_seconds = 0;  // where the queue has no timestamps
   };
   static constexpr size_t kSlots = 8;
 
   // Holding mutex_: waits for the slot's batch, if any, and marks it done.
   void retire(Slot& slot);
-  Slot* slot_of(uint64_t serial);
   // Holding mutex_: the open batch, opening one (in the next slot, once that slot's batch has
   // finished) if none is.
   Slot& open_batch(bool timed);
-  // Holding mutex_: ends and submits the open batch, if any.
+  // Holding mutex_: ends and submits the open batch, if any. A failed submission loses the
+  // queue (below).
   void submit_open();
+  // Holding mutex_: throws DeviceLostError once a submission has failed.
+  void check_usable() const;
 
   VkDevice device_;
   VkQueue queue_ = VK_NULL_HANDLE;
@@ -92,6 +97,9 @@ class CommandQueue {
   uint64_t submitted_ = 0;  // the last serial handed out (the open batch's, while one is open)
   uint64_t completed_ = 0;  // every serial up to this one has finished
   Slot* open_ = nullptr;    // the batch being recorded, not yet submitted
+  // Why the queue can run nothing more: a batch failed to submit, and the commands that callers
+  // had already recorded into it never ran. Empty while the queue works.
+  std::string lost_;
   std::mutex mutex_;
 };
 

@@ -35,6 +35,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -47,6 +48,10 @@ namespace kiln {
 using Shape = std::vector<int64_t>;
 class UOp;
 class TensorState;
+
+// An integer type (not bool) that names one axis; see Tensor::sum(Axis).
+template <typename Axis>
+using OneAxis = std::enable_if_t<std::is_integral_v<Axis> && !std::is_same_v<Axis, bool>>;
 
 class Tensor {
  public:
@@ -136,7 +141,9 @@ class Tensor {
   Tensor isfinite() const;
   // min(max(x, low), high), as PyTorch: NaN stays NaN, a NaN bound makes every element NaN, and
   // low > high gives high everywhere. The bounds follow the host-scalar dtype rules (a fractional
-  // bound on an integer tensor gives float32); -inf or +inf leaves that side open.
+  // bound on an integer tensor gives float32); low = -inf or high = +inf leaves that side open,
+  // and so does a bound past the end of an integer dtype's range on its own side. Bounds that
+  // leave an integer tensor no value (uint8 clamped to [300, 400]) are a DTypeError.
   Tensor clamp(double low, double high) const;
   Tensor pow(const Tensor& exponent) const;
   Tensor pow(double exponent) const;
@@ -190,19 +197,43 @@ class Tensor {
   // any is false and all is true.
   Tensor any(std::vector<int64_t> axes = {}, bool keepdim = false) const;
   Tensor all(std::vector<int64_t> axes = {}, bool keepdim = false) const;
-  // One axis: x.sum(0) is x.sum({0}).
-  Tensor any(int64_t axis, bool keepdim = false) const { return any(std::vector{axis}, keepdim); }
-  Tensor all(int64_t axis, bool keepdim = false) const { return all(std::vector{axis}, keepdim); }
-  Tensor sum(int64_t axis, bool keepdim = false) const { return sum(std::vector{axis}, keepdim); }
-  Tensor max(int64_t axis, bool keepdim = false) const { return max(std::vector{axis}, keepdim); }
-  Tensor min(int64_t axis, bool keepdim = false) const { return min(std::vector{axis}, keepdim); }
-  Tensor mean(int64_t axis, bool keepdim = false) const { return mean(std::vector{axis}, keepdim); }
-  Tensor prod(int64_t axis, bool keepdim = false) const { return prod(std::vector{axis}, keepdim); }
-  Tensor var(int64_t axis, bool keepdim = false, int64_t correction = 1) const {
-    return var(std::vector{axis}, keepdim, correction);
+  // One axis: x.sum(0) is x.sum({0}). Templates, so that a braced list (x.sum({}) for every axis,
+  // x.sum({0, 1})) still means the list.
+  template <typename Axis, typename = OneAxis<Axis>>
+  Tensor any(Axis axis, bool keepdim = false) const {
+    return any(std::vector<int64_t>{static_cast<int64_t>(axis)}, keepdim);
   }
-  Tensor std(int64_t axis, bool keepdim = false, int64_t correction = 1) const {
-    return std(std::vector{axis}, keepdim, correction);
+  template <typename Axis, typename = OneAxis<Axis>>
+  Tensor all(Axis axis, bool keepdim = false) const {
+    return all(std::vector<int64_t>{static_cast<int64_t>(axis)}, keepdim);
+  }
+  template <typename Axis, typename = OneAxis<Axis>>
+  Tensor sum(Axis axis, bool keepdim = false) const {
+    return sum(std::vector<int64_t>{static_cast<int64_t>(axis)}, keepdim);
+  }
+  template <typename Axis, typename = OneAxis<Axis>>
+  Tensor max(Axis axis, bool keepdim = false) const {
+    return max(std::vector<int64_t>{static_cast<int64_t>(axis)}, keepdim);
+  }
+  template <typename Axis, typename = OneAxis<Axis>>
+  Tensor min(Axis axis, bool keepdim = false) const {
+    return min(std::vector<int64_t>{static_cast<int64_t>(axis)}, keepdim);
+  }
+  template <typename Axis, typename = OneAxis<Axis>>
+  Tensor mean(Axis axis, bool keepdim = false) const {
+    return mean(std::vector<int64_t>{static_cast<int64_t>(axis)}, keepdim);
+  }
+  template <typename Axis, typename = OneAxis<Axis>>
+  Tensor prod(Axis axis, bool keepdim = false) const {
+    return prod(std::vector<int64_t>{static_cast<int64_t>(axis)}, keepdim);
+  }
+  template <typename Axis, typename = OneAxis<Axis>>
+  Tensor var(Axis axis, bool keepdim = false, int64_t correction = 1) const {
+    return var(std::vector<int64_t>{static_cast<int64_t>(axis)}, keepdim, correction);
+  }
+  template <typename Axis, typename = OneAxis<Axis>>
+  Tensor std(Axis axis, bool keepdim = false, int64_t correction = 1) const {
+    return std(std::vector<int64_t>{static_cast<int64_t>(axis)}, keepdim, correction);
   }
   // First index of the extreme value (int32); ties resolve to the lowest index.
   Tensor argmax(int64_t axis, bool keepdim = false) const;

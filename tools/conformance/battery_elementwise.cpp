@@ -279,10 +279,13 @@ void add_clamp(BatteryBuilder& builder) {
     double low, high;
     const char* name;
   };
+  // Past every dtype's range on both sides (open for integers), and a NaN bound.
   const Bounds bounds[] = {{-2, 3, "clamp(-2,3)"},
                            {0.5, 2.5, "clamp(0.5,2.5)"},
                            {3, -2, "clamp(3,-2)"},
-                           {-INFINITY, 1, "clamp(-inf,1)"}};
+                           {-INFINITY, 1, "clamp(-inf,1)"},
+                           {-1e300, 1e300, "clamp(-1e300,1e300)"},
+                           {NAN, 1, "clamp(nan,1)"}};
   for (const Bounds& bound : bounds) {
     for (DType dtype : kAllDtypes) {
       if (dtype.is_bool()) continue;  // a DTypeError: clamp takes numbers

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -121,7 +120,11 @@ bool parse(const std::vector<std::string>& args, Options& options) {
         throw std::invalid_argument("--opts takes default, none or random, not '" + options.opts +
                                     "'");
     } else if (arg == "--seed") {
-      options.seed = static_cast<uint64_t>(number("--seed", 0, LLONG_MAX));
+      const std::optional<unsigned long long> seed = parse_unsigned(value("--seed"));
+      if (!seed)
+        throw std::invalid_argument("--seed needs a whole number from 0 to 2^64 - 1, not '" +
+                                    args[index] + "'");
+      options.seed = static_cast<uint64_t>(*seed);
     } else if (arg == "--verbose") {
       options.verbose = true;
     } else if (arg == "--compile-only") {

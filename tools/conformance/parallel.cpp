@@ -8,6 +8,7 @@
 
 #include <kiln/error.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -221,20 +222,11 @@ DeviceRun run_in_workers(const std::string& device, const std::vector<const Case
       if (errno == EINTR) continue;
       throw Error("[conformance] poll failed: " + std::string(std::strerror(errno)));
     }
-    if (plan.case_timeout_seconds > 0) {
-      const auto now = std::chrono::steady_clock::now();
-      for (Worker& worker : workers) {
-        if (worker.fd < 0 || worker.running < 0 || worker.timed_out ||
-            now - worker.case_started < std::chrono::seconds(plan.case_timeout_seconds))
-          continue;
-        // Its pipe then closes, and the case is reported below like a crash.
-        kill(worker.pid, SIGKILL);
-        worker.timed_out = true;
-      }
-    }
+    std::vector<const Worker*> heard;  // those whose output was read this round
     for (size_t slot = 0; slot < fds.size(); ++slot) {
       if (!(fds[slot].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       Worker& worker = *owners[slot];
+      heard.push_back(&worker);
       char chunk[65536];
       const ssize_t count = read(worker.fd, chunk, sizeof(chunk));
       if (count > 0) {
@@ -258,8 +250,16 @@ DeviceRun run_in_workers(const std::string& device, const std::vector<const Case
         --active;
         continue;
       }
-      if (WIFEXITED(status) && WEXITSTATUS(status) == kRestartStatus && worker.running < 0) {
-        // It lost its device after reporting a case: a new process goes on from there.
+      // Stopped just as it began a new case (its output crossed the kill): that case had no
+      // time to run, so it runs again in the next process.
+      if (worker.timed_out && worker.running >= 0 &&
+          std::chrono::steady_clock::now() - worker.case_started <
+              std::chrono::seconds(plan.case_timeout_seconds))
+        worker.running = -1;
+      if ((worker.timed_out || (WIFEXITED(status) && WEXITSTATUS(status) == kRestartStatus)) &&
+          worker.running < 0) {
+        // It lost its device after reporting a case, or was stopped between two cases: a new
+        // process goes on from there.
         if (++worker.restarts <= 64 && spawn(worker, device, plan)) continue;
       }
       if (worker.running < 0 && worker.last_done >= 0) {
@@ -304,6 +304,20 @@ DeviceRun run_in_workers(const std::string& device, const std::vector<const Case
           record(index, lost);
         }
         --active;
+      }
+    }
+    // After reading every pipe that had output, so that `running` is current: a worker still on
+    // one case past the limit is stopped. Its pipe then closes, and the case is reported above
+    // like a crash, on a later round.
+    if (plan.case_timeout_seconds > 0) {
+      const auto now = std::chrono::steady_clock::now();
+      for (Worker& worker : workers) {
+        if (worker.fd < 0 || worker.running < 0 || worker.timed_out ||
+            std::find(heard.begin(), heard.end(), &worker) != heard.end() ||
+            now - worker.case_started < std::chrono::seconds(plan.case_timeout_seconds))
+          continue;
+        kill(worker.pid, SIGKILL);
+        worker.timed_out = true;
       }
     }
   }
