@@ -1,6 +1,7 @@
 // Elementwise Tensor ops: arithmetic, comparisons, math functions, where and cast.
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "runtime/tensor_internal.h"
@@ -345,11 +346,17 @@ Tensor Tensor::clamp(double low, double high) const {
     const int bits = 8 * dtype().itemsize();
     const double past = std::ldexp(1.0, dtype().is_unsigned() ? bits : bits - 1);
     const double least = dtype().is_unsigned() ? 0.0 : -past;
-    if (low >= past || high < least)
-      throw DTypeError("[clamp] bounds (" + std::to_string(low) + ", " + std::to_string(high) +
-                       ") of " + describe(*this) + " leave no value of " + dtype().name() +
-                       " (from " + std::to_string(least) + " to below " + std::to_string(past) +
+    if (low >= past || high < least) {
+      auto text = [](double number) {
+        char buffer[32];
+        std::snprintf(buffer, sizeof(buffer), "%.17g", number);
+        return std::string(buffer);
+      };
+      throw DTypeError("[clamp] bounds (" + text(low) + ", " + text(high) + ") of " +
+                       describe(*this) + " leave no value of " + dtype().name() + " (from " +
+                       text(least) + " to below " + text(past) +
                        "); cast the tensor to a wider dtype first");
+    }
     Tensor result = *this;
     if (low > least) result = where(result < low, low, result);
     if (high < past - 1) result = where(result > high, high, result);
