@@ -8,5 +8,5 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mkdir -p .gpu-deps
 cd .gpu-deps
 apt-get download catch2 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 \
-  libvulkan1 libvulkan-dev glslang-dev spirv-tools
+  libvulkan1 libvulkan-dev glslang-dev glslang-tools spirv-tools libglvnd0 libglx0 libegl1
 ls -l
