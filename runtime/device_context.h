@@ -18,6 +18,11 @@ struct KernelStats {
   std::atomic<int64_t> disk_hits{0};
   std::atomic<int64_t> memory_hits{0};
   std::atomic<int64_t> compile_microseconds{0};
+  // While set, every kernel launched through this context waits for its kernel and adds the
+  // kernel's own time (the device's timer: CUDA events, Vulkan timestamps, OpenCL profiling)
+  // to kernel_nanoseconds: what `kiln bench` reports for a GPU beside the host's time.
+  std::atomic<bool> time_kernels{false};
+  std::atomic<int64_t> kernel_nanoseconds{0};
 };
 
 class DeviceContext {

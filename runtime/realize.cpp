@@ -246,7 +246,8 @@ void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel) {
   request.global = {global[0], global[1], global[2]};
   request.local = {local[0], local[1], local[2]};
   request.variables = kernel.values;
-  request.wait = debug_level() >= 2 || tracing_enabled();
+  KernelStats& stats = prepared.context->stats();
+  request.wait = debug_level() >= 2 || tracing_enabled() || stats.time_kernels;
   request.work_per_item = prepared.work_per_item;
   if (LaunchRecorder* recorder = active_recorder()) {
     RecordedLaunch launch;
@@ -265,6 +266,7 @@ void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel) {
   const bool timed = debug_level() >= 2;
   const Clock::time_point launched = Clock::now();
   const double seconds = compiled.launch(request);
+  if (request.wait) stats.kernel_nanoseconds += static_cast<int64_t>(seconds * 1e9);
   trace_event(program.name, "kernel", launched, seconds, "global " + std::to_string(items));
   if (timed) {
     double bytes = 0;

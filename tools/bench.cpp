@@ -119,16 +119,18 @@ std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
 }
 
-constexpr const char* kRowFormat = "%-9s %-14s %10s %5s %14s  %-22s %8s %7s  %s\n";
+constexpr const char* kRowFormat = "%-9s %-14s %10s %10s %5s %14s  %-22s %8s %7s  %s\n";
 
 void print_header() {
-  std::printf(kRowFormat, "workload", "size", "time", "runs", "figure", "limit", "fraction",
-              "kernels", "check");
+  std::printf(kRowFormat, "workload", "size", "time", "device", "runs", "figure", "limit",
+              "fraction", "kernels", "check");
 }
 
 void print_result(const Result& result) {
   const bool timed = result.timing.runs > 0;
   const std::string time = timed ? format_seconds(result.timing.median_seconds) : "-";
+  const std::string device =
+      result.timing.device_seconds > 0 ? format_seconds(result.timing.device_seconds) : "-";
   const std::string runs = timed ? std::to_string(result.timing.runs) : "-";
   const std::string figure = timed ? format_in_unit(result.figure, result.unit) : "-";
   std::string limit = result.limit_name;
@@ -139,8 +141,9 @@ void print_result(const Result& result) {
   std::string check =
       result.problem.empty() ? "ok" : (result.raised ? "ERROR: " : "FAIL: ") + result.problem;
   if (!result.note.empty()) check += " (" + result.note + ")";
-  std::printf(kRowFormat, result.workload.c_str(), result.size.c_str(), time.c_str(), runs.c_str(),
-              figure.c_str(), limit.c_str(), fraction.c_str(), kernels.c_str(), check.c_str());
+  std::printf(kRowFormat, result.workload.c_str(), result.size.c_str(), time.c_str(),
+              device.c_str(), runs.c_str(), figure.c_str(), limit.c_str(), fraction.c_str(),
+              kernels.c_str(), check.c_str());
   std::fflush(stdout);  // rows come seconds apart: show each as it finishes
 }
 
@@ -203,9 +206,14 @@ int bench_main(const std::vector<std::string>& args) {
               properties.driver.c_str(), options.quick ? ", quick sizes" : "");
   std::printf(
       "each workload: checked against a host reference, one warm-up, then the median of up to %d "
-      "runs "
-      "of build + realize\n",
+      "runs of build + realize + wait (time)\n",
       options.repeat);
+  if (gpu) {
+    std::printf(
+        "on a GPU, bandwidth and FLOP figures come from the time its kernels ran on the device "
+        "(device: the device's timer around each kernel, summed per run, median of as many "
+        "runs), as the limits are timed; the host's share is the overhead row\n");
+  }
 
   // A GPU's limits are its driver's copy and its vendor's GEMM, measured in this run.
   DeviceLimits limits;

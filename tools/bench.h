@@ -25,6 +25,12 @@ namespace kiln::tools::bench {
 struct Timing {
   double median_seconds = 0;
   int runs = 0;  // 0: never timed
+  // On a GPU: the median time its kernels ran on the device per run (the device's own timer
+  // around each kernel, summed), which the figure is computed from; 0 elsewhere. The host's
+  // share (building, launching, waiting) is what the overhead workload measures.
+  double device_seconds = 0;
+  // The time a figure is computed from: on the device where it was measured, else the host's.
+  double figure_seconds() const { return device_seconds > 0 ? device_seconds : median_seconds; }
 };
 
 // The median of up to `repeat` timed calls of `run` (warm-ups are the caller's), stopping early
@@ -129,15 +135,19 @@ class Harness {
   Measured measure(const std::function<Tensor()>& build,
                    const std::function<std::string(const Tensor&)>& check, int repeat,
                    std::optional<int64_t> expected_kernels);
+  // Whether figures come from the device's timer (Timing::device_seconds): on GPUs.
+  bool gpu() const { return gpu_; }
 
  private:
   void synchronize();
   int64_t kernels_fetched();
+  double device_median(const std::function<Tensor()>& build, int runs);
 
   std::string device_;
   Sizes sizes_;
   int repeat_;
   std::shared_ptr<DeviceContext> context_;
+  bool gpu_ = false;
 };
 
 // The copy bandwidth that bandwidth-bound workloads are set beside.
