@@ -36,6 +36,9 @@ struct StagedInput {
   int local = -1;  // the DefineLocal
   std::vector<Sym> bases, extents;
   int64_t per_step = 1;  // elements per reduce step: the product of the extents
+  // Work items copy it step-major where its memory holds neighbouring steps together.
+  bool step_major = false;
+  int64_t row() const { return tile_row(per_step, step_major); }  // elements per step
 };
 
 // The reduction opts of one reduce axis (amounts of 1: none).
@@ -427,17 +430,21 @@ class Lowerer : public LinearBuilder {
   // read of each input into local memory (work item i copies elements i, i + workgroup, ...),
   // waits at a barrier, reduces its lanes from local memory, and waits again before the next
   // chunk overwrites it. An input's chunk is laid out [step][coordinates along its output axes],
-  // the coordinates relative to the workgroup's first output.
+  // the coordinates relative to the workgroup's first output. Work items number the elements in
+  // the order of the input's memory: step-major where neighbouring steps are neighbours in
+  // memory (A of A B), coordinate-major otherwise, so that a warp's loads coalesce.
   std::vector<int> lower_tiled_reduce(const UOpRef& node, const Lanes& lanes) {
     const UOpRef& src = node->src();
     const int reduce_axis = node->reduce_arg().axes[0];
     const ReduceOp op = node->reduce_arg().op;
     std::vector<int> accumulators = define_accumulators(op, node->dtype(), lanes.size());
+    // The workgroup's own numbering of its work items: the last axis (the launch's first
+    // dimension, whose neighbouring ids a GPU puts in one warp) fastest.
     Sym local_id(0);
     int64_t workgroup = 1;
-    for (const auto& [axis, amount] : local_of_) {
-      local_id = local_id + mod(tile_index_[axis], Sym(amount)) * Sym(workgroup);
-      workgroup *= amount;
+    for (auto local = local_of_.rbegin(); local != local_of_.rend(); ++local) {
+      local_id = local_id + mod(tile_index_[local->first], Sym(local->second)) * Sym(workgroup);
+      workgroup *= local->second;
     }
     for (const KernelAxes::ReduceInput& input : axes_.reduce_inputs) {
       StagedInput staged;
@@ -450,8 +457,9 @@ class Lowerer : public LinearBuilder {
                                Sym(upcast_[axis]));
         staged.per_step *= amount * upcast_[axis];
       }
+      staged.step_major = reduce_steps_are_neighbours(input.node, reduce_axis);
       LinInstr define{LinOp::DefineLocal, input.node->dtype()};
-      define.local_size = staged.per_step * tile_chunk_;
+      define.local_size = staged.row() * tile_chunk_;
       staged.local = emit(std::move(define));
       staged_[input.node.get()] = std::move(staged);
     }
@@ -461,22 +469,28 @@ class Lowerer : public LinearBuilder {
     for (const KernelAxes::ReduceInput& input : axes_.reduce_inputs) {
       const StagedInput& staged = staged_.at(input.node.get());
       const int64_t elements = staged.per_step * tile_chunk_;
+      const bool step_major = staged.step_major;
       for (int64_t first = 0; first < elements; first += workgroup) {
         const Sym element = local_id + Sym(first);
         const Sym inside = first + workgroup <= elements ? Sym(1) : lt(element, Sym(elements));
-        const Index coordinates = unravel_index(mod(element, Sym(staged.per_step)), staged.extents);
+        // The element's step and place among the chunk's coordinates.
+        const Sym step =
+            step_major ? mod(element, Sym(tile_chunk_)) : floordiv(element, Sym(staged.per_step));
+        const Sym place =
+            step_major ? floordiv(element, Sym(tile_chunk_)) : mod(element, Sym(staged.per_step));
+        const Index coordinates = unravel_index(place, staged.extents);
         Index index(src->shape().size(), Sym(0));
         for (size_t output = 0; output < axes_.source_axis.size(); ++output)
           index[axes_.source_axis[output]] = tile_index_[output] * Sym(upcast_[output]);
         for (size_t at = 0; at < input.output_axes.size(); ++at)
           index[axes_.source_axis[input.output_axes[at]]] = staged.bases[at] + coordinates[at];
-        index[reduce_axis] = chunk_start_ + floordiv(element, Sym(staged.per_step));
+        index[reduce_axis] = chunk_start_ + step;
         const int value = gated(inside, [&] { return lower_one(input.node, index); });
         LinInstr store{LinOp::Store, input.node->dtype()};
         store.srcs = {value};
         store.buffer = staged.local;
         store.local = true;
-        store.index = element;
+        store.index = step * Sym(staged.row()) + place;
         store.valid = inside;
         emit(std::move(store));
       }
@@ -502,7 +516,7 @@ class Lowerer : public LinearBuilder {
     const int reduce_axis = kernel_reduce_->reduce_arg().axes[0];
     std::vector<int> values;
     for (const Index& lane : lanes) {
-      Sym position = (lane[reduce_axis] - chunk_start_) * Sym(staged.per_step);
+      Sym position = (lane[reduce_axis] - chunk_start_) * Sym(staged.row());
       Sym stride(1);
       for (size_t at = staged.bases.size(); at-- > 0;) {
         const int output = staged.input->output_axes[at];

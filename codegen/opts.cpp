@@ -412,12 +412,14 @@ class OptChecker {
     }
     int64_t bytes = 0;
     for (const KernelAxes::ReduceInput& input : axes_.reduce_inputs) {
-      int64_t elements = tile.amount;
+      int64_t per_step = 1;
       for (int axis : input.output_axes) {
         auto local = local_of.find(axis);
-        elements *= (local == local_of.end() ? 1 : local->second) * upcast_or_one(upcast_of, axis);
+        per_step *= (local == local_of.end() ? 1 : local->second) * upcast_or_one(upcast_of, axis);
       }
-      bytes += elements * compute_itemsize(input.node->dtype());
+      const int64_t row =
+          tile_row(per_step, reduce_steps_are_neighbours(input.node, axes_.reduce[0]));
+      bytes += row * tile.amount * compute_itemsize(input.node->dtype());
     }
     if (bytes > target_.local_memory_bytes)
       refuse("its inputs' chunks need " + std::to_string(bytes) + " bytes of local memory; " +
@@ -461,6 +463,14 @@ class OptChecker {
 };
 
 }  // namespace
+
+bool reduce_steps_are_neighbours(const UOpRef& input, int reduce_axis) {
+  if (input->op() != Op::View || input->src()->op() != Op::Buffer) return false;
+  std::vector<Sym> index(input->sym_shape().size(), Sym(0));
+  const Sym first = input->tracker().to_index(index).first;
+  index[reduce_axis] = Sym(1);
+  return input->tracker().to_index(index).first - first == Sym(1);
+}
 
 void check_opts(const KernelAxes& axes, const std::vector<Opt>& opts, const OptTarget& target,
                 const std::string& kernel) {

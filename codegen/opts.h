@@ -127,6 +127,18 @@ struct OptTarget {
   int64_t simd_width = 1;  // a GPU's warp or wavefront
 };
 
+// TILE: whether `input` (a View of a Buffer) holds neighbouring steps of the reduction next to
+// each other in memory; false for a computed input, which has no memory order. Such an input is
+// copied into local memory step-major (neighbouring work items load neighbouring steps).
+bool reduce_steps_are_neighbours(const UOpRef& input, int reduce_axis);
+// TILE: the elements of one step's row in local memory, for `per_step` elements per step. Rows
+// copied step-major are stored a row apart by neighbouring work items: a row of a multiple of 8
+// elements gets 4 more, so that those stores spread over the banks, and rows stay 16-byte
+// aligned for vector loads.
+inline int64_t tile_row(int64_t per_step, bool step_major) {
+  return step_major && per_step % 8 == 0 ? per_step + 4 : per_step;
+}
+
 // Throws OptError naming the opt, the kernel and the limit it breaks, where the list does not
 // fit. `kernel` names the kernel in the message.
 void check_opts(const KernelAxes& axes, const std::vector<Opt>& opts, const OptTarget& target,

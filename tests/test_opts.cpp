@@ -8,6 +8,7 @@
 #include <kiln/kiln.h>
 
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include "codegen/render.h"
@@ -211,6 +212,53 @@ TEST_CASE("TILE stages a matmul's inputs through local memory, or says why it ca
       tiles |= opt.kind == OptKind::Tile;
   }
   CHECK(tiles);
+}
+
+TEST_CASE("on a GPU, large elementwise kernels move 16 bytes per access and matmul tiles coalesce",
+          "[opts]") {
+  // A large add: 4 outputs per work item; a small one, or a transpose, keeps one.
+  const int64_t large = int64_t{1} << 22;
+  const OptChoice add =
+      choose_opts(only_kernel(input({large}, 1) + input({large}, 2)), gpu_target());
+  REQUIRE_FALSE(add.opts.empty());
+  CHECK(add.opts[0] == Opt{OptKind::Upcast, 0, 4});
+  for (const Opt& opt :
+       choose_opts(only_kernel(input({1024}, 1) + input({1024}, 2)), gpu_target()).opts)
+    CHECK(opt.kind != OptKind::Upcast);
+  const ScheduleItem transpose = only_kernel(input({2048, 2048}, 3).permute({1, 0}).contiguous());
+  for (const Opt& opt : choose_opts(transpose, gpu_target()).opts)
+    CHECK(opt.kind != OptKind::Upcast);
+
+  // A 256^3 matmul: 8x8 outputs per work item in 16x16 workgroups, chunks of 16 steps.
+  const ScheduleItem product = only_kernel(matmul(input({256, 256}, 1), input({256, 256}, 2)));
+  const OptChoice tiled = choose_opts(product, gpu_target());
+  CHECK(opts_to_string(tiled.opts) ==
+        "UPCAST(axis 1, 8) UPCAST(axis 0, 8) LOCAL(axis 1, 16) LOCAL(axis 0, 16) TILE(axis 2, 16)");
+  // Its chunk copies: neighbouring work items (the launch's first dimension, the last axis)
+  // load neighbouring elements of both inputs, A along its rows (the reduce steps) and B along
+  // its columns.
+  const LinearProgram program = lower_kernel(product, tiled.opts, gpu_target());
+  std::vector<const LinInstr*> copies;
+  for (const LinInstr& instr : program.instrs) {
+    if (instr.op == LinOp::Load && !instr.local) copies.push_back(&instr);
+  }
+  REQUIRE(copies.size() >= 2);
+  // Every launch variable at 0 but the first dimension's, which is 0 and then 1.
+  std::map<std::string, int64_t> first, second;
+  for (const LaunchDim& dim : program.launch) first[dim.var] = second[dim.var] = 0;
+  second[program.launch[0].var] = 1;
+  bool coalesced[2] = {false, false};  // A (param 1), B (param 2)
+  for (const LinInstr* load : copies) {
+    if (load->buffer < 1 || load->buffer > 2) continue;
+    std::map<std::string, int64_t> at_first = first, at_second = second;
+    for (const LinInstr& instr : program.instrs) {  // the chunk loop at its first trip
+      if (instr.op == LinOp::LoopBegin) at_first[instr.loop_var] = at_second[instr.loop_var] = 0;
+    }
+    INFO(load->index.key());
+    coalesced[load->buffer - 1] |= load->index.eval(at_second) - load->index.eval(at_first) == 1;
+  }
+  CHECK(coalesced[0]);
+  CHECK(coalesced[1]);
 }
 
 TEST_CASE("every valid opts list computes what no opts compute", "[opts]") {
