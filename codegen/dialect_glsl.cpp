@@ -35,8 +35,16 @@ const char* const kHeader = R"(#version 450
 
 // C semantics where GLSL's differ or are missing (between the float32 and float64 math
 // libraries, glsl_math.h, which hold fmod too). pow takes C's special cases, then
-// kiln_pow_positive. Signed `%` is undefined for negative operands in GLSL, so index arithmetic
-// divides and multiplies back.
+// kiln_pow_positive; a zero's sign is taken from its bits alone, since a device that flushes
+// subnormals (NVIDIA's) finds a subnormal == 0 but keeps its mantissa bits. NVIDIA's compiler
+// divides as a * (1 / b): for |b| > 2^126 the reciprocal is subnormal and flushed, and a / b
+// came out 0 where it is as large as 2^-126 a, so kiln_div scales both operands by 1/4 first
+// (the divisor through its exponent bits: a compiler that sees (a / 4) / (b / 4) folds it back).
+// Vulkan allows a quotient 2.5 ulp off (NVIDIA's 6 / 3.734 was 2 off): one correction step with
+// the exact remainder fma(-q, b, a) brings it within kiln's 1 ulp (skipped where q is 0, infinite
+// or NaN, or 1 / b overflows: a subnormal b on a device that keeps subnormals).
+// Signed `%` is undefined for negative operands in GLSL, so index arithmetic divides and multiplies
+// back.
 const char* const kHelpers =
     R"(uint64_t kiln_double_bits(double x) { uvec2 words = unpackDouble2x32(x); return (uint64_t(words.y) << 32) | uint64_t(words.x); }
 double kiln_bits_double(uint64_t bits) { return packDouble2x32(uvec2(uint(bits & 0xfffffffful), uint(bits >> 32))); }
@@ -47,11 +55,22 @@ float kiln_pow(float a, float b) {
   bool b_integer = trunc(b) == b;
   bool b_odd = b_integer && abs(b) < 16777216.0 && (int(abs(b)) & 1) == 1;
   if (isinf(b)) return abs(a) == 1.0 ? 1.0 : ((abs(a) > 1.0) == (b > 0.0) ? inf : 0.0);
-  if (a == 0.0) return b < 0.0 ? (b_odd ? uintBitsToFloat(floatBitsToUint(a) | 0x7f800000u) : inf) : (b_odd ? a : 0.0);
+  if (a == 0.0) return b < 0.0 ? (b_odd ? uintBitsToFloat((floatBitsToUint(a) & 0x80000000u) | 0x7f800000u) : inf) : (b_odd ? a : 0.0);
   if (isinf(a)) { float magnitude = b > 0.0 ? inf : 0.0; return a < 0.0 && b_odd ? -magnitude : magnitude; }
   if (a < 0.0) { if (!b_integer) return uintBitsToFloat(0x7fc00000u); float magnitude = kiln_pow_positive(-a, b); return b_odd ? -magnitude : magnitude; }
   return kiln_pow_positive(a, b);
 }
+float kiln_div(float a, float b) {
+  precise float n = a, d = b;
+  if (abs(d) > 8.50705917e37 && !isinf(d)) { n = n * 0.25; d = uintBitsToFloat(floatBitsToUint(d) - 0x01000000u); }
+  precise float q = n / d;
+  precise float y = 1.0 / d;
+  if (isinf(q) || isnan(q) || q == 0.0 || isinf(y)) return q;
+  precise float r = fma(-q, d, n);
+  precise float refined = fma(r, y, q);
+  return refined;
+}
+double kiln_div(double a, double b) { return a / b; }
 int kiln_floordiv(int a, int b) { int q = a / b; return (a - q * b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 int kiln_floormod(int a, int b) { return a - kiln_floordiv(a, b) * b; }
 )";
@@ -144,6 +163,7 @@ Dialect make_glsl_dialect() {
       {{Op::Xor, boolean}, "($0 ^^ $1)"},
       // For bools, a / b (b true) is a, and a % b is false.
       {{Op::Div, boolean}, "($0 && $1)"},
+      {{Op::Div, OperandClass::Float}, "kiln_div($0, $1)"},
       {{Op::Mod, boolean}, "false"},
       {{Op::CmpLt, boolean}, "(int($0) < int($1))"},
       {{Op::CmpLe, boolean}, "(int($0) <= int($1))"},

@@ -281,7 +281,7 @@ double kiln_pow(double a, double b) {
   bool b_integer = trunc(b) == b;
   bool b_odd = b_integer && abs(b) < 9007199254740992.0lf && (int64_t(abs(b)) & 1l) == 1l;
   if (isinf(b)) return abs(a) == 1.0lf ? 1.0lf : ((abs(a) > 1.0lf) == (b > 0.0lf) ? inf : 0.0lf);
-  if (a == 0.0lf) return b < 0.0lf ? (b_odd ? kiln_bits_double(kiln_double_bits(a) | 0x7ff0000000000000ul) : inf) : (b_odd ? a : 0.0lf);
+  if (a == 0.0lf) return b < 0.0lf ? (b_odd ? kiln_bits_double((kiln_double_bits(a) & 0x8000000000000000ul) | 0x7ff0000000000000ul) : inf) : (b_odd ? a : 0.0lf);
   if (isinf(a)) { double magnitude = b > 0.0lf ? inf : 0.0lf; return a < 0.0lf && b_odd ? -magnitude : magnitude; }
   if (a < 0.0lf) { if (!b_integer) return kiln_d_nan(); double magnitude = kiln_pow_positive(-a, b); return b_odd ? -magnitude : magnitude; }
   return kiln_pow_positive(a, b);

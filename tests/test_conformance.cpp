@@ -163,6 +163,38 @@ TEST_CASE("conformance compare: reports the worst element and honours NaN and si
   CHECK(ulp_distance(dtypes::float16, 1.0, 1.0 + std::ldexp(1.0, -10)) == 1);
 }
 
+TEST_CASE(
+    "conformance compare: a device that flushes subnormals passes only where flushing explains it",
+    "[conformance]") {
+  const double subnormal = std::numeric_limits<float>::denorm_min() * 3.0;
+  // a > 0 and a * 1e39 for a = [subnormal, 2]: as computed exactly, and with a flushed.
+  HostTensor input(dtypes::float32, {2});
+  input.data = {float_value(subnormal), float_value(2)};
+  const HostTensor flushed = flush_subnormals(input);
+  CHECK(flushed.data[0].f == 0);
+  CHECK(!std::signbit(flushed.data[0].f));
+  CHECK(flushed.data[1].f == 2);
+  HostTensor product(dtypes::float32, {2}), flushed_product(dtypes::float32, {2});
+  product.data = {float_value(subnormal * 1e39), float_value(2e39)};
+  flushed_product.data = {float_value(0.0 * 1e39), float_value(2e39)};
+  HostTensor got(dtypes::float32, {2});
+  got.data = {float_value(0), float_value(2e39)};
+  Tolerance exact;
+  exact.signed_zero = true;
+  CHECK(compare(Expected(product), got, exact).status == Status::Fail);
+  const Expected flushed_expected(flushed_product);
+  CHECK(compare(Expected(product), got, exact, &flushed_expected).status == Status::Pass);
+  // A subnormal result may be a zero of either sign; a wrong normal value still fails.
+  HostTensor tiny(dtypes::float32, {2});
+  tiny.data = {float_value(subnormal), float_value(-subnormal)};
+  got.data = {float_value(0), float_value(0)};
+  CHECK(compare(Expected(tiny), got, exact, &flushed_expected).status == Status::Pass);
+  got.data = {float_value(0), float_value(1)};
+  CHECK(compare(Expected(tiny), got, exact, &flushed_expected).worst_index == 1);
+  got.data = {float_value(3), float_value(2e39)};
+  CHECK(compare(Expected(product), got, exact, &flushed_expected).status == Status::Fail);
+}
+
 TEST_CASE("conformance guards: a write past an output block is detected", "[conformance]") {
   for (const std::string& device : kiln::devices()) CHECK(guard_self_test(device).empty());
 }

@@ -21,6 +21,7 @@
 #include "runtime/registry.h"
 #include "tests/child_process.h"
 #include "tests/codegen_helpers.h"
+#include "tools/conformance/runner.h"
 
 using namespace kiln;
 
@@ -118,6 +119,17 @@ TEST_CASE("the Vulkan device reports the driver's limits", "[vulkan]") {
   CHECK(contains(identity, "pipeline cache"));
 }
 
+TEST_CASE("the Vulkan copy limit is the faster of vkCmdCopyBuffer and a checked shader copy",
+          "[vulkan]") {
+  std::shared_ptr<DeviceContext> context = vulkan();
+  if (!context) return;
+  // Not a multiple of the shader's workgroup: its loop must still reach the last bytes, which
+  // measure_limits checks (it throws where they were not copied).
+  const DeviceLimits limits = context->device().measure_limits((size_t{3} << 20) + 48, 0);
+  CHECK(limits.copy_bytes_per_second > 0);
+  CHECK(contains(limits.notes, "no vendor GEMM"));
+}
+
 TEST_CASE("glslang's errors carry its log and the source", "[vulkan]") {
   std::shared_ptr<DeviceContext> context = vulkan();
   if (!context) return;
@@ -202,6 +214,35 @@ TEST_CASE("a buffer past the device's binding range is refused naming the limit"
   } catch (const OutOfMemoryError& error) {
     CHECK(contains(error.what(), std::to_string(limit)));
     CHECK(contains(error.what(), context->device().properties().max_allocation_limit));
+  }
+}
+
+TEST_CASE("Vulkan divides within 1 ulp over the whole float range", "[vulkan]") {
+  std::shared_ptr<DeviceContext> context = vulkan();
+  if (!context) return;
+  // Huge divisors (NVIDIA's reciprocal underflowed), quotients a rounding apart, subnormal
+  // divisors (a correction step through their overflowing reciprocal would give NaN), and the
+  // special values.
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  const std::vector<float> a = {6.0f, 1.0f, 1.0f, 2.0f, tiny, 3e-38f, INFINITY, 5.0f, 0.0f};
+  const std::vector<float> b = {3e38f, 3.0f, 10.0f, 7.0f, tiny, tiny * 4, 3e38f, INFINITY, 0.0f};
+  const std::vector<float> got =
+      (Tensor::from_vector<float>(a, {9}, "VULKAN") / Tensor::from_vector<float>(b, {9}, "VULKAN"))
+          .to_vector<float>();
+  const bool flushes = conformance::device_flushes_subnormals("VULKAN");
+  for (size_t index = 0; index < a.size(); ++index) {
+    const float want = a[index] / b[index];
+    INFO(a[index] << " / " << b[index] << " = " << got[index] << ", expected " << want);
+    if (std::isnan(want)) {
+      CHECK(std::isnan(got[index]));
+    } else if (std::isinf(want)) {
+      CHECK(got[index] == want);
+    } else if (flushes && (std::fpclassify(a[index]) == FP_SUBNORMAL ||
+                           std::fpclassify(b[index]) == FP_SUBNORMAL)) {
+      continue;  // what such a device computes is checked by kiln conformance
+    } else {
+      CHECK(std::fabs(got[index] - want) <= std::fabs(std::nextafter(want, INFINITY) - want));
+    }
   }
 }
 

@@ -227,7 +227,11 @@ conformance::DeviceRun run_battery(const std::string& device,
   const DeviceProperties& properties = context->device().properties();
   run.description = properties.description + " (" + properties.driver + ")" +
                     (jobs > 1 ? ", " + std::to_string(jobs) + " worker processes" : "") +
-                    ", opts " + opt_settings_to_string(opt_settings());
+                    ", opts " + opt_settings_to_string(opt_settings()) +
+                    (runner.flushes_subnormals()
+                         ? "; the device flushes float32 subnormals to zero, and results are "
+                           "compared as if subnormal inputs and results were zero"
+                         : "");
   run.guards = runner.guards();
   run.compile_only = properties.compile_only;
   return run;

@@ -269,6 +269,19 @@ std::string first_line(const std::string& text) {
 
 }  // namespace
 
+// Whether `device` flushes float32 subnormals: the smallest normal float32 halved, and the
+// smallest subnormal times one, computed by a kernel (the inputs are buffers, so no constant is
+// folded on the host).
+bool device_flushes_subnormals(const std::string& device) {
+  const float smallest_normal = std::numeric_limits<float>::min();
+  const float smallest_subnormal = std::numeric_limits<float>::denorm_min();
+  const Tensor values =
+      Tensor::from_vector<float>({smallest_normal, smallest_subnormal}, {2}, device);
+  const Tensor factors = Tensor::from_vector<float>({0.5f, 1.0f}, {2}, device);
+  const std::vector<float> products = (values * factors).to_vector<float>();
+  return products[0] == 0 || products[1] == 0;
+}
+
 std::string guard_self_test(const std::string& device) {
   std::shared_ptr<DeviceContext> context = open_device(canonical_device_name(device));
   if (!device_has_guards(*context)) return "";
@@ -313,7 +326,58 @@ std::string guard_self_test(const std::string& device) {
   return problem;
 }
 
-CaseResult compare(const Expected& expected, const HostTensor& got, const Tolerance& tolerance) {
+namespace {
+
+// The smallest normal float32: float32 and bfloat16 values below it are subnormal.
+constexpr double kSmallestNormalFloat32 = 1.1754943508222875e-38;
+
+bool shares_float32_range(DType dtype) {
+  return dtype == dtypes::float32 || dtype == dtypes::bfloat16;
+}
+
+// `value` as a device that flushes float32 subnormals to zero leaves it.
+double flushed(DType dtype, double value) {
+  if (shares_float32_range(dtype) && value != 0 && std::fabs(value) < kSmallestNormalFloat32)
+    return std::copysign(0.0, value);
+  return value;
+}
+
+// Whether `got` matches `want` (unrounded, in double) within `tolerance`; `badness` says by how
+// much it misses (ulps for floats) where it does not.
+bool element_matches(DType dtype, const Scalar& want, const Scalar& got, double scale,
+                     const Tolerance& tolerance, bool any_zero_sign, double& badness) {
+  if (!dtype.is_float()) {
+    badness = want.i == got.i
+                  ? 0
+                  : std::fabs(int_as_double(dtype, want.i) - int_as_double(dtype, got.i)) + 1;
+    return want.i == got.i;
+  }
+  const double rounded = round_to(dtype, want.f);
+  badness = ulp_distance(dtype, rounded, got.f);
+  if (std::isnan(want.f) || std::isnan(got.f)) return std::isnan(want.f) && std::isnan(got.f);
+  if (badness <= tolerance.ulps) {
+    if (!any_zero_sign && tolerance.signed_zero && rounded == 0 && got.f == 0 &&
+        std::signbit(rounded) != std::signbit(got.f)) {
+      badness = 0.5;
+      return false;
+    }
+    return true;
+  }
+  if (std::isinf(rounded) || std::isinf(got.f)) return false;
+  return std::fabs(got.f - want.f) <= tolerance.rtol * scale + tolerance.atol;
+}
+
+}  // namespace
+
+HostTensor flush_subnormals(HostTensor tensor) {
+  if (shares_float32_range(tensor.dtype)) {
+    for (Scalar& value : tensor.data) value.f = flushed(tensor.dtype, value.f);
+  }
+  return tensor;
+}
+
+CaseResult compare(const Expected& expected, const HostTensor& got, const Tolerance& tolerance,
+                   const Expected* flushed_inputs) {
   CaseResult result;
   result.status = Status::Pass;
   const HostTensor& want = expected.values;
@@ -330,31 +394,32 @@ CaseResult compare(const Expected& expected, const HostTensor& got, const Tolera
     return result;
   }
   const DType dtype = want.dtype;
+  const bool may_flush =
+      flushed_inputs != nullptr && flushed_inputs->values.numel() == want.numel();
   double worst = -1;
   int64_t failures = 0;
   for (int64_t index = 0; index < want.numel(); ++index) {
-    const Scalar& a = want.data[index];
-    const Scalar& b = got.data[index];
-    bool ok;
-    double badness;
-    if (!dtype.is_float()) {
-      ok = a.i == b.i;
-      badness = ok ? 0 : std::fabs(int_as_double(dtype, a.i) - int_as_double(dtype, b.i)) + 1;
-    } else {
-      const double rounded = round_to(dtype, a.f);
-      const double ulps = ulp_distance(dtype, rounded, b.f);
-      badness = ulps;
-      if (std::isnan(a.f) || std::isnan(b.f)) {
-        ok = std::isnan(a.f) && std::isnan(b.f);
-      } else if (ulps <= tolerance.ulps) {
-        ok = !(tolerance.signed_zero && rounded == 0 && b.f == 0 &&
-               std::signbit(rounded) != std::signbit(b.f));
-        if (!ok) badness = 0.5;
-      } else if (std::isinf(rounded) || std::isinf(b.f)) {
-        ok = false;
-      } else {
-        const double scale = expected.scale.empty() ? std::fabs(a.f) : expected.scale[index];
-        ok = std::fabs(b.f - a.f) <= tolerance.rtol * scale + tolerance.atol;
+    auto scale_of = [index](const Expected& reference) {
+      return reference.scale.empty() ? std::fabs(reference.values.data[index].f)
+                                     : reference.scale[index];
+    };
+    double badness = 0;
+    bool ok = element_matches(dtype, want.data[index], got.data[index], scale_of(expected),
+                              tolerance, false, badness);
+    if (!ok && may_flush) {
+      // A device that flushes float32 subnormals: the result of the inputs as it sees them, or
+      // either result with a subnormal output flushed (to a zero of either sign).
+      double ignored = 0;
+      for (const Expected* reference : {&expected, flushed_inputs}) {
+        Scalar as_flushed = reference->values.data[index];
+        const bool changes = dtype.is_float() && flushed(dtype, as_flushed.f) != as_flushed.f;
+        ok = ok || element_matches(dtype, as_flushed, got.data[index], scale_of(*reference),
+                                   tolerance, false, ignored);
+        if (changes) {
+          as_flushed.f = flushed(dtype, as_flushed.f);
+          ok = ok || element_matches(dtype, as_flushed, got.data[index], scale_of(*reference),
+                                     tolerance, true, ignored);
+        }
       }
     }
     if (ok) continue;
@@ -383,6 +448,42 @@ Runner::Runner(const std::string& device)
     : device_(canonical_device_name(device)), context_(open_device(device_)) {
   compile_only_ = context_->device().properties().compile_only;
   guards_ = !compile_only_ && device_has_guards(*context_);
+}
+
+bool Runner::flushes_subnormals() {
+  // Asked the first time a comparison fails: a device that keeps subnormals never runs the probe.
+  if (!flushes_subnormals_)
+    flushes_subnormals_ = !compile_only_ && device_flushes_subnormals(device_);
+  return *flushes_subnormals_;
+}
+
+// The case's result checked against the reference, and where that fails on a device that
+// flushes subnormals, against what such a device computes too.
+CaseResult Runner::check(const Case& item, const std::vector<HostTensor>& inputs,
+                         const HostTensor& got) {
+  const Expected expected = item.reference(inputs);
+  CaseResult result = compare(expected, got, item.tolerance);
+  if (result.status != Status::Fail || !flushes_subnormals()) return result;
+  const std::unique_ptr<Expected> flushed = flushed_reference(item, inputs);
+  return compare(expected, got, item.tolerance, flushed.get());
+}
+
+// The reference of `inputs` with float32 subnormals flushed, where the device flushes them and
+// that changes an input; null otherwise.
+std::unique_ptr<Expected> Runner::flushed_reference(const Case& item,
+                                                    const std::vector<HostTensor>& inputs) const {
+  std::vector<HostTensor> flushed_inputs;
+  bool changed = false;
+  for (const HostTensor& input : inputs) {
+    flushed_inputs.push_back(flush_subnormals(input));
+    for (int64_t index = 0; index < input.numel() && !changed; ++index)
+      changed =
+          input.dtype.is_float() && flushed_inputs.back().data[index].f != input.data[index].f;
+  }
+  // Without a changed input the flushed reference is the reference: flushed outputs are still
+  // allowed (compare), so the reference itself stands in.
+  return std::make_unique<Expected>(changed ? item.reference(flushed_inputs)
+                                            : item.reference(inputs));
 }
 
 CaseResult Runner::compile_case(const Case& item) {
@@ -474,7 +575,7 @@ CaseResult Runner::run_symbolic(const Case& item) {
     std::vector<uint8_t> bytes(buffer_of(*written.node()).nbytes());
     if (!bytes.empty()) buffer_of(*written.node()).copy_out(bytes.data());
     const HostTensor got = decode(written.dtype(), written.shape(), bytes.data());
-    CaseResult checked = compare(item.reference(host.sources), got, item.tolerance);
+    CaseResult checked = check(item, host.sources, got);
     if (checked.status != Status::Pass) {
       checked.detail = "n=" + std::to_string(size) + ": " + checked.detail;
       return checked;
@@ -513,7 +614,7 @@ CaseResult Runner::run(const Case& item) {
       result.status = problem.empty() ? Status::Pass : Status::Fail;
       result.detail = problem;
     } else {
-      result = compare(item.reference(logical), got, item.tolerance);
+      result = check(item, logical, got);
     }
     // Elements still holding the poison: run again with another poison to tell "never written"
     // from "the right value happens to look like the poison".
