@@ -67,6 +67,9 @@ UOpRef split_rule(const UOpRef& node) {
 // How much a kernel computing a node would hold: ops fused into it and buffers it reads. Counted
 // over sources as a tree (a shared source counts once per distinct user edge), so an estimate
 // from above; capped so that the sums cannot overflow.
+// Sources up to this many are checked for repeats by scanning them, not with a set.
+constexpr size_t kLinearSourceScan = 8;
+
 struct KernelSize {
   int64_t ops = 0;
   int64_t buffers = 0;
@@ -78,9 +81,21 @@ KernelSize kernel_size(const UOp& node, const std::unordered_set<const UOp*>& re
   if (node.op() == Op::Const || node.op() == Op::Iota) return size;
   if (node.op() == Op::Buffer) return {0, 1};
   size.ops = 1;
+  const std::vector<UOpRef>& srcs = node.srcs();
+  // A source read twice (x * x) counts once. Sources are few (a scan finds a repeat), but a cat
+  // may have thousands: those are looked up in a set.
   std::unordered_set<const UOp*> seen;
-  for (const UOpRef& src : node.srcs()) {
-    if (!seen.insert(src.get()).second) continue;
+  const bool many = srcs.size() > kLinearSourceScan;
+  for (size_t at = 0; at < srcs.size(); ++at) {
+    const UOpRef& src = srcs[at];
+    bool repeated = false;
+    if (many) {
+      repeated = !seen.insert(src.get()).second;
+    } else {
+      for (size_t before = 0; before < at && !repeated; ++before)
+        repeated = srcs[before].get() == src.get();
+    }
+    if (repeated) continue;
     if (realized.count(src.get())) {
       size.buffers += 1;
       continue;
@@ -169,13 +184,22 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
       read_realized ? realized_before : RewriteRule());
   const std::vector<UOpRef> order = toposort(roots);
 
-  // Users of each node, and whether any user broadcasts it through a View.
-  std::unordered_map<const UOp*, std::unordered_set<const UOp*>> users;
+  // How many distinct nodes use each node (a node that lists a source twice counts once: its
+  // users are met in order, so a repeat is the last one counted), and whether any user
+  // broadcasts it through a View.
+  struct Users {
+    int64_t count = 0;
+    const UOp* last = nullptr;
+  };
+  std::unordered_map<const UOp*, Users> users;
   std::unordered_set<const UOp*> broadcast_read;
   std::unordered_set<const UOp*> must_realize;
   for (const UOpRef& ref : order) {
     const UOp* node = ref.get();
-    for (const UOpRef& src : node->srcs()) users[src.get()].insert(node);
+    for (const UOpRef& src : node->srcs()) {
+      Users& of_src = users[src.get()];
+      if (of_src.last != node) of_src.count += 1, of_src.last = node;
+    }
     if (node->op() == Op::View && !node->tracker().is_injective())
       broadcast_read.insert(node->src().get());
     if (node->op() == Op::Contiguous) must_realize.insert(node);
@@ -236,7 +260,7 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
     holds_reduce[node] = reduce_inside;
     if (node->op() == Op::Buffer) continue;
     const bool repeats_reduce =
-        reduce_inside && (users[node].size() > 1 || broadcast_read.count(node));
+        reduce_inside && (users[node].count > 1 || broadcast_read.count(node));
     size_of[node] = size;
     const bool too_large = size.ops > kMaxFusedOps;
     if (must_realize.count(node) || repeats_reduce || too_large || node->op() == Op::Copy)
