@@ -6,8 +6,9 @@
 #
 #   scripts/gpu-check.sh [STEP ...]
 #
-# STEPs (default: all of them, in this order): tests, conformance, bench, vulkan. The build and
-# the device check always run.
+# STEPs (default: all of them, in this order): tests, conformance, bench, vulkan, opencl (the
+# battery on the GPU through its OpenCL driver, where one is listed). The build and the device
+# check always run.
 #
 # Logs go to $OUT when it is set (the lent GPU machines bring that folder back), else to
 # build-gpu/check. Needs CMake, a C++ compiler, the CUDA toolkit and the NVIDIA driver. kiln's own
@@ -18,12 +19,12 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 steps=("$@")
-((${#steps[@]} == 0)) && steps=(tests conformance bench vulkan)
+((${#steps[@]} == 0)) && steps=(tests conformance bench vulkan opencl)
 for step in "${steps[@]}"; do
   case "$step" in
-    tests | conformance | bench | vulkan) ;;
+    tests | conformance | bench | vulkan | opencl) ;;
     *)
-      echo "gpu-check: unknown step '$step' (the steps: tests conformance bench vulkan)" >&2
+      echo "gpu-check: unknown step '$step' (the steps: tests conformance bench vulkan opencl)" >&2
       exit 2
       ;;
   esac
@@ -142,10 +143,14 @@ else
   finish 1
 fi
 kiln="$build/bin/kiln"
-"$kiln" devices >"$logs/devices.log" 2>&1
-grep -E '^[ *]+CUDA ' "$logs/devices.log" | sed 's/^/gpu-check: /'
-if ! grep -qE '^[ *]+CUDA +available' "$logs/devices.log"; then
-  why="$(grep -E '^[ *]+CUDA ' "$logs/devices.log" | sed 's/  */ /g')"
+# The device list stays in the build folder (the lent machines bring back at most 8 files) and
+# is appended to machine.log.
+devices="$build/devices.log"
+"$kiln" devices >"$devices" 2>&1
+cat "$devices" >>"$logs/machine.log"
+grep -E '^[ *]+CUDA ' "$devices" | sed 's/^/gpu-check: /'
+if ! grep -qE '^[ *]+CUDA +available' "$devices"; then
+  why="$(grep -E '^[ *]+CUDA ' "$devices" | sed 's/  */ /g')"
   [[ -z "$why" ]] && why="no CUDA plugin was built: $(grep -m1 'kiln: CUDA' "$logs/build.log")"
   note "CUDA device: UNAVAILABLE: $why"
   finish 1
@@ -192,7 +197,7 @@ else
 fi
 
 # ---- the GPU through Vulkan -----------------------------------------------------------------
-vulkan_line="$(grep -E '^[ *]+VULKAN ' "$logs/devices.log" | head -1)"
+vulkan_line="$(grep -E '^[ *]+VULKAN ' "$devices" | head -1)"
 if ! wanted vulkan; then
   :
 elif [[ "$vulkan_line" =~ VULKAN\ +available\ +GPU ]]; then
@@ -216,6 +221,25 @@ elif [[ "$vulkan_line" =~ VULKAN\ +available\ +GPU ]]; then
   fi
 else
   note "vulkan: no Vulkan GPU (${vulkan_line:-no VULKAN plugin built}): skipped"
+fi
+
+# ---- the GPU through OpenCL -----------------------------------------------------------------
+opencl_device="$(grep -E '^[ *]+CL(:[0-9]+)? +available +GPU' "$devices" | head -1 | awk '{print $1 == "*" ? $2 : $1}')"
+if ! wanted opencl; then
+  :
+elif [[ -n "$opencl_device" ]]; then
+  step=$SECONDS
+  if ! fits "conformance on $opencl_device" 90; then
+    status=1
+  else
+    timeout "$(limit 90)" "$kiln" conformance --device "$opencl_device" --jobs "$gpu_jobs" --failures 1000 \
+      --case-timeout 60 >"$logs/conformance-opencl.log" 2>&1 || status=1
+    note "conformance on $opencl_device: $(grep -E "^$opencl_device: " "$logs/conformance-opencl.log" | tail -1 ||
+      tail -1 "$logs/conformance-opencl.log") ($((SECONDS - step)) s)"
+    grep -E '^(FAIL|ERROR) ' "$logs/conformance-opencl.log" | head -10 | sed 's/^/gpu-check:   /'
+  fi
+else
+  note "opencl: no OpenCL GPU listed: skipped"
 fi
 
 finish $status
