@@ -9,11 +9,12 @@
 #include <unordered_set>
 
 namespace kiln {
-namespace {
 
-size_t combine(size_t seed, size_t value) {
+size_t hash_combine(size_t seed, size_t value) {
   return seed ^ (value + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2));
 }
+
+namespace {
 
 size_t hash_arg(const Arg& arg) {
   struct Visitor {
@@ -21,14 +22,14 @@ size_t hash_arg(const Arg& arg) {
     size_t operator()(const ConstArg& value) const {
       uint64_t bits;
       std::memcpy(&bits, &value.float_value, 8);
-      return combine(std::hash<uint64_t>()(bits), std::hash<int64_t>()(value.int_value));
+      return hash_combine(std::hash<uint64_t>()(bits), std::hash<int64_t>()(value.int_value));
     }
     size_t operator()(const ShapeTracker& tracker) const {
       return std::hash<std::string>()(tracker.to_string());
     }
     size_t operator()(const ReduceArg& reduce) const {
       size_t seed = static_cast<size_t>(reduce.op);
-      for (int axis : reduce.axes) seed = combine(seed, static_cast<size_t>(axis));
+      for (int axis : reduce.axes) seed = hash_combine(seed, static_cast<size_t>(axis));
       return seed;
     }
     size_t operator()(const std::shared_ptr<Storage>& storage) const {
@@ -132,12 +133,13 @@ UOpRef UOp::make(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape sh
 
 UOpRef UOp::make_interned(Op op, DType dtype, std::vector<UOpRef>&& srcs, Arg&& arg, Shape&& shape,
                           std::shared_ptr<const SymShape>&& sym_shape) {
-  size_t hash = combine(static_cast<size_t>(op), static_cast<size_t>(dtype.type()));
-  for (const UOpRef& src : srcs) hash = combine(hash, src->hash());
-  hash = combine(hash, hash_arg(arg));
-  for (int64_t size : shape) hash = combine(hash, std::hash<int64_t>()(size));
+  size_t hash = hash_combine(static_cast<size_t>(op), static_cast<size_t>(dtype.type()));
+  for (const UOpRef& src : srcs) hash = hash_combine(hash, src->hash());
+  hash = hash_combine(hash, hash_arg(arg));
+  for (int64_t size : shape) hash = hash_combine(hash, std::hash<int64_t>()(size));
   if (sym_shape) {
-    for (const Sym& size : *sym_shape) hash = combine(hash, std::hash<std::string>()(size.key()));
+    for (const Sym& size : *sym_shape)
+      hash = hash_combine(hash, std::hash<std::string>()(size.key()));
   }
 
   InternTable& table = intern_table();

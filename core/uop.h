@@ -182,6 +182,9 @@ bool is_binary(Op op);
 bool is_comparison(Op op);
 bool is_elementwise(Op op);  // unary, binary, Where and Cast
 
+// Mixes `value` into the hash `seed` (the one mixing step node hashes use).
+size_t hash_combine(size_t seed, size_t value);
+
 // Every node reachable from the roots, sources before users.
 std::vector<UOpRef> toposort(const std::vector<UOpRef>& roots);
 // The graph as text, one node per line (what KILN_DEBUG=5 prints).

@@ -24,6 +24,7 @@ class Buffer : public Storage {
   DType dtype() const { return dtype_; }
   int64_t numel() const { return numel_; }
   DeviceContext& context() { return *device_; }
+  const std::shared_ptr<DeviceContext>& shared_context() const { return device_; }
 
   // The device memory, allocated on first use.
   DeviceMemory memory();

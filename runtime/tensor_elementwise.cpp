@@ -13,14 +13,17 @@ bool is_arithmetic(Op op) {
   return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div || op == Op::Mod;
 }
 
-void check_operand_dtype(Op op, DType dtype, const char* name, const std::string& operands) {
+// `operands` describes them for the error: called only when there is one, since building the
+// text on every op would be a good part of a small graph's host time.
+template <typename Describe>
+void check_operand_dtype(Op op, DType dtype, const char* name, const Describe& operands) {
   if (op == Op::Sub && dtype.is_bool()) {
-    throw DTypeError(std::string("[") + name + "] bool tensors cannot be subtracted (" + operands +
-                     "); use ^ for logical xor or cast to an integer dtype");
+    throw DTypeError(std::string("[") + name + "] bool tensors cannot be subtracted (" +
+                     operands() + "); use ^ for logical xor or cast to an integer dtype");
   }
   if ((op == Op::And || op == Op::Or || op == Op::Xor) && dtype.is_float()) {
     throw DTypeError(std::string("[") + name + "] bitwise ops need integer or bool operands, got " +
-                     operands);
+                     operands());
   }
 }
 
@@ -67,7 +70,7 @@ Tensor binary_op(Op op, const Tensor& a, const Tensor& b, const char* name) {
   check_same_device(a, b, name);
   DType dtype = promote_types(a.dtype(), b.dtype());
   if (op == Op::Pow) dtype = float_dtype_for(dtype);
-  check_operand_dtype(op, dtype, name, describe(a) + " and " + describe(b));
+  check_operand_dtype(op, dtype, name, [&] { return describe(a) + " and " + describe(b); });
   const Shape shape = broadcast_operand_shapes(a, b, name);
   std::vector<UOpRef> operands =
       broadcast_operands(shape, {cast_node(node_of(a), dtype), cast_node(node_of(b), dtype)}, name);
@@ -84,7 +87,7 @@ Tensor scalar_op(Op op, const Tensor& a, double scalar, bool scalar_first, const
   DType dtype = scalar_result_dtype(a.dtype(), scalar);
   if (dtype.is_bool() && is_arithmetic(op)) dtype = dtypes::int32;
   if (op == Op::Pow) dtype = float_dtype_for(dtype);
-  check_operand_dtype(op, dtype, name, describe(a) + " and a scalar");
+  check_operand_dtype(op, dtype, name, [&] { return describe(a) + " and a scalar"; });
   UOpRef tensor = cast_node(node_of(a), dtype);
   UOpRef constant = const_like(scalar, dtype, tensor);
   const DType result = is_comparison(op) ? dtypes::bool_ : dtype;

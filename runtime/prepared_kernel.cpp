@@ -1,0 +1,214 @@
+#include "runtime/prepared_kernel.h"
+
+#include <kiln/error.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include "codegen/heuristics.h"
+#include "codegen/kernel_variables.h"
+#include "codegen/lower.h"
+#include "codegen/render.h"
+#include "codegen/vectorize.h"
+#include "core/rewrite.h"
+#include "runtime/buffer.h"
+#include "runtime/debug.h"
+
+namespace kiln {
+namespace {
+
+// A device that stops loops after a number of iterations (lavapipe) would give a wrong result:
+// the scheduler splits reductions to stay inside it, and a kernel that still loops more (several
+// long reductions fused) is refused.
+void check_loop_iterations(const LinearProgram& program, Device& device) {
+  const int64_t limit = device.properties().max_loop_iterations;
+  if (limit <= 0) return;
+  const int64_t iterations = loop_iterations(program);
+  if (iterations <= limit) return;
+  throw DeviceError("[realize] kernel " + program.name + " runs " + std::to_string(iterations) +
+                    " loop iterations per work item; " + device.name() +
+                    " stops a work item's loops after " + std::to_string(limit) + " in all (" +
+                    device.properties().driver +
+                    "), so its result would be wrong; realize the reductions it fuses "
+                    "separately (.realize()) or use another device");
+}
+
+void check_dtypes(const LinearProgram& program, Device& device) {
+  std::set<ScalarType> needed;
+  for (const KernelParam& param : program.params) needed.insert(param.dtype.type());
+  for (const LinInstr& instr : program.instrs) needed.insert(instr.dtype.type());
+  for (ScalarType type : needed) {
+    const DType dtype(type);
+    if (!device.supports(dtype)) {
+      throw DTypeError("[realize] device " + device.name() + " does not support " + dtype.name() +
+                       " (needed by kernel " + program.name +
+                       "); cast to a supported dtype or use " + "another device");
+    }
+  }
+}
+
+// Lowered and rendered kernels, by device and kernel: the ast with its buffers replaced by
+// numbered placeholders, which hash-consing turns into one node per distinct kernel. A warm
+// realize then skips lowering and rendering (most of its overhead).
+class PreparedKernelCache {
+ public:
+  std::shared_ptr<const PreparedKernel> find(DeviceContext* context, const UOp* key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = entries_.find({context, key});
+    return found == entries_.end() ? nullptr : found->second.prepared;
+  }
+  void insert(DeviceContext* context, UOpRef key, std::shared_ptr<const PreparedKernel> prepared) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (entries_.size() >= kMaxEntries) entries_.clear();  // compiled programs stay cached below
+    const UOp* address = key.get();                        // read before the move below
+    entries_[{context, address}] = Entry{std::move(key), std::move(prepared)};
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 4096;
+  struct Entry {
+    UOpRef key;  // keeps the key node alive, so its address is not reused
+    std::shared_ptr<const PreparedKernel> prepared;
+  };
+  std::mutex mutex_;
+  std::map<std::pair<DeviceContext*, const UOp*>, Entry> entries_;
+};
+
+PreparedKernelCache& prepared_kernels() {
+  static PreparedKernelCache cache;
+  return cache;
+}
+
+// The launch of a prepared kernel for the values of its variables (by name).
+KernelLaunch launch_of(std::shared_ptr<const PreparedKernel> prepared,
+                       const UnboundKernel& unbound) {
+  KernelLaunch launch;
+  for (const Sym& variable : prepared->program.variables) {
+    launch.values.push_back(unbound.values.at(variable.var_name()));
+    launch.bound.push_back(unbound.bound.at(variable.var_name()));
+  }
+  launch.prepared = std::move(prepared);
+  return launch;
+}
+
+}  // namespace
+
+// Symbolic loops count at the variables' largest values.
+double estimate_flops(const LinearProgram& program) {
+  double flops = 0, multiplier = 1;
+  std::vector<double> multipliers;
+  for (const LinInstr& instr : program.instrs) {
+    if (instr.op == LinOp::LoopBegin) {
+      multipliers.push_back(multiplier);
+      multiplier *= static_cast<double>(instr.loop_end.vmax());
+    } else if (instr.op == LinOp::LoopEnd) {
+      multiplier = multipliers.back();
+      multipliers.pop_back();
+    } else if (instr.op == LinOp::Alu || instr.op == LinOp::AccUpdate) {
+      flops += multiplier;
+    }
+  }
+  return flops * static_cast<double>(program.global_size.vmax());
+}
+
+Program& PreparedKernel::loaded() const {
+  Program* program = loaded_.load(std::memory_order_acquire);
+  if (program) {
+    context->stats().memory_hits++;
+    return *program;
+  }
+  program = &context->program(source, this->program.name);
+  loaded_.store(program, std::memory_order_release);
+  return *program;
+}
+
+KernelLaunch prepare_kernel(const ScheduleItem& item) {
+  DeviceContext* context = &buffer_of(*item.output).context();
+  ScheduleItem generic = item;
+  // The output too: what the opts and the program see of it is its (symbolic) shape and dtype.
+  if (item.output->is_symbolic())
+    generic.output = UOp::make_symbolic(Op::Buffer, item.output->dtype(), {}, std::string("param0"),
+                                        item.output->sym_shape());
+  std::unordered_map<const UOp*, UOpRef> placeholder_of;
+  generic.inputs.clear();
+  for (size_t index = 0; index < item.inputs.size(); ++index) {
+    const UOpRef& input = item.inputs[index];
+    std::string name = std::string("param") + std::to_string(index + 1);
+    UOpRef placeholder =
+        input->is_symbolic()
+            ? UOp::make_symbolic(Op::Buffer, input->dtype(), {}, std::move(name),
+                                 input->sym_shape())
+            : UOp::make(Op::Buffer, input->dtype(), {}, std::move(name), input->shape());
+    placeholder_of[input.get()] = placeholder;
+    generic.inputs.push_back(placeholder);
+  }
+  bool symbolic = false;
+  generic.ast = graph_rewrite({item.ast}, [&](const UOpRef& node) -> UOpRef {
+    symbolic |= node->is_symbolic() || (node->op() == Op::View && node->tracker().is_symbolic());
+    auto found = placeholder_of.find(node.get());
+    return found == placeholder_of.end() ? nullptr : found->second;
+  })[0];
+  // A symbolic kernel is prepared (and cached) for its variables, not their values.
+  UnboundKernel unbound;
+  if (symbolic) {
+    unbound = unbind_variables(generic);
+    generic = unbound.item;
+  }
+  const OptSettings settings = opt_settings();
+  if (auto cached = prepared_kernels().find(context, generic.ast.get());
+      cached && cached->settings == settings) {
+    if (!symbolic) return {std::move(cached), {}, {}};
+    return launch_of(std::move(cached), unbound);
+  }
+
+  auto prepared = std::make_shared<PreparedKernel>();
+  prepared->context = context;
+  prepared->settings = settings;
+  const OptTarget target = opt_target(context->device());
+  OptChoice choice;
+  if (settings.policy == OptPolicy::Default) choice = choose_opts(generic, target);
+  if (settings.policy == OptPolicy::Random) {
+    choice.opts = random_opts(generic, target, settings.seed);
+    choice.reasons.push_back("random (seed " + std::to_string(settings.seed) + ")");
+  }
+  if (debug_level() >= 5) {
+    logger().info("kernel ast:\n{}", graph_to_string({generic.ast}));
+    std::string reasons;
+    for (const std::string& reason : choice.reasons) reasons += "\n  " + reason;
+    logger().info("axes {} on {}; opts ({}): {}{}", kernel_axes(generic.ast).to_string(),
+                  target.device, opt_settings_to_string(settings), opts_to_string(choice.opts),
+                  reasons);
+  }
+  // The passes by name, each printed at KILN_DEBUG=5.
+  prepared->program = lower_kernel(generic, choice.opts, target);
+  if (debug_level() >= 5) logger().info("after lower_kernel:\n{}", prepared->program.to_string());
+  prepared->program = vectorize_loads(std::move(prepared->program), context->device().dialect());
+  if (debug_level() >= 5)
+    logger().info("after vectorize_loads:\n{}", prepared->program.to_string());
+  prepared->program = vectorize_stores(std::move(prepared->program), context->device().dialect());
+  if (debug_level() >= 5)
+    logger().info("after vectorize_stores:\n{}", prepared->program.to_string());
+  check_dtypes(prepared->program, context->device());
+  check_loop_iterations(prepared->program, context->device());
+  prepared->source = render_kernel(prepared->program, context->device().dialect());
+  if (debug_level() >= 4)
+    logger().info("source of {}:\n{}", prepared->program.name, prepared->source);
+  prepared->work_per_item =
+      estimate_flops(prepared->program) /
+          static_cast<double>(std::max<int64_t>(prepared->program.global_size.vmax(), 1)) +
+      1;
+  if (!prepared->program.variables.empty()) {
+    auto geometry = std::make_shared<LinearProgram>();
+    geometry->name = prepared->program.name;
+    geometry->launch = prepared->program.launch;
+    geometry->global_size = prepared->program.global_size;
+    geometry->variables = prepared->program.variables;
+    prepared->geometry = std::move(geometry);
+  }
+  prepared_kernels().insert(context, generic.ast, prepared);
+  return launch_of(std::move(prepared), unbound);
+}
+
+}  // namespace kiln

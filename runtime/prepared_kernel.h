@@ -1,0 +1,50 @@
+#pragma once
+// A scheduled kernel made ready to launch: lowered with its opts, vectorized, checked against the
+// device and rendered. Prepared kernels are cached by the kernel's structure (its ast over
+// numbered placeholder buffers), so a warm realize skips lowering and rendering.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/linear.h"
+#include "codegen/schedule.h"
+#include "runtime/device_context.h"
+#include "runtime/opt_policy.h"
+
+namespace kiln {
+
+struct PreparedKernel {
+  LinearProgram program;
+  std::string source;
+  DeviceContext* context = nullptr;
+  OptSettings settings;  // the policy its opts came from
+  double work_per_item = 1;
+  // Where the program has variables: its launch geometry alone (see RecordedLaunch).
+  std::shared_ptr<const LinearProgram> geometry;
+
+  // The loaded program, found once: the context keeps every program it loads for its lifetime,
+  // and looking it up by source hashes the whole text.
+  Program& loaded() const;
+
+ private:
+  mutable std::atomic<Program*> loaded_{nullptr};
+};
+
+// A kernel ready to launch: the prepared program (shared by every value of its variables) and
+// this launch's values, in program.variables order.
+struct KernelLaunch {
+  std::shared_ptr<const PreparedKernel> prepared;
+  std::vector<int64_t> values;
+  std::vector<Sym> bound;  // the bound variable each value came from
+};
+
+// Prepares the kernel of a schedule item, from the cache where its structure was seen before
+// with the same opt settings. Throws (DTypeError, DeviceError) where the device cannot run it.
+KernelLaunch prepare_kernel(const ScheduleItem& item);
+
+// Arithmetic operations the kernel performs, counting loop trips (for the GFLOP/s figure).
+double estimate_flops(const LinearProgram& program);
+
+}  // namespace kiln

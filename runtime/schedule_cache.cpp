@@ -1,0 +1,216 @@
+#include "runtime/schedule_cache.h"
+
+#include <cstring>
+#include <functional>
+
+#include "runtime/buffer.h"
+
+namespace kiln {
+namespace {
+
+// A node's own part of the key's hash. Trackers are left to the comparison: a View's shape is
+// hashed already, and printing a tracker to hash it would cost more than the lookup saves.
+size_t hash_node(const UOp& node, int leaf, const int* srcs, size_t src_count) {
+  size_t hash =
+      hash_combine(static_cast<size_t>(node.op()), static_cast<size_t>(node.dtype().type()));
+  for (int64_t size : node.shape()) hash = hash_combine(hash, static_cast<size_t>(size));
+  for (size_t index = 0; index < src_count; ++index)
+    hash = hash_combine(hash, static_cast<size_t>(srcs[index]));
+  switch (node.op()) {
+    case Op::Buffer:
+      hash = hash_combine(hash, static_cast<size_t>(leaf));
+      return hash_combine(hash, std::hash<std::string>()(node.storage()->device()));
+    case Op::Const: {
+      uint64_t bits;
+      std::memcpy(&bits, &node.const_arg().float_value, sizeof bits);
+      hash = hash_combine(hash, bits);
+      return hash_combine(hash, static_cast<size_t>(node.const_arg().int_value));
+    }
+    case Op::Reduce:
+      hash = hash_combine(hash, static_cast<size_t>(node.reduce_arg().op));
+      for (int axis : node.reduce_arg().axes) hash = hash_combine(hash, static_cast<size_t>(axis));
+      return hash;
+    case Op::Copy:
+      return hash_combine(hash, std::hash<std::string>()(node.device_arg()));
+    default:
+      return hash;
+  }
+}
+
+bool symbolic(const UOp& node) {
+  return node.is_symbolic() || (node.op() == Op::View && node.tracker().is_symbolic());
+}
+
+bool same_node(const KeyNode& key, const UOp& node, const int* srcs, size_t src_count) {
+  if (key.op != node.op() || key.dtype != node.dtype() || key.shape != node.shape()) return false;
+  if (key.srcs.size() != src_count ||
+      !std::equal(key.srcs.begin(), key.srcs.end(), srcs, srcs + src_count))
+    return false;
+  // Leaves are numbered in the order they are met, so equal sources give equal numbers.
+  if (node.op() == Op::Buffer) return key.leaf_device == node.storage()->device();
+  return key.arg == node.arg();
+}
+
+}  // namespace
+
+GraphWalk walk_graph(const std::vector<UOpRef>& roots, const std::string& device) {
+  GraphWalk walk;
+  walk.edge_begin.push_back(0);
+  // As create_schedule reads them: a node realized before is its value (a Buffer, or a View of
+  // one). Realized on another device, the scheduler may compute it instead: not cached.
+  auto resolve = [&](const UOpRef& ref) -> const UOpRef* {
+    UOpRef value = ref->realized_value();
+    if (!value) return &ref;
+    const UOp& buffer = value->op() == Op::Buffer ? *value : *value->src();
+    if (buffer.storage()->device() != device) walk.cacheable = false;
+    walk.values.push_front(std::move(value));
+    return &walk.values.front();
+  };
+  std::unordered_map<const UOp*, int> index_of;
+  std::vector<std::pair<const UOpRef*, size_t>> stack;
+  std::vector<int> srcs;
+  size_t hash = std::hash<std::string>()(device);
+  for (const UOpRef& root : roots) {
+    const UOpRef* start = resolve(root);
+    if (!index_of.count(start->get())) stack.emplace_back(start, 0);
+    while (!stack.empty() && walk.cacheable) {
+      const UOp& node = **stack.back().first;
+      const size_t next = stack.back().second++;
+      if (next < node.srcs().size()) {
+        const UOpRef* src = resolve(node.srcs()[next]);
+        if (!index_of.count(src->get())) stack.emplace_back(src, 0);
+        continue;
+      }
+      const UOpRef& ref = *stack.back().first;
+      stack.pop_back();
+      if (index_of.count(&node)) continue;
+      if (symbolic(node)) walk.cacheable = false;
+      srcs.clear();
+      for (const UOpRef& src : node.srcs()) {
+        UOpRef value = src->realized_value();
+        srcs.push_back(index_of.at(value ? value.get() : src.get()));
+      }
+      int leaf = -1;
+      if (node.op() == Op::Buffer) {
+        leaf = static_cast<int>(walk.leaves.size());
+        walk.leaves.push_back(ref);
+      }
+      hash = hash_combine(hash, hash_node(node, leaf, srcs.data(), srcs.size()));
+      index_of.emplace(&node, static_cast<int>(walk.nodes.size()));
+      walk.nodes.push_back(&node);
+      walk.edges.insert(walk.edges.end(), srcs.begin(), srcs.end());
+      walk.edge_begin.push_back(static_cast<int>(walk.edges.size()));
+    }
+    if (!walk.cacheable) return walk;
+    walk.roots.push_back(index_of.at(start->get()));
+    hash = hash_combine(hash, static_cast<size_t>(walk.roots.back()));
+  }
+  walk.hash = hash;
+  return walk;
+}
+
+Schedule instantiate(const SchedulePlan& plan, const GraphWalk& walk,
+                     std::vector<KernelLaunch>& kernels) {
+  Schedule schedule;
+  schedule.items.reserve(plan.items.size());
+  kernels.assign(plan.items.size(), KernelLaunch{});
+  for (size_t index = 0; index < plan.items.size(); ++index) {
+    const SchedulePlan::Item& planned = plan.items[index];
+    ScheduleItem item;
+    item.kind = planned.kind;
+    auto storage = std::make_shared<Buffer>(planned.context, planned.dtype, planned.numel);
+    item.output = UOp::make(Op::Buffer, planned.dtype, {}, std::move(storage), planned.shape);
+    for (int input : planned.inputs)
+      item.inputs.push_back(input >= 0 ? walk.leaves[input] : schedule.items[~input].output);
+    kernels[index] = planned.kernel;
+    schedule.items.push_back(std::move(item));
+  }
+  for (int result : plan.results) schedule.results.push_back(schedule.items[result].output);
+  return schedule;
+}
+
+const SchedulePlan* ScheduleCache::find(const GraphWalk& walk, const std::string& device,
+                                        const OptSettings& settings) const {
+  auto [begin, end] = entries_.equal_range(walk.hash);
+  for (auto found = begin; found != end; ++found) {
+    const Entry& entry = found->second;
+    if (entry.device != device || !(entry.settings == settings) || entry.roots != walk.roots ||
+        entry.nodes.size() != walk.nodes.size())
+      continue;
+    bool same = true;
+    for (size_t index = 0; index < walk.nodes.size() && same; ++index) {
+      const int* srcs = walk.edges.data() + walk.edge_begin[index];
+      const size_t count = static_cast<size_t>(walk.edge_begin[index + 1] - walk.edge_begin[index]);
+      same = same_node(entry.nodes[index], *walk.nodes[index], srcs, count);
+    }
+    if (!same) continue;
+    ++hits_;
+    return &entry.plan;
+  }
+  return nullptr;
+}
+
+void ScheduleCache::record(const GraphWalk& walk, const std::string& device,
+                           const OptSettings& settings, const Schedule& schedule,
+                           const std::vector<KernelLaunch>& kernels) {
+  if (!walk.cacheable) return;
+  std::unordered_map<const UOp*, int> source_of;  // a buffer node: its input reference
+  for (size_t index = 0; index < walk.leaves.size(); ++index)
+    source_of.emplace(walk.leaves[index].get(), static_cast<int>(index));
+  Entry entry;
+  entry.device = device;
+  entry.settings = settings;
+  entry.roots = walk.roots;
+  for (size_t index = 0; index < schedule.items.size(); ++index) {
+    const ScheduleItem& item = schedule.items[index];
+    SchedulePlan::Item planned;
+    planned.kind = item.kind;
+    const Buffer& output = buffer_of(*item.output);
+    planned.context = output.shared_context();
+    planned.dtype = item.output->dtype();
+    planned.shape = item.output->shape();
+    planned.numel = output.numel();
+    for (const UOpRef& input : item.inputs) {
+      auto found = source_of.find(input.get());
+      if (found == source_of.end()) return;  // read from outside the walk's leaves
+      planned.inputs.push_back(found->second);
+    }
+    if (item.kind == ScheduleItem::Kind::Kernel) {
+      if (!kernels[index].values.empty()) return;  // bound per realize
+      planned.kernel = kernels[index];
+    }
+    source_of.emplace(item.output.get(), ~static_cast<int>(index));
+    entry.plan.items.push_back(std::move(planned));
+  }
+  for (const UOpRef& result : schedule.results) {
+    auto found = source_of.find(result.get());
+    if (found == source_of.end() || found->second >= 0) return;  // not an item's output
+    entry.plan.results.push_back(~found->second);
+  }
+  for (size_t index = 0; index < walk.nodes.size(); ++index) {
+    const UOp& node = *walk.nodes[index];
+    KeyNode key;
+    key.op = node.op();
+    key.dtype = node.dtype();
+    key.shape = node.shape();
+    key.srcs.assign(walk.edges.begin() + walk.edge_begin[index],
+                    walk.edges.begin() + walk.edge_begin[index + 1]);
+    if (node.op() == Op::Buffer) {
+      key.leaf_device = node.storage()->device();
+    } else {
+      key.arg = node.arg();
+    }
+    entry.nodes.push_back(std::move(key));
+  }
+  // Dropping every plan now and then keeps the cache bounded; a loop's graphs come back at
+  // once, and their kernels stay prepared below.
+  if (entries_.size() >= kMaxEntries) entries_.clear();
+  entries_.emplace(walk.hash, std::move(entry));
+}
+
+ScheduleCache& schedule_cache() {
+  static ScheduleCache cache;
+  return cache;
+}
+
+}  // namespace kiln

@@ -1,0 +1,102 @@
+#pragma once
+// The schedule cache: a warm realize of a graph built again over other buffers (the next step of
+// a loop, the next request) skips the scheduler and kernel preparation, which are most of a
+// small realize's host time.
+//
+// A graph's key is its structure with the Buffer leaves numbered in the order a walk first meets
+// them: ops, dtypes, shapes, arguments, which node reads which, and each leaf's dtype, shape and
+// device. Nodes realized before count as the values they hold, as the scheduler reads them. The
+// scheduler and the kernels it makes depend on nothing else, so a graph with an equal key gets
+// the same plan: the same items, each over the same numbered leaves or earlier items' outputs,
+// with the same prepared kernels. Symbolic graphs are not cached (their variables' values are
+// bound per realize).
+
+#include <forward_list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/schedule.h"
+#include "core/uop.h"
+#include "runtime/opt_policy.h"
+#include "runtime/prepared_kernel.h"
+
+namespace kiln {
+
+// One node of a graph's key.
+struct KeyNode {
+  Op op;
+  DType dtype;
+  Shape shape;
+  Arg arg;                  // unset for a leaf: its buffer is not part of the key
+  std::vector<int> srcs;    // indices of earlier nodes
+  std::string leaf_device;  // a Buffer: its storage's device
+};
+
+// What a realize's roots are, read once: the walk's nodes (sources first) and leaves.
+struct GraphWalk {
+  bool cacheable = true;
+  size_t hash = 0;
+  std::vector<const UOp*> nodes;
+  std::vector<UOpRef> leaves;  // the Buffer nodes, numbered by position
+  std::vector<int> roots;      // each root's node index
+  // Each node's sources as node indices: node i's are edges[edge_begin[i] .. edge_begin[i + 1]).
+  std::vector<int> edges;
+  std::vector<int> edge_begin;
+  std::forward_list<UOpRef> values;  // realized values met, kept alive for the realize
+};
+
+// Walks the roots as create_schedule sees them on `device` (realized nodes as their values).
+GraphWalk walk_graph(const std::vector<UOpRef>& roots, const std::string& device);
+
+// A schedule with its buffers left out: replayed over the leaves of an equal graph.
+struct SchedulePlan {
+  struct Item {
+    ScheduleItem::Kind kind = ScheduleItem::Kind::Kernel;
+    std::shared_ptr<DeviceContext> context;  // where the output lives
+    DType dtype;
+    Shape shape;
+    int64_t numel = 0;
+    std::vector<int> inputs;  // >= 0: a leaf; < 0: the output of item ~index
+    KernelLaunch kernel;      // Kind::Kernel
+  };
+  std::vector<Item> items;
+  std::vector<int> results;  // per root: the item whose output holds it
+};
+
+// The schedule of a plan over a walk's leaves (new output buffers), with its kernels.
+Schedule instantiate(const SchedulePlan& plan, const GraphWalk& walk,
+                     std::vector<KernelLaunch>& kernels);
+
+// Keyed by the walk, the realize device and the opt settings; bounded. Used under the realize
+// lock only (lock_realizations), so it takes no lock of its own.
+class ScheduleCache {
+ public:
+  const SchedulePlan* find(const GraphWalk& walk, const std::string& device,
+                           const OptSettings& settings) const;
+  // Records the schedule made for a walk that find() missed. Does nothing where it cannot be
+  // replayed (an item reads a buffer that is neither a leaf nor an earlier output, a result is not
+  // an item's).
+  void record(const GraphWalk& walk, const std::string& device, const OptSettings& settings,
+              const Schedule& schedule, const std::vector<KernelLaunch>& kernels);
+  size_t size() const { return entries_.size(); }
+  int64_t hits() const { return hits_; }  // plans found, since the process began
+  void clear() { entries_.clear(); }
+
+ private:
+  static constexpr size_t kMaxEntries = 1024;
+  struct Entry {
+    std::string device;
+    OptSettings settings;
+    std::vector<KeyNode> nodes;
+    std::vector<int> roots;
+    SchedulePlan plan;
+  };
+  std::unordered_multimap<size_t, Entry> entries_;
+  mutable int64_t hits_ = 0;
+};
+
+ScheduleCache& schedule_cache();
+
+}  // namespace kiln
