@@ -135,6 +135,11 @@ TEST_CASE("the cache key of a CUDA kernel names NVRTC and the architecture", "[c
   CHECK(contains(identity, "sm_90"));
   CHECK(contains(identity, "--fmad=false"));
   CHECK(open_device("CUDA@sm_80")->device().compiler().identity() != identity);
+  // The library file that was loaded, resolved to its real path with its size and time (an
+  // update in place keeps NVRTC's version), and the builtins library it compiles with.
+  CHECK(contains(identity, "(/"));
+  CHECK(contains(identity, " bytes @"));
+  CHECK(contains(identity, "libnvrtc-builtins.so"));
 }
 
 TEST_CASE("CUDA computes what the CPU computes", "[cuda]") {

@@ -2,9 +2,12 @@
 
 #include <kiln/error.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "devices/cuda/cuda_api.h"
 
@@ -43,15 +46,40 @@ const NvrtcApi& loaded_nvrtc() {
   return api;
 }
 
-// The library's file, resolved, with its size: a toolkit updated in place gives another key.
-std::string library_identity(const std::string& library) {
+// A file resolved to its real path, with its size and modification time: a toolkit updated in
+// place (13.0 Update 1 to Update 2 keeps NVRTC's version) gives another key.
+std::string file_identity(const std::filesystem::path& file) {
   std::error_code error;
-  std::filesystem::path path = library;
-  if (path.is_relative()) return library;  // found on the loader's path: the version says enough
-  path = std::filesystem::canonical(path, error);
-  if (error) return library;
+  const std::filesystem::path path = std::filesystem::canonical(file, error);
+  if (error) return file.string();
+  std::string identity = path.string();
   const auto size = std::filesystem::file_size(path, error);
-  return path.string() + (error ? "" : " " + std::to_string(size) + " bytes");
+  if (!error) identity += " " + std::to_string(size) + " bytes";
+  const auto written = std::filesystem::last_write_time(path, error);
+  if (!error) identity += " @" + std::to_string(written.time_since_epoch().count());
+  return identity;
+}
+
+// The NVRTC library that was loaded (found through one of its functions, as the loader resolved
+// the name), and the builtins library beside it that NVRTC loads when it compiles.
+std::string library_identity(const NvrtcApi& api) {
+  Dl_info info{};
+  std::filesystem::path library = api.library;
+  if (dladdr(reinterpret_cast<const void*>(api.nvrtcVersion), &info) != 0 && info.dli_fname)
+    library = info.dli_fname;
+  std::string identity = file_identity(library);
+  std::error_code error;
+  const std::filesystem::path folder = std::filesystem::canonical(library, error).parent_path();
+  if (error) return identity;
+  std::vector<std::string> builtins;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("libnvrtc-builtins.so", 0) == 0 && !entry.is_symlink(error))
+      builtins.push_back(file_identity(entry.path()));
+  }
+  std::sort(builtins.begin(), builtins.end());
+  for (const std::string& builtin : builtins) identity += "; " + builtin;
+  return identity;
 }
 
 class NvrtcCompiler : public Compiler {
@@ -77,7 +105,7 @@ class NvrtcCompiler : public Compiler {
         // a * b + c rounds twice, as on the CPU (-ffp-contract=off) and OpenCL devices.
         "--fmad=false", "--std=c++17"};
     identity_ = "CUDA | NVRTC " + std::to_string(api.major) + "." + std::to_string(api.minor) +
-                " (" + library_identity(api.library) + ") |";
+                " (" + library_identity(api) + ") |";
     for (const std::string& option : options_) identity_ += " " + option;
     // PTX is compiled by the driver at load: its version changes the binary that runs.
     if (ptx_) identity_ += " | driver " + std::to_string(driver_version);
