@@ -55,6 +55,11 @@ struct Dialect {
   std::string local_qualifier;  // e.g. "__local "
   bool local_arrays_outside_kernel = false;
   std::string barrier;  // e.g. "barrier(CLK_LOCAL_MEM_FENCE);"
+  // GRID (LinOp::GridTicket): the statement after which this work item's global memory stores
+  // are visible to every workgroup, and the expression that adds 1 to element 0 of the uint32
+  // buffer `counter` atomically and gives its value before. Empty where the dialect has no GRID.
+  std::string global_fence;
+  std::function<std::string(const std::string& counter)> atomic_increment;
   std::string index_type = "long long";
   // Qualifier of a named value computed once (C's "const "; GLSL's const wants a constant
   // expression, so it has none).

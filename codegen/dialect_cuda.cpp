@@ -37,8 +37,11 @@ Dialect make_cuda_dialect() {
                        ") " + program.name + "(";
     for (size_t param = 0; param < program.params.size(); ++param) {
       const KernelParam& info = program.params[param];
-      text += std::string(param > 0 ? ", " : "") + (info.is_output ? "" : "const ") +
-              self.type_name(info.dtype) + "* __restrict__ " + param_name(param);
+      // Scratch is written by every workgroup and read by the last: volatile, so that those
+      // reads go to memory rather than to a cache that may hold it from before.
+      const std::string qualifier = info.scratch ? "volatile " : info.is_output ? "" : "const ";
+      text += std::string(param > 0 ? ", " : "") + qualifier + self.type_name(info.dtype) +
+              "* __restrict__ " + param_name(param);
     }
     // Variables follow the buffers, as 64-bit integers.
     for (const Sym& variable : program.variables)
@@ -53,6 +56,10 @@ Dialect make_cuda_dialect() {
   };
   dialect.local_qualifier = "__shared__ ";
   dialect.barrier = "__syncthreads();";
+  dialect.global_fence = "__threadfence();";
+  dialect.atomic_increment = [](const std::string& counter) {
+    return "atomicAdd((unsigned int*)" + counter + ", 1u)";
+  };
   dialect.index_type = "long long";
   // Signed overflow is undefined in C++ and NVRTC's optimiser relies on it, as OpenCL C's does.
   dialect.signed_overflow_wraps = false;

@@ -108,9 +108,13 @@ Dialect make_glsl_dialect() {
     }
     for (size_t param = 0; param < program.params.size(); ++param) {
       const KernelParam& info = program.params[param];
-      text += "layout(std430, binding = " + std::to_string(param) + ") restrict " +
-              (info.is_output ? "" : "readonly ") + "buffer KilnBuffer" + std::to_string(param) +
-              " { " + self.type_name(info.dtype) + " " + param_name(param) + "[]; };\n";
+      // Scratch is written by every workgroup and read by the last: coherent between them.
+      const std::string qualifier = info.scratch     ? "coherent "
+                                    : info.is_output ? "restrict "
+                                                     : "restrict readonly ";
+      text += "layout(std430, binding = " + std::to_string(param) + ") " + qualifier +
+              "buffer KilnBuffer" + std::to_string(param) + " { " + self.type_name(info.dtype) +
+              " " + param_name(param) + "[]; };\n";
     }
     text += "void main() {\n";
     for (size_t at = 0; at < program.variables.size(); ++at) {
@@ -131,6 +135,10 @@ Dialect make_glsl_dialect() {
   dialect.local_qualifier = "shared ";
   dialect.local_arrays_outside_kernel = true;
   dialect.barrier = "memoryBarrierShared(); barrier();";
+  dialect.global_fence = "memoryBarrierBuffer();";
+  dialect.atomic_increment = [](const std::string& counter) {
+    return "atomicAdd(" + counter + "[0], 1u)";
+  };
   dialect.index_type = "int";
   dialect.value_qualifier = "";
   dialect.exact_qualifier = "precise ";

@@ -56,7 +56,10 @@ Dialect opencl_dialect(bool has_fp64, bool vector_loads) {
     std::string text = "__kernel void " + program.name + "(";
     for (size_t param = 0; param < program.params.size(); ++param) {
       const KernelParam& info = program.params[param];
-      text += std::string(param > 0 ? ", " : "") + "__global " + (info.is_output ? "" : "const ") +
+      // Scratch is written by every workgroup and read by the last: volatile, so that those
+      // reads go to memory.
+      const std::string qualifier = info.scratch ? "volatile " : info.is_output ? "" : "const ";
+      text += std::string(param > 0 ? ", " : "") + "__global " + qualifier +
               self.type_name(info.dtype) + "* restrict " + param_name(param);
     }
     // Variables follow the buffers, as 64-bit integers.
@@ -72,6 +75,10 @@ Dialect opencl_dialect(bool has_fp64, bool vector_loads) {
   };
   dialect.local_qualifier = "__local ";
   dialect.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
+  dialect.global_fence = "mem_fence(CLK_GLOBAL_MEM_FENCE);";
+  dialect.atomic_increment = [](const std::string& counter) {
+    return "atomic_inc(" + counter + ")";
+  };
   dialect.index_type = "long";
   // OpenCL C has no -fwrapv: signed overflow is undefined, and compilers use that (PoCL turns
   // `(a + b) < a` into `b < 0`).

@@ -189,6 +189,7 @@ class Chooser {
         add({OptKind::Group, axis, group},
             "too few outputs to fill the device: a workgroup shares each reduction");
         size /= group;
+        size /= choose_grid(axis, group);
       }
     } else if (!target_.loop_launch && target_.is_gpu && axes_.reassociable &&
                axes_.source_axis.empty() && output_lanes() == 1 && size >= 128 &&
@@ -227,6 +228,24 @@ class Chooser {
     if (output_lanes() > 4) return;
     if (axis_size % 4 == 0 && size >= 8)
       add({OptKind::Unroll, axis, 4}, "an ordered reduction: unrolled, not reassociated");
+  }
+
+  // GRID for one output whose reduction fills the device: two workgroups per compute unit (an
+  // H100's 264 of 256 work items matched a hand-written sum's best), each work item reducing at
+  // least 32 elements. Returns the workgroups (1: none).
+  int64_t choose_grid(int axis, int64_t group) {
+    if (!target_.prefers_grid() || item_.output->numel() != 1 || axes_.is_symbolic(axis) ||
+        axes_.reduce_dtype.itemsize() < 4)
+      return 1;
+    const int64_t buffers = static_cast<int64_t>(item_.inputs.size()) + 1 + kGridScratchBuffers;
+    if (target_.max_kernel_buffers > 0 && buffers > target_.max_kernel_buffers) return 1;
+    const int64_t groups = std::min(
+        {2 * target_.compute_units, axes_.size(axis) / (group * 32), target_.max_workgroups[0]});
+    if (groups < 2) return 1;
+    add({OptKind::Grid, axis, groups},
+        "one output: " + std::to_string(groups) +
+            " workgroups share its reduction, and the last to finish combines their partials");
+    return groups;
   }
 
   // Whether neighbouring steps of the reduce axis read neighbouring elements of some input.
@@ -344,6 +363,9 @@ std::vector<Opt> random_opts(const ScheduleItem& item, const OptTarget& target, 
     for (int64_t amount : {2, 4, 16, 64}) {
       candidates.push_back(
           {axes.is_reduce_axis(axis) ? OptKind::Group : OptKind::Local, axis, amount});
+    }
+    if (axes.is_reduce_axis(axis) && target.grid) {
+      for (int64_t amount : {2, 3, 16}) candidates.push_back({OptKind::Grid, axis, amount});
     }
   }
   for (int64_t amount : {2, 8, 64, 256})

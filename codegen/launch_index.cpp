@@ -15,7 +15,15 @@ LaunchIndex index_launch(const KernelAxes& axes, const std::vector<Opt>& opts,
     LaunchDim dim;
     const std::string number = std::to_string(program.launch.size());
     dim.local = axis.local;
-    if (axis.role == LaunchAxis::Role::GroupLanes) {
+    if (axis.role == LaunchAxis::Role::GroupLanes && axis.groups > 1) {
+      // GRID: the group's lanes in `groups` workgroups, numbered by a global id.
+      dim.var = "gidx" + number;
+      dim.size = axis.local * axis.groups;
+      result.grid_item = Sym::var(dim.var, 0, axis.local * axis.groups - 1);
+      result.group_lane = mod(result.grid_item, Sym(axis.local));
+      result.grid_group = floordiv(result.grid_item, Sym(axis.local));
+      result.store_guard = lt(result.group_lane, Sym(1));
+    } else if (axis.role == LaunchAxis::Role::GroupLanes) {
       dim.var = "lidx" + number;
       dim.local_id = true;
       dim.size = axis.local;

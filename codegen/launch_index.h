@@ -12,8 +12,11 @@
 namespace kiln {
 
 struct LaunchIndex {
-  std::vector<Sym> tile;     // each output axis' tile index
-  Sym group_lane = Sym(0);   // GROUP: the work item's place in its group
+  std::vector<Sym> tile;    // each output axis' tile index
+  Sym group_lane = Sym(0);  // GROUP: the work item's place in its group
+  // GRID: the work item's place among all the grid's work items, and its workgroup.
+  Sym grid_item = Sym(0);
+  Sym grid_group = Sym(0);
   Sym store_guard = Sym(1);  // which work items store the outputs
 };
 

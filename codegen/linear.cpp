@@ -8,9 +8,9 @@
 namespace kiln {
 
 std::string LinearProgram::to_string() const {
-  static const char* const kOpNames[] = {"CONST",      "INDEX",    "LOAD",         "STORE",
-                                         "ALU",        "CAST",     "DEFACC",       "ACC_UPDATE",
-                                         "LOOP_BEGIN", "LOOP_END", "DEFINE_LOCAL", "BARRIER"};
+  static const char* const kOpNames[] = {
+      "CONST",      "INDEX",      "LOAD",     "STORE",        "ALU",     "CAST",       "DEFACC",
+      "ACC_UPDATE", "LOOP_BEGIN", "LOOP_END", "DEFINE_LOCAL", "BARRIER", "GRID_TICKET"};
   std::ostringstream text;
   text << "kernel " << name << " opts: " << opts << "\n  launch:";
   for (const LaunchDim& dim : launch) {

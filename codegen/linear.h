@@ -31,6 +31,12 @@ enum class LinOp : uint8_t {
   LoopEnd,
   DefineLocal,  // an array of `local_size` values of `dtype` in workgroup-shared memory
   Barrier,      // every work item of the workgroup waits here; local memory writes are then seen
+  // GRID: after a fence that makes the workgroup's stores to global memory visible, the work
+  // items where `valid` holds count their workgroup done on the counter `buffer` (a parameter);
+  // every work item of the workgroup then knows, as the index variable named `loop_var` (0 or 1),
+  // whether it was the last of the `local_size` workgroups. srcs[0] is a DefineLocal of one
+  // uint32 that carries the answer across the workgroup (the instruction waits at a barrier).
+  GridTicket,
 };
 
 struct LinInstr {
@@ -66,6 +72,10 @@ struct KernelParam {
   DType dtype;
   int64_t numel = 0;
   bool is_output = false;
+  // Bound by the runtime (after the inputs), zero-filled once and kept across launches: GRID's
+  // partial results and counter. Workgroups exchange values through it, so dialects declare it
+  // coherent between them.
+  bool scratch = false;
 };
 
 // One launch dimension: work items [0, global) in groups of `local`; those at `size` and beyond

@@ -78,6 +78,9 @@ class Lowerer : public LinearBuilder {
           break;
         case OptKind::Rows:
           break;
+        case OptKind::Grid:
+          grid_groups_ = opt.amount;
+          break;
       }
     }
     for (const Opt& opt : opts) {
@@ -92,6 +95,13 @@ class Lowerer : public LinearBuilder {
       param_of_[input.get()] = static_cast<int>(program_.params.size());
       program_.params.push_back({input->dtype(), input->numel(), false});
     }
+    if (grid_groups_ > 1) {
+      const DType partial = kernel_reduce_->dtype();
+      grid_partials_ = static_cast<int>(program_.params.size());
+      program_.params.push_back({partial, grid_groups_, false, true});
+      grid_counter_ = static_cast<int>(program_.params.size());
+      program_.params.push_back({dtypes::uint32, 1, false, true});
+    }
     const SymShape shape = item_.ast->sym_shape();
     const size_t ndim = shape.size();
     // No output at any value (a symbolic size that may be 0 is lowered for its other values).
@@ -104,6 +114,8 @@ class Lowerer : public LinearBuilder {
       tiles[axis] = floordiv(tiles[axis], Sym(upcast_[axis]));
     LaunchIndex launched = index_launch(axes_, opts_, tiles, program_);
     group_lane_ = launched.group_lane;
+    grid_item_ = launched.grid_item;
+    grid_group_ = launched.grid_group;
     store_guard_ = launched.store_guard;
     const Index tile = launched.tile;
     tile_index_ = tile;
@@ -325,6 +337,14 @@ class Lowerer : public LinearBuilder {
     if (node == kernel_reduce_ && tile_chunk_ > 0) return lower_tiled_reduce(node, lanes);
     std::vector<ReduceAxisOpts> axis_opts(reduce.axes.size());
     if (node == kernel_reduce_) axis_opts = reduce_opts_;
+    // GRID: the GROUP's lanes in every workgroup share the axis, numbered across the grid.
+    const bool grid = node == kernel_reduce_ && grid_groups_ > 1;
+    if (grid) {
+      for (ReduceAxisOpts& opts : axis_opts) {
+        if (opts.group > 1) opts.group *= grid_groups_;
+      }
+    }
+    const Sym& reduce_lane = grid ? grid_item_ : group_lane_;
     const SymShape src_shape = src->sym_shape();
     for (int axis : reduce.axes) {
       if (src_shape[axis] == Sym(0))
@@ -384,7 +404,7 @@ class Lowerer : public LinearBuilder {
           const ReduceAxisOpts& opts = axis_opts[at];
           const int64_t copy_at = copy_rest % opts.unroll, part_at = part_rest % opts.upcast;
           copy_rest /= opts.unroll, part_rest /= opts.upcast;
-          const Sym lane = opts.group > 1 ? group_lane_ : Sym(0);
+          const Sym lane = opts.group > 1 ? reduce_lane : Sym(0);
           const Sym position =
               ((trip[at] * Sym(opts.unroll) + Sym(copy_at)) * Sym(opts.upcast) + Sym(part_at)) *
                   Sym(opts.group) +
@@ -544,7 +564,58 @@ class Lowerer : public LinearBuilder {
     int64_t group = 1;
     for (const ReduceAxisOpts& opts : reduce_opts_) group = std::max(group, opts.group);
     if (!grouped || group == 1) return values;
-    return combine_across_group(std::move(values), op, dtype, group, group_lane_);
+    values = combine_across_group(std::move(values), op, dtype, group, group_lane_);
+    return grid_groups_ > 1 ? finish_grid(std::move(values), op, dtype, group) : values;
+  }
+
+  // GRID: each workgroup stores its partial result; the last to count itself done combines them
+  // (in order, as a GROUP does) and alone stores the output, leaving the counter at zero. The
+  // other workgroups run the same instructions with their loads and stores switched off, so that
+  // every work item reaches the barriers.
+  std::vector<int> finish_grid(std::vector<int> values, ReduceOp op, DType dtype, int64_t group) {
+    const Sym first_lane = lt(group_lane_, Sym(1));
+    LinInstr partial{LinOp::Store, dtype};
+    partial.srcs = {values.at(0)};
+    partial.buffer = grid_partials_;
+    partial.index = grid_group_;
+    partial.valid = first_lane;
+    emit(std::move(partial));
+    LinInstr flag{LinOp::DefineLocal, dtypes::uint32};
+    flag.local_size = 1;
+    const int flag_index = emit(std::move(flag));
+    LinInstr ticket{LinOp::GridTicket, dtypes::uint32};
+    ticket.srcs = {flag_index};
+    ticket.buffer = grid_counter_;
+    ticket.valid = first_lane;
+    ticket.local_size = grid_groups_;
+    ticket.loop_var = "grid_last";
+    emit(std::move(ticket));
+    // As a condition (GLSL's are bools, not integers).
+    const Sym last = lt(Sym(0), Sym::var("grid_last", 0, 1));
+
+    std::vector<int> accumulator = define_accumulators(op, dtype, 1);
+    std::vector<int> loops;
+    const Sym step = open_loop(loops, Sym((grid_groups_ + group - 1) / group));
+    const Sym position = step * Sym(group) + group_lane_;
+    const Sym valid =
+        grid_groups_ % group == 0 ? last : logical_and(last, lt(position, Sym(grid_groups_)));
+    LinInstr load{LinOp::Load, dtype};
+    load.buffer = grid_partials_;
+    load.index = position;
+    load.valid = valid;
+    load.value = reduce_identity(op, dtype);
+    accumulate(accumulator[0], masked_identity(emit(std::move(load)), valid, op, dtype), op);
+    close_loop(loops);
+    std::vector<int> total =
+        combine_across_group(std::move(accumulator), op, dtype, group, group_lane_);
+    LinInstr reset{LinOp::Store, dtypes::uint32};
+    reset.srcs = {constant(dtypes::uint32, ConstArg{})};
+    reset.buffer = grid_counter_;
+    reset.index = Sym(0);
+    reset.valid = logical_and(first_lane, last);
+    emit(std::move(reset));
+    store_guard_ = logical_and(store_guard_, last);
+    return total;
   }
 
   const ScheduleItem& item_;
@@ -552,8 +623,12 @@ class Lowerer : public LinearBuilder {
   const std::vector<Opt>& opts_;
   UOpRef kernel_reduce_;  // the Reduce the reduction opts apply to
   std::vector<ReduceAxisOpts> reduce_opts_;
-  std::vector<int64_t> upcast_;      // per output axis
-  Sym group_lane_ = Sym(0);          // GROUP: the work item's place in its group
+  std::vector<int64_t> upcast_;                 // per output axis
+  Sym group_lane_ = Sym(0);                     // GROUP: the work item's place in its group
+  int64_t grid_groups_ = 1;                     // GRID: the workgroups sharing the reduction
+  Sym grid_item_ = Sym(0);                      // GRID: the work item's place in the grid
+  Sym grid_group_ = Sym(0);                     // GRID: its workgroup
+  int grid_partials_ = -1, grid_counter_ = -1;  // GRID: the scratch parameters
   std::map<int, int64_t> local_of_;  // LOCAL amounts by output axis (kFlatAxis: the flat index)
   Index tile_index_;                 // the work item's tile index along each output axis
   int64_t tile_chunk_ = 0;           // TILE: the reduction's chunk (0: no TILE)
@@ -574,6 +649,14 @@ LinearProgram lower_kernel(const ScheduleItem& item, const std::vector<Opt>& opt
   check_opts(axes, opts, target,
              std::string("storing ") + item.output->dtype().name() + "[" +
                  std::to_string(item.output->numel()) + "]");
+  const bool grid = std::any_of(opts.begin(), opts.end(),
+                                [](const Opt& opt) { return opt.kind == OptKind::Grid; });
+  const int64_t buffers = static_cast<int64_t>(item.inputs.size()) + 1 + kGridScratchBuffers;
+  if (grid && target.max_kernel_buffers > 0 && buffers > target.max_kernel_buffers)
+    throw OptError("[opts] GRID does not fit kernel storing " +
+                   std::string(item.output->dtype().name()) + ": with its two scratch buffers it " +
+                   "binds " + std::to_string(buffers) + "; " + target.device + " binds at most " +
+                   std::to_string(target.max_kernel_buffers));
   LinearProgram program = Lowerer(item, axes, opts).run();
   program.variables = kernel_variables(item.ast);
   spread_over_hardware(program, target.max_workgroups);

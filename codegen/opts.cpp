@@ -29,6 +29,8 @@ const char* opt_kind_name(OptKind kind) {
       return "ROWS";
     case OptKind::Tile:
       return "TILE";
+    case OptKind::Grid:
+      return "GRID";
   }
   return "?";
 }
@@ -214,9 +216,13 @@ std::vector<LaunchAxis> launch_layout(const KernelAxes& axes, const std::vector<
   std::vector<LaunchAxis> launch;
   std::map<int, int64_t, std::greater<int>> local_of;  // the last output axis first
   int64_t flat_local = 1;
+  int64_t grid = 1;
+  for (const Opt& opt : opts) {
+    if (opt.kind == OptKind::Grid) grid = opt.amount;
+  }
   for (const Opt& opt : opts) {
     if (opt.kind == OptKind::Group)
-      launch.push_back({LaunchAxis::Role::GroupLanes, opt.axis, opt.amount});
+      launch.push_back({LaunchAxis::Role::GroupLanes, opt.axis, opt.amount, grid});
     if (opt.kind != OptKind::Local) continue;
     if (opt.axis == Opt::kFlatAxis) {
       flat_local = opt.amount;
@@ -243,6 +249,7 @@ class OptChecker {
     std::map<int, int64_t> upcast_of, local_of;
     int64_t group = 0, workgroup = 1;
     const Opt* tile = nullptr;
+    const Opt* grid = nullptr;
 
     for (const Opt& opt : opts) {
       opt_ = &opt;
@@ -322,10 +329,18 @@ class OptChecker {
                 "sqrt(n)); TILE adds in order");
           tile = &opt;
           break;
+        case OptKind::Grid:
+          if (!reduce_axis) refuse("GRID applies to the reduce axis of a GROUP");
+          needs_workgroups();
+          if (!target_.grid)
+            refuse(target_.device + "'s dialect has no global atomics and fences for GRID");
+          grid = &opt;
+          break;
       }
     }
     opt_ = nullptr;
     if (tile) check_tile(*tile, opts, upcast_of, local_of);
+    if (grid) check_grid(*grid, opts, upcast_of);
     const std::vector<LaunchAxis> launch = launch_layout(axes_, opts);
     for (const Opt& opt : opts) {
       opt_ = &opt;
@@ -372,7 +387,7 @@ class OptChecker {
     for (const LaunchAxis& dim : launch) {
       int64_t items = 1;
       if (dim.role == LaunchAxis::Role::GroupLanes) {
-        items = dim.local;  // one workgroup
+        items = dim.local * dim.groups;  // one workgroup, or a GRID's
       } else if (dim.role == LaunchAxis::Role::Axis) {
         items = tiles(dim.axis);
       } else {
@@ -390,6 +405,29 @@ class OptChecker {
            target_.device + " allows at most " + std::to_string(target_.max_workgroups[0]) + ", " +
            std::to_string(target_.max_workgroups[1]) + ", " +
            std::to_string(target_.max_workgroups[2]) + " (spread over the dimensions left free)");
+  }
+
+  void check_grid(const Opt& grid, const std::vector<Opt>& opts,
+                  const std::map<int, int64_t>& upcast_of) {
+    opt_ = &grid;
+    const bool grouped = std::any_of(opts.begin(), opts.end(), [&](const Opt& other) {
+      return other.kind == OptKind::Group && other.axis == grid.axis;
+    });
+    if (!grouped)
+      refuse("GRID shares a GROUP's reduction between workgroups: no GROUP on the axis");
+    int64_t outputs = 1;
+    for (int64_t size : axes_.output) outputs *= size;
+    if (outputs != 1 || output_lanes(upcast_of) != 1)
+      refuse("the workgroups' partials combine into one output; the kernel has " +
+             std::to_string(outputs));
+    if (axes_.reduce_dtype.itemsize() < 4)
+      refuse(std::string("workgroups store neighbouring partial results, and ") +
+             axes_.reduce_dtype.name() + " stores are narrower than the 32 bits every device " +
+             "writes without touching its neighbours");
+    if (grid.amount > target_.max_workgroups[0])
+      refuse(target_.device + " launches at most " + std::to_string(target_.max_workgroups[0]) +
+             " workgroups along a dimension");
+    opt_ = nullptr;
   }
 
   void check_tile(const Opt& tile, const std::vector<Opt>& opts,

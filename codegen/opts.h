@@ -45,6 +45,13 @@ enum class OptKind : uint8_t {
   // on an output axis, every LOCAL dividing its axis (all work items reach the barriers), no LOCAL
   // on the flat index, no GROUP, and no other opt on the reduce axis.
   Tile,
+  // The GROUP's reduce axis, in a kernel with one output: `amount` workgroups share the
+  // reduction (a grid-wide GROUP), each storing its partial result in a buffer the runtime
+  // provides; the last workgroup to finish (counted by an atomic counter beside it, which it
+  // leaves at zero again) combines the partials in order and stores the output. One kernel where
+  // a large full reduction would otherwise take two. Needs 32- or 64-bit accumulators (workgroups
+  // write neighbouring partials) and two buffer bindings more than the kernel's own.
+  Grid,
 };
 
 const char* opt_kind_name(OptKind kind);
@@ -109,8 +116,9 @@ KernelAxes kernel_axes(const UOpRef& ast);
 // output axes (omitted where every output axis has a LOCAL). More than three is invalid.
 struct LaunchAxis {
   enum class Role { GroupLanes, Axis, Flat } role;
-  int axis;       // the kernel axis (GroupLanes, Axis); kFlatAxis for Flat
-  int64_t local;  // work items per workgroup along this dimension
+  int axis;            // the kernel axis (GroupLanes, Axis); kFlatAxis for Flat
+  int64_t local;       // work items per workgroup along this dimension
+  int64_t groups = 1;  // GroupLanes under a GRID: its workgroups (else one per output)
 };
 std::vector<LaunchAxis> launch_layout(const KernelAxes& axes, const std::vector<Opt>& opts);
 
@@ -124,8 +132,17 @@ struct OptTarget {
   int64_t max_workgroups[3] = {INT64_MAX, INT64_MAX, INT64_MAX};  // per launch dimension
   int64_t local_memory_bytes = 0;
   int64_t compute_units = 1;
-  int64_t simd_width = 1;  // a GPU's warp or wavefront
+  int64_t simd_width = 1;          // a GPU's warp or wavefront
+  int64_t max_kernel_buffers = 0;  // buffers one kernel binds (0: no limit below kiln's own)
+  bool grid = false;               // the dialect renders GRID (global atomics and fences)
+  // Whether the heuristics give a large full reduction GRID (a GPU): the scheduler then keeps it
+  // one kernel (KernelLimits::grid_reductions).
+  bool prefers_grid() const { return grid && is_gpu; }
 };
+
+// GRID: the scratch buffers a kernel binds after its inputs (the partial results and the
+// counter).
+constexpr int kGridScratchBuffers = 2;
 
 // TILE: whether `input` (a View of a Buffer) holds neighbouring steps of the reduction next to
 // each other in memory; false for a computed input, which has no memory order. Such an input is

@@ -563,6 +563,22 @@ class Renderer {
       case LinOp::Barrier:
         out << pad() << dialect_.barrier << "\n";
         return;
+      case LinOp::GridTicket: {
+        if (!dialect_.atomic_increment)
+          throw InternalError("[render_kernel] the " + dialect_.name +
+                              " dialect has no GRID (kernel " + program_.name + ")");
+        const std::string& flag = names_[instr.srcs[0]];
+        const std::string& u = dialect_.uint32_literal_suffix;
+        out << pad() << dialect_.global_fence << "\n";
+        out << pad() << "if (" << sym_text(instr.valid, dialect_) << ") " << flag << "[0] = ("
+            << dialect_.atomic_increment(buffer_name(instr)) << " == " << instr.local_size - 1 << u
+            << ") ? 1" << u << " : 0" << u << ";\n";
+        out << pad() << dialect_.barrier << "\n";
+        names_[index] = instr.loop_var;
+        out << pad() << dialect_.value_qualifier << dialect_.index_type << " " << instr.loop_var
+            << " = " << dialect_.cast(dialect_.index_type, flag + "[0]") << ";\n";
+        return;
+      }
     }
   }
 

@@ -64,6 +64,22 @@ UOpRef split_rule(const UOpRef& node) {
   return make_view(total_reduce, back, node->shape());
 }
 
+// A large full reduction that stays one kernel (GRID) reduces one flat axis, which its workgroups
+// share, rather than several.
+UOpRef flatten_rule(const UOpRef& node) {
+  const UOpRef& src = node->src();
+  if (src->is_symbolic() || node->numel() != 1 || src->numel() < kSplitReductionThreshold)
+    return nullptr;
+  if (node->reduce_arg().axes.size() < 2) return nullptr;
+  const int64_t total = src->numel();
+  ShapeTracker tracker = ShapeTracker::contiguous(to_sym_shape(src->shape())).reshape({Sym(total)});
+  UOpRef flat = make_view(src, tracker, {total});
+  UOpRef reduce =
+      UOp::make(Op::Reduce, node->dtype(), {flat}, ReduceArg{node->reduce_arg().op, {0}}, {1});
+  ShapeTracker back = ShapeTracker::contiguous({Sym(1)}).reshape(to_sym_shape(node->shape()));
+  return make_view(reduce, back, node->shape());
+}
+
 // How much a kernel computing a node would hold: ops fused into it and buffers it reads. Counted
 // over sources as a tree (a shared source counts once per distinct user edge), so an estimate
 // from above; capped so that the sums cannot overflow.
@@ -177,8 +193,11 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
   const std::vector<UOpRef> roots = graph_rewrite(
       input_roots,
       [&](const UOpRef& node) -> UOpRef {
-        if (UOpRef split = split_rule(node)) return split;
         if (node->op() != Op::Reduce) return nullptr;
+        const bool one_kernel =
+            limits(device_of_node(node)).grid_reductions && node->dtype().itemsize() >= 4 &&
+            !(node->dtype().is_float() && node->reduce_arg().op == ReduceOp::Prod);
+        if (UOpRef split = one_kernel ? flatten_rule(node) : split_rule(node)) return split;
         return bound_reduce_length(node, limits(device_of_node(node)).max_reduce_length);
       },
       read_realized ? realized_before : RewriteRule());

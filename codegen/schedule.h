@@ -7,7 +7,8 @@
 // a node that holds an unrealized reduce and has several users, or is read through a View that
 // broadcasts it (softmax's max is the classic case). Roots, Contiguous and the source of a Copy
 // are always realized. Large full reductions are split in two kernels so that both cores (or all
-// workgroups) share the work.
+// workgroups) share the work, except on devices whose kernels share them between workgroups
+// (KernelLimits::grid_reductions).
 
 #include <functional>
 #include <memory>
@@ -38,6 +39,10 @@ using BufferFactory =
 struct KernelLimits {
   int64_t max_buffers = 128;      // buffers a kernel binds, its output included
   int64_t max_reduce_length = 0;  // elements a kernel reduces per output; 0: any number
+  // The device's kernels share a full reduction between workgroups (GRID): a large one is not
+  // split in two kernels there, where GRID applies to it (32- and 64-bit results, not a float
+  // product).
+  bool grid_reductions = false;
 };
 using KernelLimitsOf = std::function<KernelLimits(const std::string& device)>;
 

@@ -31,6 +31,7 @@ int widest_complete(const Dialect& dialect, const std::map<int64_t, size_t>& lan
 // Ends the stretch of code in which a load at `head` may be joined by later loads.
 bool ends_stretch(const LinInstr& instr, const LinInstr& head) {
   return instr.op == LinOp::LoopBegin || instr.op == LinOp::LoopEnd || instr.op == LinOp::Barrier ||
+         instr.op == LinOp::GridTicket ||
          (instr.op == LinOp::Store && !instr.local && instr.buffer == head.buffer);
 }
 

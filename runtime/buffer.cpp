@@ -35,18 +35,27 @@ size_t checked_size(DeviceContext& device, DType dtype, int64_t numel) {
 
 }  // namespace
 
-Buffer::Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel)
+Buffer::Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel, bool cached)
     : device_(std::move(device)),
       dtype_(dtype),
       numel_(numel),
-      nbytes_(checked_size(*device_, dtype, numel)) {}
+      nbytes_(checked_size(*device_, dtype, numel)),
+      cached_(cached) {}
 
 Buffer::~Buffer() {
-  if (memory_) device_->allocator().free(memory_, allocation_size(nbytes_));
+  if (!memory_) return;
+  if (cached_) {
+    device_->allocator().free(memory_, allocation_size(nbytes_));
+  } else {
+    device_->allocator().driver().free(memory_, allocation_size(nbytes_));
+  }
 }
 
 DeviceMemory Buffer::memory() {
-  if (!memory_) memory_ = device_->allocator().alloc(allocation_size(nbytes_));
+  if (!memory_) {
+    memory_ = cached_ ? device_->allocator().alloc(allocation_size(nbytes_))
+                      : device_->allocator().driver().alloc(allocation_size(nbytes_));
+  }
   return memory_;
 }
 

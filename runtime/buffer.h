@@ -14,7 +14,10 @@ namespace kiln {
 
 class Buffer : public Storage {
  public:
-  Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel);
+  // With `cached` false the memory comes from the driver itself rather than the caching
+  // allocator: for buffers that live as long as a kernel (GRID's scratch), which must not keep a
+  // block the cache would otherwise hand out again.
+  Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel, bool cached = true);
   ~Buffer() override;
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -37,6 +40,7 @@ class Buffer : public Storage {
   int64_t numel_;
   size_t nbytes_;
   DeviceMemory memory_ = nullptr;
+  bool cached_ = true;
 };
 
 // The Buffer behind a Buffer UOp.

@@ -77,6 +77,8 @@ OptTarget opt_target(const Device& device) {
   target.local_memory_bytes = properties.local_memory_bytes;
   target.compute_units = properties.compute_units;
   target.simd_width = properties.warp_width;
+  target.max_kernel_buffers = properties.max_kernel_buffers;
+  target.grid = static_cast<bool>(device.dialect().atomic_increment) && !target.loop_launch;
   return target;
 }
 

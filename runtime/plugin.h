@@ -30,14 +30,10 @@ struct ProbeResult {
 // standard library's string and vector. It catches a plugin built against another kiln's headers
 // or another standard library even when nobody bumped kPluginAbiVersion.
 inline constexpr uint32_t plugin_layout_fingerprint() {
-  const size_t sizes[] = {sizeof(Dialect),
-                          sizeof(DeviceLimits),
-                          sizeof(DeviceProperties),
-                          sizeof(LaunchRequest),
-                          sizeof(LaunchDims),
-                          sizeof(ProbeResult),
-                          sizeof(std::string),
-                          sizeof(std::vector<DeviceMemory>)};
+  const size_t sizes[] = {sizeof(Dialect),          sizeof(DeviceLimits),
+                          sizeof(DeviceProperties), sizeof(LaunchRequest),
+                          sizeof(LaunchDims),       sizeof(ProbeResult),
+                          sizeof(std::string),      sizeof(std::vector<DeviceMemory>)};
   uint32_t hash = 2166136261u;
   for (size_t size : sizes) hash = (hash ^ static_cast<uint32_t>(size)) * 16777619u;
   return hash;

@@ -2,6 +2,7 @@
 
 #include <kiln/error.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -124,6 +125,20 @@ Program& PreparedKernel::loaded() const {
   return *program;
 }
 
+const std::vector<std::shared_ptr<Buffer>>& PreparedKernel::scratch() const {
+  std::lock_guard<std::mutex> lock(scratch_mutex_);
+  if (scratch_made_) return scratch_;
+  for (const KernelParam& param : program.params) {
+    if (!param.scratch) continue;
+    auto buffer = std::make_shared<Buffer>(scratch_context, param.dtype, param.numel, false);
+    const std::vector<uint8_t> zeros(buffer->nbytes(), 0);
+    buffer->copy_in(zeros.data());
+    scratch_.push_back(std::move(buffer));
+  }
+  scratch_made_ = true;
+  return scratch_;
+}
+
 KernelLaunch prepare_kernel(const ScheduleItem& item) {
   DeviceContext* context = &buffer_of(*item.output).context();
   ScheduleItem generic = item;
@@ -207,6 +222,9 @@ KernelLaunch prepare_kernel(const ScheduleItem& item) {
     geometry->variables = prepared->program.variables;
     prepared->geometry = std::move(geometry);
   }
+  if (std::any_of(prepared->program.params.begin(), prepared->program.params.end(),
+                  [](const KernelParam& param) { return param.scratch; }))
+    prepared->scratch_context = buffer_of(*item.output).shared_context();
   prepared_kernels().insert(context, generic.ast, prepared);
   return launch_of(std::move(prepared), unbound);
 }

@@ -5,11 +5,13 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "codegen/linear.h"
 #include "codegen/schedule.h"
+#include "runtime/buffer.h"
 #include "runtime/device_context.h"
 #include "runtime/opt_policy.h"
 
@@ -28,8 +30,16 @@ struct PreparedKernel {
   // and looking it up by source hashes the whole text.
   Program& loaded() const;
 
+  // The buffers of the program's scratch parameters (KernelParam::scratch), in order: made and
+  // zero-filled at the first launch, then kept (a GRID kernel leaves its counter at zero).
+  const std::vector<std::shared_ptr<Buffer>>& scratch() const;
+  std::shared_ptr<DeviceContext> scratch_context;  // where they live; set where there are any
+
  private:
   mutable std::atomic<Program*> loaded_{nullptr};
+  mutable std::mutex scratch_mutex_;
+  mutable std::vector<std::shared_ptr<Buffer>> scratch_;
+  mutable bool scratch_made_ = false;
 };
 
 // A kernel ready to launch: the prepared program (shared by every value of its variables) and

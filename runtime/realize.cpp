@@ -35,6 +35,8 @@ void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel) {
   LaunchRequest request;
   request.buffers.push_back(buffer_of(*item.output).memory());
   for (const UOpRef& input : item.inputs) request.buffers.push_back(buffer_of(*input).memory());
+  for (const std::shared_ptr<Buffer>& scratch : prepared.scratch())
+    request.buffers.push_back(scratch->memory());
   int64_t global[3], local[3];
   dispatch_sizes(program, kernel.values, global, local);
   request.global = {global[0], global[1], global[2]};
@@ -54,6 +56,8 @@ void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel) {
     launch.buffers.push_back(std::static_pointer_cast<Buffer>(item.output->storage()));
     for (const UOpRef& input : item.inputs)
       launch.buffers.push_back(std::static_pointer_cast<Buffer>(input->storage()));
+    for (const std::shared_ptr<Buffer>& scratch : prepared.scratch())
+      launch.buffers.push_back(scratch);
     recorder->launches.push_back(std::move(launch));
   }
   if (items == 0) return;
@@ -129,8 +133,8 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
       return std::make_shared<Buffer>(open_device(name), dtype, numel);
     };
     const KernelLimitsOf limits_of = [&](const std::string& name) {
-      const DeviceProperties& properties =
-          (name == device ? context : open_device(name))->device().properties();
+      Device& kernel_device = (name == device ? context : open_device(name))->device();
+      const DeviceProperties& properties = kernel_device.properties();
       KernelLimits limits;
       if (properties.max_kernel_buffers > 0)
         limits.max_buffers = std::min(limits.max_buffers, properties.max_kernel_buffers);
@@ -138,6 +142,7 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
       // sums, TILE's chunks).
       if (properties.max_loop_iterations > 0)
         limits.max_reduce_length = std::max<int64_t>(1, properties.max_loop_iterations / 4);
+      limits.grid_reductions = opt_target(kernel_device).prefers_grid();
       return limits;
     };
     schedule = create_schedule(roots, device, make_buffer, limits_of, !active_recorder());

@@ -1,0 +1,321 @@
+// GRID: one kernel for a full reduction, its workgroups combined by the last to finish. Checked
+// against double-precision references on every device with workgroups here (OpenCL, Vulkan, and
+// CUDA where a GPU is), compiled for the H100 with NVRTC, and chosen by the heuristics for GPUs.
+
+#include <catch2/catch.hpp>
+
+#include <kiln/kiln.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+
+#include "codegen/render.h"
+#include "codegen/vectorize.h"
+#include "runtime/device_context.h"
+#include "runtime/opt_policy.h"
+#include "runtime/registry.h"
+#include "tests/codegen_helpers.h"
+
+using namespace kiln;
+using namespace kiln::testing;
+
+namespace {
+
+// Limits under which a large full reduction stays one kernel.
+KernelLimits grid_limits(const std::string&) {
+  KernelLimits limits;
+  limits.grid_reductions = true;
+  return limits;
+}
+
+ScheduleItem one_kernel(const Tensor& tensor) {
+  const Schedule schedule = schedule_of(tensor, grid_limits);
+  REQUIRE(schedule.items.size() == 1);
+  return schedule.items[0];
+}
+
+OptTarget grid_target(OptTarget target) {
+  target.grid = true;
+  return target;
+}
+
+bool has_opt(const std::vector<Opt>& opts, OptKind kind) {
+  return std::any_of(opts.begin(), opts.end(), [&](const Opt& opt) { return opt.kind == kind; });
+}
+
+// Launches `program` on the device `times` times over one input (its bytes), with zero-filled
+// scratch kept between launches as the runtime keeps it; returns each launch's output bytes.
+std::vector<std::vector<uint8_t>> launch_repeatedly(DeviceContext& context,
+                                                    const LinearProgram& program,
+                                                    const std::vector<uint8_t>& input, int times) {
+  const Dialect& dialect = context.device().dialect();
+  const std::string source =
+      render_kernel(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect);
+  INFO(source);
+  Program& compiled = context.program(source, program.name);
+  Allocator& memory = context.allocator().driver();
+  LaunchRequest request;
+  std::vector<size_t> sizes;
+  for (const KernelParam& param : program.params) {
+    sizes.push_back(static_cast<size_t>(param.numel) * param.dtype.itemsize());
+    request.buffers.push_back(memory.alloc(sizes.back()));
+    if (param.scratch) {
+      const std::vector<uint8_t> zeros(sizes.back(), 0);
+      memory.copy_in(request.buffers.back(), zeros.data(), zeros.size());
+    }
+  }
+  REQUIRE(sizes.at(1) == input.size());
+  memory.copy_in(request.buffers[1], input.data(), input.size());
+  int64_t global[3], local[3];
+  dispatch_sizes(program, {}, global, local);
+  request.global = {global[0], global[1], global[2]};
+  request.local = {local[0], local[1], local[2]};
+  request.wait = true;
+  std::vector<std::vector<uint8_t>> outputs;
+  for (int launch = 0; launch < times; ++launch) {
+    compiled.launch(request);
+    outputs.emplace_back(sizes[0]);
+    memory.copy_out(outputs.back().data(), request.buffers[0], sizes[0]);
+  }
+  for (size_t param = 0; param < sizes.size(); ++param)
+    memory.free(request.buffers[param], sizes[param]);
+  return outputs;
+}
+
+template <typename T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(T));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+template <typename T>
+T value_of(const std::vector<uint8_t>& bytes) {
+  T value;
+  std::memcpy(&value, bytes.data(), sizeof(T));
+  return value;
+}
+
+struct GridCase {
+  std::string what;
+  Tensor tensor;  // the reduction, over one CPU input
+  std::vector<uint8_t> input;
+  std::vector<Opt> opts;
+  std::function<void(const std::vector<uint8_t>&)> check;
+};
+
+std::vector<GridCase> grid_cases(bool float64) {
+  std::vector<GridCase> cases;
+  const int64_t odd = 100003;  // no multiple of any group or grid
+  std::vector<float> floats(odd);
+  double float_sum = 0;
+  for (int64_t i = 0; i < odd; ++i) {
+    floats[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f - 0.25f;
+    float_sum += floats[i];
+  }
+  const Tensor x = Tensor::from_vector(floats, {odd}, "CPU");
+  // A full reduction's kernel has no output axes: axis 0 is the reduction's.
+  cases.push_back({"float32 sum, 7 workgroups of 64",
+                   x.sum(),
+                   bytes_of(floats),
+                   {{OptKind::Group, 0, 64}, {OptKind::Grid, 0, 7}},
+                   [float_sum](const std::vector<uint8_t>& out) {
+                     CHECK(value_of<float>(out) == Approx(float_sum).epsilon(1e-5));
+                   }});
+  cases.push_back({"float32 sum, 100 workgroups of 16 (more partials than lanes)",
+                   x.sum(),
+                   bytes_of(floats),
+                   {{OptKind::Group, 0, 16}, {OptKind::Grid, 0, 100}},
+                   [float_sum](const std::vector<uint8_t>& out) {
+                     CHECK(value_of<float>(out) == Approx(float_sum).epsilon(1e-5));
+                   }});
+  std::vector<float> with_nan = floats;
+  with_nan[odd - 2] = std::numeric_limits<float>::quiet_NaN();
+  cases.push_back(
+      {"float32 max with a NaN in the last workgroup's share",
+       Tensor::from_vector(with_nan, {odd}, "CPU").max(),
+       bytes_of(with_nan),
+       {{OptKind::Group, 0, 32}, {OptKind::Grid, 0, 5}},
+       [](const std::vector<uint8_t>& out) { CHECK(std::isnan(value_of<float>(out))); }});
+  std::vector<float> with_inf = floats;
+  with_inf[12345] = -std::numeric_limits<float>::infinity();
+  cases.push_back({"float32 min with -inf",
+                   Tensor::from_vector(with_inf, {odd}, "CPU").min(),
+                   bytes_of(with_inf),
+                   {{OptKind::Group, 0, 64}, {OptKind::Grid, 0, 3}},
+                   [](const std::vector<uint8_t>& out) {
+                     CHECK(value_of<float>(out) == -std::numeric_limits<float>::infinity());
+                   }});
+  const int64_t even = 1 << 17;
+  std::vector<int32_t> ints(even);
+  int64_t int_sum = 0;
+  for (int64_t i = 0; i < even; ++i) {
+    ints[i] = static_cast<int32_t>((i * 2654435761u) % 20001) - 10000;
+    int_sum += ints[i];
+  }
+  cases.push_back({"int32 sum with UPCAST 4, 16 workgroups of 32",
+                   Tensor::from_vector(ints, {even}, "CPU").sum(),
+                   bytes_of(ints),
+                   {{OptKind::Upcast, 0, 4}, {OptKind::Group, 0, 32}, {OptKind::Grid, 0, 16}},
+                   [int_sum](const std::vector<uint8_t>& out) {
+                     CHECK(value_of<int32_t>(out) == static_cast<int32_t>(int_sum));
+                   }});
+  std::vector<int64_t> longs(odd);
+  int64_t long_sum = 0;
+  for (int64_t i = 0; i < odd; ++i) {
+    longs[i] = (i % 3 == 0 ? -1 : 1) * (i << 20);
+    long_sum += longs[i];
+  }
+  cases.push_back(
+      {"int64 sum",
+       Tensor::from_vector(longs, {odd}, "CPU").sum(),
+       bytes_of(longs),
+       {{OptKind::Group, 0, 64}, {OptKind::Grid, 0, 9}},
+       [long_sum](const std::vector<uint8_t>& out) { CHECK(value_of<int64_t>(out) == long_sum); }});
+  if (float64) {
+    std::vector<double> doubles(odd);
+    double double_sum = 0;
+    for (int64_t i = 0; i < odd; ++i) double_sum += doubles[i] = 1.0 / static_cast<double>(i + 1);
+    cases.push_back({"float64 sum",
+                     Tensor::from_vector(doubles, {odd}, "CPU").sum(),
+                     bytes_of(doubles),
+                     {{OptKind::Group, 0, 64}, {OptKind::Grid, 0, 11}},
+                     [double_sum](const std::vector<uint8_t>& out) {
+                       CHECK(value_of<double>(out) == Approx(double_sum).epsilon(1e-12));
+                     }});
+  }
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("GRID: the checks refuse what one kernel cannot combine", "[opts][grid]") {
+  const OptTarget gpu = grid_target(gpu_target());
+  const ScheduleItem sum = one_kernel(input({1 << 16}, 1).sum());
+  CHECK_NOTHROW(lower_kernel(sum, {{OptKind::Group, 0, 64}, {OptKind::Grid, 0, 8}}, gpu));
+  auto refused = [&](const ScheduleItem& item, const std::vector<Opt>& opts,
+                     const OptTarget& target, const std::string& reason) {
+    try {
+      lower_kernel(item, opts, target);
+      FAIL("accepted " << opts_to_string(opts));
+    } catch (const OptError& error) {
+      CHECK_THAT(error.what(), Catch::Contains(reason));
+    }
+  };
+  refused(sum, {{OptKind::Grid, 0, 8}}, gpu, "no GROUP on the axis");
+  refused(sum, {{OptKind::Group, 0, 64}, {OptKind::Grid, 0, 8}}, gpu_target(), "no global atomics");
+  const ScheduleItem rows = schedule_of(input({8, 4096}, 2).sum({1})).items.at(0);
+  refused(rows, {{OptKind::Grid, 0, 8}}, gpu, "reduce axis");
+  refused(sum, {{OptKind::Group, 0, 64}, {OptKind::Grid, 0, 8}}, grid_target(cpu_target()),
+          "no workgroups");
+  refused(rows, {{OptKind::Group, 1, 64}, {OptKind::Grid, 1, 8}}, gpu, "the kernel has 8");
+  const ScheduleItem half = one_kernel(input({1 << 12}, 3).cast(dtypes::float16).sum());
+  refused(half, {{OptKind::Group, 0, 64}, {OptKind::Grid, 0, 8}}, gpu, "float16 stores");
+  OptTarget few_buffers = gpu;
+  few_buffers.max_kernel_buffers = 4;
+  const ScheduleItem pair = one_kernel((input({1 << 16}, 4) * input({1 << 16}, 5)).sum());
+  refused(pair, {{OptKind::Group, 0, 64}, {OptKind::Grid, 0, 8}}, few_buffers, "binds at most 4");
+}
+
+TEST_CASE("GRID: a GPU's large full reduction is one kernel of many workgroups", "[opts][grid]") {
+  const OptTarget gpu = grid_target(gpu_target());
+  // The scheduler keeps it whole where the device takes GRID (and flattens its axes); elsewhere
+  // it splits it in two kernels.
+  const Tensor x = input({4096, 1024}, 6);
+  CHECK(schedule_of(x.sum()).items.size() == 2);
+  const ScheduleItem sum = one_kernel(x.sum());
+  const OptChoice choice = choose_opts(sum, gpu);
+  INFO(opts_to_string(choice.opts));
+  CHECK(has_opt(choice.opts, OptKind::Group));
+  CHECK(has_opt(choice.opts, OptKind::Grid));
+  const LinearProgram program = lower_kernel(sum, choice.opts, gpu);
+  int scratch = 0;
+  for (const KernelParam& param : program.params) scratch += param.scratch;
+  CHECK(scratch == kGridScratchBuffers);
+  // 264 workgroups (two per compute unit) of 256.
+  int64_t global[3], local[3];
+  dispatch_sizes(program, {}, global, local);
+  CHECK(global[0] == 264 * 256);
+  CHECK(local[0] == 256);
+  // Not for a device without GRID, nor for a small reduction or one of several outputs.
+  CHECK_FALSE(has_opt(choose_opts(sum, gpu_target()).opts, OptKind::Grid));
+  CHECK_FALSE(has_opt(choose_opts(one_kernel(input({5000}, 7).sum()), gpu).opts, OptKind::Grid));
+  CHECK_FALSE(has_opt(choose_opts(schedule_of(x.sum({1})).items.at(0), gpu).opts, OptKind::Grid));
+  // A float16 or float product reduction is still split (GRID cannot take it).
+  CHECK(schedule_of(x.cast(dtypes::float16).sum(), grid_limits).items.size() == 2);
+  CHECK(schedule_of(x.prod(), grid_limits).items.size() == 2);
+}
+
+TEST_CASE("GRID kernels reduce correctly on every device with workgroups, launch after launch",
+          "[opts][grid][devices]") {
+  int devices_run = 0;
+  for (const std::string& name : devices()) {
+    std::shared_ptr<DeviceContext> context = open_device(name);
+    const OptTarget target = opt_target(context->device());
+    if (!target.grid || context->device().properties().compile_only) continue;
+    ++devices_run;
+    for (const GridCase& grid_case : grid_cases(context->device().supports(dtypes::float64))) {
+      DYNAMIC_SECTION(name << ": " << grid_case.what) {
+        const LinearProgram program =
+            lower_kernel(one_kernel(grid_case.tensor), grid_case.opts, target);
+        // Three launches: each must find the counter at zero, as the last left it.
+        for (const std::vector<uint8_t>& output :
+             launch_repeatedly(*context, program, grid_case.input, 3))
+          grid_case.check(output);
+      }
+    }
+  }
+  if (devices_run == 0) WARN("no device with GRID here: only the CUDA compile check ran");
+}
+
+TEST_CASE("GRID renders for CUDA, OpenCL and GLSL, and NVRTC compiles it", "[dialects][grid]") {
+  const ScheduleItem sum = one_kernel(input({1 << 16}, 8).sum());
+  const LinearProgram program =
+      lower_kernel(sum, {{OptKind::Upcast, 0, 4}, {OptKind::Group, 0, 64}, {OptKind::Grid, 0, 8}},
+                   grid_target(gpu_target()));
+  const std::string cuda = render_kernel(program, cuda_dialect());
+  CHECK_THAT(cuda, Catch::Contains("__threadfence();") && Catch::Contains("atomicAdd(") &&
+                       Catch::Contains("volatile float* __restrict__"));
+  CHECK_THAT(render_kernel(program, opencl_dialect(true)),
+             Catch::Contains("atomic_inc(") && Catch::Contains("__global volatile uint*"));
+  CHECK_THAT(render_kernel(program, glsl_dialect()),
+             Catch::Contains("atomicAdd(data3[0], 1u)") && Catch::Contains("coherent buffer"));
+  CHECK_THROWS_AS(render_kernel(program, c_dialect()), InternalError);
+  std::shared_ptr<DeviceContext> context;
+  try {
+    context = open_device("CUDA@sm_90");
+  } catch (const DeviceError& error) {
+    WARN("CUDA source rendered, not compiled: " << error.what());
+    return;
+  }
+  try {
+    CHECK_FALSE(context->device().compiler().compile(cuda, program.name).empty());
+  } catch (const CompileError& error) {
+    FAIL(error.what() << "\n" << error.log() << "\n" << cuda);
+  }
+}
+
+TEST_CASE("GRID through realize: random opts give it to full reductions", "[runtime][grid]") {
+  // Random opts propose GRID wherever the device takes it; every seed must compute the same.
+  const std::vector<float> values = [] {
+    std::vector<float> result(4099);
+    for (size_t i = 0; i < result.size(); ++i) result[i] = static_cast<float>(i % 17) - 8.0f;
+    return result;
+  }();
+  double expected = 0;
+  for (float value : values) expected += value;
+  const OptSettings before = opt_settings();
+  for (const std::string& name : devices()) {
+    if (!opt_target(open_device(name)->device()).grid) continue;
+    const Tensor x = Tensor::from_vector(values, {4099}, name);
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+      set_opt_settings({OptPolicy::Random, seed});
+      INFO(name << " seed " << seed);
+      CHECK(x.sum().item<float>() == Approx(expected));
+      CHECK(x.max().item<float>() == 8.0f);
+    }
+  }
+  set_opt_settings(before);
+}
