@@ -35,8 +35,22 @@ DeviceMemory CachingAllocator::alloc(size_t nbytes) {
   try {
     memory = driver_.alloc(nbytes);
   } catch (const OutOfMemoryError&) {
+    const size_t flushed = cached_bytes();
     release_cached();
-    memory = driver_.alloc(nbytes);
+    try {
+      memory = driver_.alloc(nbytes);
+    } catch (const OutOfMemoryError& error) {
+      // The driver's reason, with what kiln held: the cache it gave back, and what is in use.
+      int64_t active = 0;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        active = active_bytes_;
+      }
+      throw OutOfMemoryError(std::string(error.what()) + "; kiln's buffers in use hold " +
+                             std::to_string(active) + " bytes, and its cache of freed blocks (" +
+                             std::to_string(flushed) +
+                             " bytes) was given back to the driver before one more try");
+    }
   }
   std::lock_guard<std::mutex> lock(mutex_);
   active_bytes_ += static_cast<int64_t>(nbytes);

@@ -45,7 +45,7 @@ class CountingAllocator : public Allocator {
  public:
   DeviceMemory alloc(size_t nbytes) override {
     ++allocations;
-    if (fail_next) {
+    if (fail_next || fail_always) {
       fail_next = false;
       throw OutOfMemoryError("out of memory (simulated)");
     }
@@ -60,6 +60,7 @@ class CountingAllocator : public Allocator {
   int allocations = 0;
   int frees = 0;
   bool fail_next = false;
+  bool fail_always = false;
 };
 
 }  // namespace
@@ -262,9 +263,21 @@ TEST_CASE("the caching allocator reuses freed blocks and retries after out-of-me
     CHECK(third != nullptr);
     CHECK(allocator.cached_bytes() == 0);
     allocator.free(second, 256);
+    // Out of memory again after the retry: the error says what kiln held and gave back.
+    driver.fail_always = true;
+    try {
+      allocator.alloc(4096);
+      FAIL("the allocation succeeded");
+    } catch (const OutOfMemoryError& error) {
+      CHECK_THAT(std::string(error.what()),
+                 Contains("out of memory (simulated)") && Contains("in use hold 1024 bytes") &&
+                     Contains("freed blocks (256 bytes) was given back"));
+    }
+    driver.fail_always = false;
     allocator.free(third, 1024);
   }
-  CHECK(driver.frees == driver.allocations - 1);  // every block went back (one allocation failed)
+  CHECK(driver.frees ==
+        driver.allocations - 3);  // every block went back (three allocations failed)
 }
 
 TEST_CASE("the registry finds the CPU plugin and canonicalizes names", "[runtime]") {

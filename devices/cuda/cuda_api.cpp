@@ -1,4 +1,5 @@
 #include "devices/cuda/cuda_api.h"
+#include "runtime/debug.h"
 
 #include <dlfcn.h>
 
@@ -152,6 +153,12 @@ void check_cu(CUresult status, const char* call_text) {
       "[cuda] " + std::string(call_text) + " failed: " + cu_error_text(status);
   if (status == CUDA_ERROR_OUT_OF_MEMORY) throw OutOfMemoryError(message);
   throw DeviceError(message);
+}
+
+void warn_cu(CUresult status, const char* call_text) {
+  if (status == CUDA_SUCCESS) return;
+  logger().warn("[cuda] {} failed: {} (while releasing; the error is not raised)", call_text,
+                cu_error_text(status));
 }
 
 void check_nvrtc(nvrtcResult status, const char* call_text) {

@@ -101,6 +101,9 @@ std::string cu_error_text(CUresult status);
 // Throws DeviceError (OutOfMemoryError for CUDA_ERROR_OUT_OF_MEMORY) unless status is success.
 void check_cu(CUresult status, const char* call_text);
 void check_nvrtc(nvrtcResult status, const char* call_text);
+// Where nothing can be thrown (destructors, frees on their behalf): logs a failed call as a
+// warning, with its name, rather than lose it.
+void warn_cu(CUresult status, const char* call_text);
 
 }  // namespace kiln::cuda
 

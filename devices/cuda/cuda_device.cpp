@@ -120,13 +120,13 @@ class CudaProgram : public Program {
   }
 
   // Waits for queued launches (the module must outlive them), then frees everything; errors
-  // have no one to go to from a destructor.
+  // have no one to go to from a destructor, so they are logged.
   void release() {
-    driver().cuCtxSetCurrent(stream_.context());
-    driver().cuStreamSynchronize(stream_.get());
-    if (start_) driver().cuEventDestroy_v2(start_);
-    if (end_) driver().cuEventDestroy_v2(end_);
-    driver().cuModuleUnload(module_);
+    warn_cu(driver().cuCtxSetCurrent(stream_.context()), "cuCtxSetCurrent");
+    warn_cu(driver().cuStreamSynchronize(stream_.get()), "cuStreamSynchronize");
+    if (start_) warn_cu(driver().cuEventDestroy_v2(start_), "cuEventDestroy_v2");
+    if (end_) warn_cu(driver().cuEventDestroy_v2(end_), "cuEventDestroy_v2");
+    warn_cu(driver().cuModuleUnload(module_), "cuModuleUnload");
   }
 
   CudaStream& stream_;
@@ -144,7 +144,9 @@ class PrimaryContext {
   explicit PrimaryContext(CUdevice device) : device_(device) {
     KILN_CU_CHECK(driver().cuDevicePrimaryCtxRetain(&context_, device_));
   }
-  ~PrimaryContext() { driver().cuDevicePrimaryCtxRelease_v2(device_); }
+  ~PrimaryContext() {
+    warn_cu(driver().cuDevicePrimaryCtxRelease_v2(device_), "cuDevicePrimaryCtxRelease_v2");
+  }
   PrimaryContext(const PrimaryContext&) = delete;
   PrimaryContext& operator=(const PrimaryContext&) = delete;
   CUcontext get() const { return context_; }

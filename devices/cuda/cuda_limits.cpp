@@ -127,12 +127,12 @@ double best_time(CUstream stream, const std::function<void()>& run, int repeat =
       if (index == 0 || seconds < best) best = seconds;
     }
   } catch (...) {
-    driver().cuEventDestroy_v2(start);
-    driver().cuEventDestroy_v2(end);
+    warn_cu(driver().cuEventDestroy_v2(start), "cuEventDestroy_v2");
+    warn_cu(driver().cuEventDestroy_v2(end), "cuEventDestroy_v2");
     throw;
   }
-  driver().cuEventDestroy_v2(start);
-  driver().cuEventDestroy_v2(end);
+  KILN_CU_CHECK(driver().cuEventDestroy_v2(start));
+  KILN_CU_CHECK(driver().cuEventDestroy_v2(end));
   return best;
 }
 

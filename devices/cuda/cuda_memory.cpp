@@ -26,12 +26,12 @@ CudaAllocator::CudaAllocator(CudaStream& stream, uint64_t memory_bytes)
     : stream_(stream), memory_bytes_(memory_bytes) {}
 
 CudaAllocator::~CudaAllocator() {
-  // Errors have no one to go to from here: the device is going away.
-  driver().cuCtxSetCurrent(stream_.context());
-  driver().cuStreamSynchronize(stream_.get());
+  // Errors have no one to go to from here (the device is going away): they are logged.
+  warn_cu(driver().cuCtxSetCurrent(stream_.context()), "cuCtxSetCurrent");
+  warn_cu(driver().cuStreamSynchronize(stream_.get()), "cuStreamSynchronize");
   for (Staging& slot : staging_) {
-    if (slot.done) driver().cuEventDestroy_v2(slot.done);
-    if (slot.host) driver().cuMemFreeHost(slot.host);
+    if (slot.done) warn_cu(driver().cuEventDestroy_v2(slot.done), "cuEventDestroy_v2");
+    if (slot.host) warn_cu(driver().cuMemFreeHost(slot.host), "cuMemFreeHost");
   }
 }
 
@@ -48,13 +48,18 @@ DeviceMemory CudaAllocator::alloc(size_t nbytes) {
   return as_memory(pointer);
 }
 
-void CudaAllocator::free(DeviceMemory memory, size_t) {
+void CudaAllocator::free(DeviceMemory memory, size_t nbytes) {
   // cuMemFree is not promised to wait for queued kernels that use the block, so wait here
   // (blocks go back to the driver rarely: the caching allocator keeps them). A failure could only
-  // be our bug or a context already lost; this runs from destructors: nothing to throw.
-  driver().cuCtxSetCurrent(stream_.context());
-  driver().cuStreamSynchronize(stream_.get());
-  driver().cuMemFree_v2(device_pointer(memory));
+  // be our bug or a context already lost (a kernel's fault, which the next checked call raises);
+  // this runs from destructors, so it is logged, not thrown.
+  warn_cu(driver().cuCtxSetCurrent(stream_.context()), "cuCtxSetCurrent (freeing memory)");
+  warn_cu(driver().cuStreamSynchronize(stream_.get()),
+          "cuStreamSynchronize (before freeing memory)");
+  const CUresult status = driver().cuMemFree_v2(device_pointer(memory));
+  if (status != CUDA_SUCCESS) {
+    warn_cu(status, ("cuMemFree_v2 of a block of " + std::to_string(nbytes) + " bytes").c_str());
+  }
 }
 
 CudaAllocator::Staging& CudaAllocator::next_staging() {
@@ -65,7 +70,7 @@ CudaAllocator::Staging& CudaAllocator::next_staging() {
     CUevent done = nullptr;
     stream_.check(driver().cuMemHostAlloc(&host, kStagingBytes, 0), "cuMemHostAlloc");
     const CUresult status = driver().cuEventCreate(&done, CU_EVENT_DISABLE_TIMING);
-    if (status != CUDA_SUCCESS) driver().cuMemFreeHost(host);
+    if (status != CUDA_SUCCESS) warn_cu(driver().cuMemFreeHost(host), "cuMemFreeHost");
     stream_.check(status, "cuEventCreate");
     slot.host = host;
     slot.done = done;

@@ -32,10 +32,10 @@ CudaStream::CudaStream(CUcontext context) : context_(context) {
 }
 
 CudaStream::~CudaStream() {
-  // Errors have no one to go to from a destructor.
-  driver().cuCtxSetCurrent(context_);
-  driver().cuStreamSynchronize(stream_);
-  driver().cuStreamDestroy_v2(stream_);
+  // Errors have no one to go to from a destructor: they are logged.
+  warn_cu(driver().cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+  warn_cu(driver().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  warn_cu(driver().cuStreamDestroy_v2(stream_), "cuStreamDestroy_v2");
 }
 
 void CudaStream::make_current() const {
