@@ -6,6 +6,7 @@
 #include <random>
 
 #include "codegen/lower.h"
+#include "codegen/row_fusion.h"
 
 namespace kiln {
 namespace {
@@ -79,6 +80,8 @@ class Chooser {
   OptChoice run() {
     if (item_.ast->numel() == 0) return {};  // at every value: a symbolic size counts its largest
     const bool reduces = holds_reduce(item_.ast);
+    if (fuses_rows(target_) && reads_row_reductions(item_.ast) && choose_row_workgroup())
+      return std::move(choice_);
     if (target_.is_gpu && choose_local_tile()) return std::move(choice_);
     if (reduces) choose_tile();
     if (!axes_.reduce.empty()) choose_reduce();
@@ -228,6 +231,21 @@ class Chooser {
     if (output_lanes() > 4) return;
     if (axis_size % 4 == 0 && size >= 8)
       add({OptKind::Unroll, axis, 4}, "an ordered reduction: unrolled, not reassociated");
+  }
+
+  // A kernel holding fused row reductions (codegen/row_fusion.h): a workgroup per row whose work
+  // items share each reduction and then compute the row's outputs, neighbouring ones per item.
+  bool choose_row_workgroup() {
+    const Shape& shape = axes_.output;
+    if (shape.empty() || axes_.is_symbolic(static_cast<int>(shape.size()) - 1)) return false;
+    const int last = static_cast<int>(shape.size()) - 1;
+    const int64_t lanes = row_lanes(shape.back(), max_row_lanes(target_));
+    if (lanes == 0) return false;
+    const std::string reason = "a workgroup of " + std::to_string(lanes) +
+                               " per row shares its reductions, then computes its outputs";
+    if (shape.back() / lanes > 1) add({OptKind::Upcast, last, shape.back() / lanes}, reason);
+    add({OptKind::Local, last, lanes}, reason);
+    return true;
   }
 
   // GRID for one output whose reduction fills the device: two workgroups per compute unit (an

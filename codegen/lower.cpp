@@ -15,6 +15,7 @@
 #include "codegen/launch_index.h"
 #include "codegen/launch_spread.h"
 #include "codegen/linear_builder.h"
+#include "codegen/row_fusion.h"
 #include "core/const_fold.h"
 
 namespace kiln {
@@ -86,6 +87,15 @@ class Lowerer : public LinearBuilder {
     for (const Opt& opt : opts) {
       if (opt.kind == OptKind::Rows) program_.row_length = axes.output.back() / upcast_.back();
     }
+    // A workgroup per row (a LOCAL covering the last axis' work items) computes the row's fused
+    // reductions together.
+    if (!axes.output.empty() && !axes.is_symbolic(static_cast<int>(axes.output.size()) - 1)) {
+      const int last = static_cast<int>(axes.output.size()) - 1;
+      auto local = local_of_.find(last);
+      if (local != local_of_.end() && local->second * upcast_[last] == axes.output.back() &&
+          reads_row_reductions(item.ast))
+        row_lanes_ = local->second;
+    }
     program_.opts = opts_to_string(opts);
   }
 
@@ -131,6 +141,14 @@ class Lowerer : public LinearBuilder {
         }
       }
       lanes = std::move(widened);
+    }
+    if (row_lanes_ > 1) {
+      row_lane_ = tile[ndim - 1];
+      // The row's reductions first, at the top level, each at the row's index (sources first:
+      // softmax's max before its sum, whose loop then finds the max computed).
+      for (const UOpRef& node : toposort({item_.ast})) {
+        if (broadcasts_row_value(*node)) lower_one(node, lanes[0]);
+      }
     }
     const std::vector<int> values = lower(item_.ast, lanes);
     const SymShape strides = View::contiguous_strides(shape);
@@ -344,7 +362,12 @@ class Lowerer : public LinearBuilder {
         if (opts.group > 1) opts.group *= grid_groups_;
       }
     }
-    const Sym& reduce_lane = grid ? grid_item_ : group_lane_;
+    // A fused row reduction at the row's index: the row's work items share it.
+    const bool row_shared = node != kernel_reduce_ && row_lanes_ > 1 && lanes.size() == 1 &&
+                            !mentions(lanes[0], row_lane_) &&
+                            !(dtype.is_float() && reduce.op == ReduceOp::Prod);
+    if (row_shared) axis_opts.back().group = row_lanes_;
+    const Sym& reduce_lane = grid ? grid_item_ : row_shared ? row_lane_ : group_lane_;
     const SymShape src_shape = src->sym_shape();
     for (int axis : reduce.axes) {
       if (src_shape[axis] == Sym(0))
@@ -443,7 +466,19 @@ class Lowerer : public LinearBuilder {
                                                  accumulators.begin() + (lane + 1) * parts),
                                 reduce.op, dtype));
     }
+    if (row_shared)
+      return combine_across_group(std::move(results), reduce.op, dtype, row_lanes_, row_lane_);
     return finish_group(std::move(results), reduce.op, dtype, node == kernel_reduce_);
+  }
+
+  // Whether an index mentions the variable `var` (a Sym variable).
+  static bool mentions(const Index& index, const Sym& var) {
+    if (var.is_const()) return false;
+    for (const Sym& value : index) {
+      const std::vector<std::string> names = value.variables();
+      if (std::find(names.begin(), names.end(), var.var_name()) != names.end()) return true;
+    }
+    return false;
   }
 
   // TILE: the reduction in chunks. For each chunk the workgroup copies what its work items will
@@ -625,6 +660,8 @@ class Lowerer : public LinearBuilder {
   std::vector<ReduceAxisOpts> reduce_opts_;
   std::vector<int64_t> upcast_;                 // per output axis
   Sym group_lane_ = Sym(0);                     // GROUP: the work item's place in its group
+  int64_t row_lanes_ = 0;                       // a workgroup per row: its work items (0: none)
+  Sym row_lane_ = Sym(0);                       // the work item's place in its row's workgroup
   int64_t grid_groups_ = 1;                     // GRID: the workgroups sharing the reduction
   Sym grid_item_ = Sym(0);                      // GRID: the work item's place in the grid
   Sym grid_group_ = Sym(0);                     // GRID: its workgroup

@@ -76,6 +76,9 @@ UOpRef kernel_reduce(const UOpRef& ast) {
       continue;
     }
     if (!is_elementwise(node->op()) && node->op() != Op::View) continue;
+    // A reduction read broadcast (fused into its row's kernel: codegen/row_fusion.h) is computed
+    // once per row, not by the kernel's own reduction loop.
+    if (node->op() == Op::View && !node->tracker().is_injective()) continue;
     for (const UOpRef& src : node->srcs()) {
       if (seen.insert(src.get()).second) stack.push_back(src);
     }

@@ -106,7 +106,8 @@ struct KernelAxes {
 };
 
 // The node a kernel's reduction opts apply to: the one Reduce reached from `ast` through
-// elementwise ops and Views only; null where there is none, or more than one.
+// elementwise ops and injective Views only; null where there is none, or more than one. (A Reduce
+// read through a broadcasting View is a row's reduction, computed once per row.)
 UOpRef kernel_reduce(const UOpRef& ast);
 
 KernelAxes kernel_axes(const UOpRef& ast);

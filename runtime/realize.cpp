@@ -6,6 +6,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "codegen/row_fusion.h"
 #include "codegen/schedule.h"
 #include "runtime/buffer.h"
 #include "runtime/debug.h"
@@ -22,6 +23,19 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Row fusion (codegen/row_fusion.h) on a GPU, where the heuristics give the fused kernels their
+// workgroup per row: not under other opt policies, whose opts would leave each work item to
+// compute its row's reductions alone. Only where every kernel is on the one device.
+void fuse_rows_on(Schedule& schedule, DeviceContext& context, const OptSettings& settings) {
+  const OptTarget target = opt_target(context.device());
+  if (settings.policy != OptPolicy::Default || !fuses_rows(target)) return;
+  for (const ScheduleItem& item : schedule.items) {
+    if (buffer_of(*item.output).device() != context.name()) return;
+  }
+  const int64_t max_buffers = context.device().properties().max_kernel_buffers;
+  fuse_row_reductions(schedule, max_row_lanes(target), max_buffers > 0 ? max_buffers : 128);
 }
 
 void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel) {
@@ -146,6 +160,7 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
       return limits;
     };
     schedule = create_schedule(roots, device, make_buffer, limits_of, !active_recorder());
+    fuse_rows_on(schedule, *context, settings);
     if (debug_level() >= 3) logger().info("schedule:\n{}", schedule_to_string(schedule));
     // Lower and check every kernel before running any, so a dtype error changes nothing.
     prepared.resize(schedule.items.size());

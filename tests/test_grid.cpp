@@ -12,11 +12,11 @@
 #include <limits>
 
 #include "codegen/render.h"
-#include "codegen/vectorize.h"
 #include "runtime/device_context.h"
 #include "runtime/opt_policy.h"
 #include "runtime/registry.h"
 #include "tests/codegen_helpers.h"
+#include "tests/device_launch.h"
 
 using namespace kiln;
 using namespace kiln::testing;
@@ -45,57 +45,9 @@ bool has_opt(const std::vector<Opt>& opts, OptKind kind) {
   return std::any_of(opts.begin(), opts.end(), [&](const Opt& opt) { return opt.kind == kind; });
 }
 
-// Launches `program` on the device `times` times over one input (its bytes), with zero-filled
-// scratch kept between launches as the runtime keeps it; returns each launch's output bytes.
-std::vector<std::vector<uint8_t>> launch_repeatedly(DeviceContext& context,
-                                                    const LinearProgram& program,
-                                                    const std::vector<uint8_t>& input, int times) {
-  const Dialect& dialect = context.device().dialect();
-  const std::string source =
-      render_kernel(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect);
-  INFO(source);
-  Program& compiled = context.program(source, program.name);
-  Allocator& memory = context.allocator().driver();
-  LaunchRequest request;
-  std::vector<size_t> sizes;
-  for (const KernelParam& param : program.params) {
-    sizes.push_back(static_cast<size_t>(param.numel) * param.dtype.itemsize());
-    request.buffers.push_back(memory.alloc(sizes.back()));
-    if (param.scratch) {
-      const std::vector<uint8_t> zeros(sizes.back(), 0);
-      memory.copy_in(request.buffers.back(), zeros.data(), zeros.size());
-    }
-  }
-  REQUIRE(sizes.at(1) == input.size());
-  memory.copy_in(request.buffers[1], input.data(), input.size());
-  int64_t global[3], local[3];
-  dispatch_sizes(program, {}, global, local);
-  request.global = {global[0], global[1], global[2]};
-  request.local = {local[0], local[1], local[2]};
-  request.wait = true;
-  std::vector<std::vector<uint8_t>> outputs;
-  for (int launch = 0; launch < times; ++launch) {
-    compiled.launch(request);
-    outputs.emplace_back(sizes[0]);
-    memory.copy_out(outputs.back().data(), request.buffers[0], sizes[0]);
-  }
-  for (size_t param = 0; param < sizes.size(); ++param)
-    memory.free(request.buffers[param], sizes[param]);
-  return outputs;
-}
-
-template <typename T>
-std::vector<uint8_t> bytes_of(const std::vector<T>& values) {
-  std::vector<uint8_t> bytes(values.size() * sizeof(T));
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  return bytes;
-}
-
 template <typename T>
 T value_of(const std::vector<uint8_t>& bytes) {
-  T value;
-  std::memcpy(&value, bytes.data(), sizeof(T));
-  return value;
+  return values_of<T>(bytes).at(0);
 }
 
 struct GridCase {
@@ -262,7 +214,7 @@ TEST_CASE("GRID kernels reduce correctly on every device with workgroups, launch
             lower_kernel(one_kernel(grid_case.tensor), grid_case.opts, target);
         // Three launches: each must find the counter at zero, as the last left it.
         for (const std::vector<uint8_t>& output :
-             launch_repeatedly(*context, program, grid_case.input, 3))
+             launch_program(*context, program, {grid_case.input}, 3))
           grid_case.check(output);
       }
     }
