@@ -132,26 +132,45 @@ std::vector<int> LinearBuilder::combine_across_group(std::vector<int> values, Re
   LinInstr define{LinOp::DefineLocal, dtype};
   define.local_size = group * lanes;
   const int local = emit(std::move(define));
-  for (int64_t lane = 0; lane < lanes; ++lane) {
-    LinInstr store{LinOp::Store, dtype};
-    store.srcs = {values[lane]};
-    store.buffer = local;
-    store.local = true;
-    store.index = Sym(lane * group) + group_lane;
-    emit(std::move(store));
-  }
+  auto slot = [&](int64_t value, const Sym& member) { return Sym(value * group) + member; };
+  auto load = [&](const Sym& index, const Sym& valid) {
+    LinInstr instr{LinOp::Load, dtype};
+    instr.buffer = local;
+    instr.local = true;
+    instr.index = index;
+    instr.valid = valid;
+    return emit(std::move(instr));
+  };
+  auto store = [&](const Sym& index, int value, const Sym& valid) {
+    LinInstr instr{LinOp::Store, dtype};
+    instr.srcs = {value};
+    instr.buffer = local;
+    instr.local = true;
+    instr.index = index;
+    instr.valid = valid;
+    emit(std::move(instr));
+  };
+  for (int64_t value = 0; value < lanes; ++value)
+    store(slot(value, group_lane), values[value], Sym(1));
   emit(LinInstr{LinOp::Barrier, dtypes::int64});
-  std::vector<int> totals = define_accumulators(op, dtype, values.size());
-  std::vector<int> loops;
-  const Sym member = open_loop(loops, group);
-  for (int64_t lane = 0; lane < lanes; ++lane) {
-    LinInstr load{LinOp::Load, dtype};
-    load.buffer = local;
-    load.local = true;
-    load.index = Sym(lane * group) + member;
-    accumulate(totals[lane], emit(std::move(load)), op);
+  // A tree: each step, the first `active` items fold in the partial `half` places above their
+  // own (the part above the largest power of two first, then halves), so log2(group) steps
+  // rather than every item reading all `group` partials.
+  for (int64_t width = group; width > 1;) {
+    int64_t half = 1;
+    while (half * 2 < width) half *= 2;
+    const Sym active = lt(group_lane, Sym(width - half));
+    for (int64_t value = 0; value < lanes; ++value) {
+      const int own = load(slot(value, group_lane), active);
+      const int other = load(slot(value, group_lane + Sym(half)), active);
+      store(slot(value, group_lane), combine({own, other}, op, dtype), active);
+    }
+    emit(LinInstr{LinOp::Barrier, dtypes::int64});
+    width = half;
   }
-  close_loop(loops);
+  std::vector<int> totals;
+  for (int64_t value = 0; value < lanes; ++value)
+    totals.push_back(load(slot(value, Sym(0)), Sym(1)));
   return totals;
 }
 

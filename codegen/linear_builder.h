@@ -36,8 +36,9 @@ class LinearBuilder {
   // Partial results combined pairwise, in a fixed order.
   int combine(std::vector<int> terms, ReduceOp op, DType dtype);
   // A workgroup of `group` work items (`group_lane` is each one's place) combines its partial
-  // results: each puts its own in local memory; after a barrier every item combines all of them
-  // in the same order. Returns the totals, one per value.
+  // results: each puts its own in local memory, and they are combined as a tree, pairs in a fixed
+  // order, a barrier after each of the log2(group) steps; every item then reads the totals.
+  // Returns them, one per value.
   std::vector<int> combine_across_group(std::vector<int> values, ReduceOp op, DType dtype,
                                         int64_t group, const Sym& group_lane);
   std::vector<int> define_accumulators(ReduceOp op, DType dtype, size_t count);
