@@ -156,7 +156,10 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
       // sums, TILE's chunks).
       if (properties.max_loop_iterations > 0)
         limits.max_reduce_length = std::max<int64_t>(1, properties.max_loop_iterations / 4);
-      limits.grid_reductions = opt_target(kernel_device).prefers_grid();
+      // Only where the heuristics choose the opts: other policies may leave a reduction that is
+      // not split to a single work item.
+      limits.grid_reductions =
+          settings.policy == OptPolicy::Default && opt_target(kernel_device).prefers_grid();
       return limits;
     };
     schedule = create_schedule(roots, device, make_buffer, limits_of, !active_recorder());

@@ -8,6 +8,10 @@
 namespace kiln {
 namespace {
 
+// Larger graphs are scheduled afresh: their keys would hold much memory per plan, and their
+// realize is not dominated by the host's scheduling.
+constexpr size_t kMaxCachedNodes = 4096;
+
 // A node's own part of the key's hash. Trackers are left to the comparison: a View's shape is
 // hashed already, and printing a tracker to hash it would cost more than the lookup saves.
 size_t hash_node(const UOp& node, int leaf, const int* srcs, size_t src_count) {
@@ -84,7 +88,7 @@ GraphWalk walk_graph(const std::vector<UOpRef>& roots, const std::string& device
       const UOpRef& ref = *stack.back().first;
       stack.pop_back();
       if (index_of.count(&node)) continue;
-      if (symbolic(node)) walk.cacheable = false;
+      if (symbolic(node) || walk.nodes.size() >= kMaxCachedNodes) walk.cacheable = false;
       srcs.clear();
       for (const UOpRef& src : node.srcs()) {
         UOpRef value = src->realized_value();

@@ -9,7 +9,7 @@
 // scheduler and the kernels it makes depend on nothing else, so a graph with an equal key gets
 // the same plan: the same items, each over the same numbered leaves or earlier items' outputs,
 // with the same prepared kernels. Symbolic graphs are not cached (their variables' values are
-// bound per realize).
+// bound per realize), nor graphs of more than a few thousand nodes.
 
 #include <forward_list>
 #include <memory>

@@ -168,6 +168,12 @@ TEST_CASE("schedule cache: symbolic graphs are not cached; multi-root and cross-
       for (int64_t i = 0; i < count; ++i) CHECK(got[i] == values[i] * 2);
     }
   }
+  SECTION("a graph of many nodes") {
+    Tensor chain = x;
+    for (int step = 0; step < 3000; ++step) chain = chain * 1.0001f + 0.5f;
+    CHECK_FALSE(walk_graph({chain.node()}, "CPU").cacheable);
+    CHECK(walk_graph({(x * 2).node()}, "CPU").cacheable);
+  }
   SECTION("two roots in one realize") {
     for (int step = 0; step < 2; ++step) {
       const Tensor sum = x.sum(), doubled = x * 2 + static_cast<double>(step);
