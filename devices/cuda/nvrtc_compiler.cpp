@@ -99,6 +99,21 @@ class NvrtcCompiler : public Compiler {
                           std::to_string(known.front()) + " and newer)");
       }
       target = *std::prev(std::upper_bound(known.begin(), known.end(), architecture));
+      // A cubin runs on any driver of NVRTC's major version; PTX needs the driver to know its
+      // ISA version, which NVRTC's minor version sets.
+      const int needed = api.major * 1000 + api.minor * 10;
+      if (driver_version > 0 && driver_version < needed) {
+        throw DeviceError(
+            "[cuda] NVRTC " + std::to_string(api.major) + "." + std::to_string(api.minor) +
+            " knows no architecture as new as the GPU's"
+            " (sm_" +
+            std::to_string(architecture) +
+            "), so kiln would give the driver PTX, which needs a driver for CUDA " +
+            std::to_string(api.major) + "." + std::to_string(api.minor) +
+            " or newer; this one is for CUDA " + std::to_string(driver_version / 1000) + "." +
+            std::to_string(driver_version % 1000 / 10) +
+            ": install a newer driver, or name an older NVRTC in KILN_NVRTC");
+      }
     }
     options_ = {
         (ptx_ ? "--gpu-architecture=compute_" : "--gpu-architecture=sm_") + std::to_string(target),

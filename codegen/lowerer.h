@@ -1,0 +1,133 @@
+#pragma once
+// The Lowerer: lower_kernel's working state (codegen/lower.h is the interface). Its core (the
+// launch, elementwise ops, views, loads) is in lower.cpp; reductions (the opts' GROUP, UPCAST,
+// UNROLL, TILE and GRID, and a row's shared reductions) in lower_reduce.cpp.
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/linear_builder.h"
+#include "codegen/opts.h"
+#include "codegen/schedule.h"
+
+namespace kiln {
+
+using Index = std::vector<Sym>;
+using Lanes = std::vector<Index>;
+
+// TILE: an input's chunk in local memory, and where it lies along the output axes its index
+// depends on (input->output_axes): the workgroup's first output and the extent.
+struct StagedInput {
+  const KernelAxes::ReduceInput* input = nullptr;
+  int local = -1;  // the DefineLocal
+  std::vector<Sym> bases, extents;
+  int64_t per_step = 1;  // elements per reduce step: the product of the extents
+  // Work items copy it step-major where its memory holds neighbouring steps together.
+  bool step_major = false;
+  int64_t row() const { return tile_row(per_step, step_major); }  // elements per step
+};
+
+// The reduction opts of one reduce axis (amounts of 1: none).
+struct ReduceAxisOpts {
+  int64_t upcast = 1, unroll = 1, group = 1;
+};
+
+class Lowerer : public LinearBuilder {
+ public:
+  Lowerer(const ScheduleItem& item, const KernelAxes& axes, const std::vector<Opt>& opts);
+
+  LinearProgram run();
+
+ private:
+  // Runs `lower` with `condition` added to the gate that loads check.
+  template <typename LowerFn>
+  auto gated(const Sym& condition, LowerFn&& lower_fn) {
+    const Sym outer = gate_;
+    gate_ = logical_and(gate_, condition);
+    auto result = lower_fn();
+    gate_ = outer;
+    return result;
+  }
+
+  // A value depends on the node, the index and the gate it is lowered under.
+  std::string memo_key(const UOpRef& node, const Index& index) const;
+
+  // The node's value at each lane's index. Lanes already lowered in an enclosing scope, and
+  // lanes with equal indices, are lowered once.
+  std::vector<int> lower(const UOpRef& node, const Lanes& lanes);
+
+  int lower_one(const UOpRef& node, const Index& index) { return lower(node, {index})[0]; }
+
+  bool is_lowered(const UOpRef& node, const Lanes& lanes) const;
+
+  // A chain of elementwise ops (a graph built by an unrolled loop: 100,000 deep) would recurse
+  // once per node. Its elementwise operands share the lanes, so they are lowered first, in an
+  // explicit post-order; each `lower` below then finds its operands done.
+  void lower_operands_first(const UOpRef& root, const Lanes& lanes);
+
+  std::vector<int> lower_uncached(const UOpRef& node, const Lanes& lanes);
+
+  // Loads of one element (from different lanes or nodes) are made once per scope.
+  int load(const UOpRef& buffer, const Sym& flat, const Sym& valid_in);
+
+  std::vector<int> lower_view(const UOpRef& node, const Lanes& lanes);
+
+  // One loop nest for every lane: each lane has its accumulator. Long float sums add into block
+  // accumulators first (see plan_blocked_sum), so their rounding error grows like sqrt(n). The
+  // kernel's own reduction takes its opts: along each reduce axis, position =
+  // ((trip * unroll + copy) * upcast + part) * group + group lane.
+  std::vector<int> lower_reduce(const UOpRef& node, const Lanes& lanes);
+
+  // Whether an index mentions the variable `var` (a Sym variable).
+  static bool mentions(const Index& index, const Sym& var);
+
+  // TILE: the reduction in chunks. For each chunk the workgroup copies what its work items will
+  // read of each input into local memory (work item i copies elements i, i + workgroup, ...),
+  // waits at a barrier, reduces its lanes from local memory, and waits again before the next
+  // chunk overwrites it. An input's chunk is laid out [step][coordinates along its output axes],
+  // the coordinates relative to the workgroup's first output. Work items number the elements in
+  // the order of the input's memory: step-major where neighbouring steps are neighbours in
+  // memory (A of A B), coordinate-major otherwise, so that a warp's loads coalesce.
+  std::vector<int> lower_tiled_reduce(const UOpRef& node, const Lanes& lanes);
+
+  // TILE: an input's values at `lanes`, from its chunk in local memory.
+  std::vector<int> chunk_loads(const StagedInput& staged, const Lanes& lanes);
+
+  // GROUP: the kernel's reduction combines its partial results across the workgroup (one work
+  // item then stores them).
+  std::vector<int> finish_group(std::vector<int> values, ReduceOp op, DType dtype, bool grouped);
+
+  // GRID: each workgroup stores its partial result; the last to count itself done combines them
+  // (in order, as a GROUP does) and alone stores the output, leaving the counter at zero. The
+  // other workgroups run the same instructions with their loads and stores switched off, so that
+  // every work item reaches the barriers.
+  std::vector<int> finish_grid(std::vector<int> values, ReduceOp op, DType dtype, int64_t group);
+
+  const ScheduleItem& item_;
+  const KernelAxes& axes_;
+  const std::vector<Opt>& opts_;
+  UOpRef kernel_reduce_;  // the Reduce the reduction opts apply to
+  std::vector<ReduceAxisOpts> reduce_opts_;
+  std::vector<int64_t> upcast_;                 // per output axis
+  Sym group_lane_ = Sym(0);                     // GROUP: the work item's place in its group
+  int64_t row_lanes_ = 0;                       // a workgroup per row: its work items (0: none)
+  Sym row_lane_ = Sym(0);                       // the work item's place in its row's workgroup
+  int64_t grid_groups_ = 1;                     // GRID: the workgroups sharing the reduction
+  Sym grid_item_ = Sym(0);                      // GRID: the work item's place in the grid
+  Sym grid_group_ = Sym(0);                     // GRID: its workgroup
+  int grid_partials_ = -1, grid_counter_ = -1;  // GRID: the scratch parameters
+  std::map<int, int64_t> local_of_;  // LOCAL amounts by output axis (kFlatAxis: the flat index)
+  Index tile_index_;                 // the work item's tile index along each output axis
+  int64_t tile_chunk_ = 0;           // TILE: the reduction's chunk (0: no TILE)
+  std::unordered_map<const UOp*, StagedInput> staged_;  // TILE: the inputs' chunks, by node
+  Sym chunk_start_ = Sym(0);     // TILE: the reduce index where the current chunk starts
+  bool reading_chunks_ = false;  // TILE: inputs are read from their chunks
+  Sym store_guard_ = Sym(1);     // which work items store the outputs
+  std::unordered_map<const UOp*, int> param_of_;
+  // Where the values being lowered are needed; loads outside it read nothing (see lower_view).
+  Sym gate_ = Sym(1);
+};
+
+}  // namespace kiln
