@@ -29,8 +29,10 @@ std::vector<int> Lowerer::lower_reduce(const UOpRef& node, const Lanes& lanes) {
     }
   }
   // A fused row reduction at the row's index: the row's work items share it.
+  // Not under a gate (a masked view): work items whose gate is off would add nothing of their
+  // share, and all would take the total.
   const bool row_shared = node != kernel_reduce_ && row_lanes_ > 1 && lanes.size() == 1 &&
-                          !mentions(lanes[0], row_lane_) &&
+                          gate_ == Sym(1) && !mentions(lanes[0], row_lane_) &&
                           !(dtype.is_float() && reduce.op == ReduceOp::Prod);
   if (row_shared) axis_opts.back().group = row_lanes_;
   const Sym& reduce_lane = grid ? grid_item_ : row_shared ? row_lane_ : group_lane_;

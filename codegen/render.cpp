@@ -574,6 +574,8 @@ class Renderer {
             << dialect_.atomic_increment(buffer_name(instr)) << " == " << instr.local_size - 1 << u
             << ") ? 1" << u << " : 0" << u << ";\n";
         out << pad() << dialect_.barrier << "\n";
+        // And the other side: the last workgroup's reads of the partials come after this fence.
+        out << pad() << dialect_.global_fence << "\n";
         names_[index] = instr.loop_var;
         out << pad() << dialect_.value_qualifier << dialect_.index_type << " " << instr.loop_var
             << " = " << dialect_.cast(dialect_.index_type, flag + "[0]") << ";\n";

@@ -68,6 +68,27 @@ bool read_as_row_broadcast(const UOpRef& ast, const UOp* buffer, const Shape& sh
   return true;
 }
 
+// Whether every path from the kernel's output to `buffer` keeps the row: elementwise ops,
+// broadcasting Views, and row reductions into their sources. A transpose, flip, pad or shrink
+// of a computed value holding it would read the row value at other rows' indices (each work
+// item would then compute it alone), and a mask would switch off some work items' shares.
+bool reached_along_rows(const UOpRef& ast, const UOp* buffer) {
+  std::unordered_set<const UOp*> holds;  // nodes whose sources reach `buffer`
+  for (const UOpRef& node : toposort({ast})) {
+    for (const UOpRef& src : node->srcs()) {
+      if (src.get() == buffer || holds.count(src.get())) holds.insert(node.get());
+    }
+  }
+  for (const UOpRef& node : toposort({ast})) {
+    if (!holds.count(node.get())) continue;
+    const bool keeps_rows = is_elementwise(node->op()) ||
+                            (node->op() == Op::View && !node->tracker().is_injective()) ||
+                            is_row_reduction(*node);
+    if (!keeps_rows) return false;
+  }
+  return true;
+}
+
 std::vector<UOpRef> buffers_read(const UOpRef& ast) {
   std::vector<UOpRef> buffers;
   for (const UOpRef& node : toposort({ast})) {
@@ -149,7 +170,9 @@ int fuse_row_reductions(Schedule& schedule, int64_t max_lanes, int64_t max_buffe
         narrow.back() = 1;
         if (reduction.ast->shape() != narrow || row_value_length(reduction.ast) != shape.back())
           continue;
-        if (!read_as_row_broadcast(item.ast, input.get(), shape)) continue;
+        if (!read_as_row_broadcast(item.ast, input.get(), shape) ||
+            !reached_along_rows(item.ast, input.get()))
+          continue;
         const UOp* replaced = input.get();
         const UOpRef fused_ast = graph_rewrite({item.ast}, [&](const UOpRef& node) -> UOpRef {
           return node.get() == replaced ? reduction.ast : nullptr;

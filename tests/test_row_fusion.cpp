@@ -103,9 +103,18 @@ TEST_CASE("row fusion: softmax's kernels become one, with a workgroup per row", 
 
 TEST_CASE("row fusion leaves what a row's workgroup cannot compute", "[row_fusion]") {
   const Tensor x = input({64, 512}, 2);
-  // A reduction over another axis, or read through a transpose.
+  // A reduction over another axis, or read through a transpose (also of a square, whose shape
+  // the transpose keeps), a flip, or a shrink and pad (whose mask would switch off some work
+  // items' shares of the row).
   CHECK(fused(x - x.max({0}, true)).items.size() == 2);
   CHECK(fused((x - x.max({1}, true)).transpose()).items.size() == 2);
+  const Tensor square = input({128, 128}, 6);
+  CHECK(fused((square - square.max({1}, true)).transpose()).items.size() == 2);
+  CHECK(fused((x - x.max({1}, true)).flip({1})).items.size() == 2);
+  CHECK(fused((x - x.max({1}, true)).shrink({{0, 64}, {0, 511}}).pad({{0, 0}, {0, 1}}))
+            .items.size() == 2);
+  CHECK(fused((x / x.sum({1}, true)).shrink({{0, 64}, {0, 508}}).pad({{0, 0}, {0, 4}}))
+            .items.size() == 2);
   // A row too long for 256 work items of at most 16 outputs, or with no divisor that fits.
   CHECK(fused(input({4, 8192}, 3).softmax(-1)).items.size() == 3);
   CHECK(fused(input({4, 4099}, 4).softmax(-1)).items.size() == 3);
