@@ -16,6 +16,9 @@ constexpr int64_t kMinRowLength = 16;
 // Workgroup sizes: a GPU's usual best, and PoCL's (a CPU runs a group as one vectorized loop).
 constexpr int64_t kGpuGroupSize = 256;
 constexpr int64_t kCpuGroupSize = 1024;
+// Partial results per work item of a long float reduction (UPCAST): enough independent adds to
+// hide their latency.
+constexpr int64_t kReduceParts = 8;
 
 bool holds_reduce(const UOpRef& ast) {
   for (const UOpRef& node : toposort({ast})) {
@@ -143,7 +146,7 @@ class Chooser {
   // times slower there (35 -> 340 ms).
   bool choose_local_tile() {
     const Shape& shape = axes_.output;
-    if (axes_.source_axis.empty() || shape.size() < 2 || target_.local_memory_bytes <= 0)
+    if (!outputs_share_inputs() || shape.size() < 2 || target_.local_memory_bytes <= 0)
       return false;
     const int last = static_cast<int>(shape.size()) - 1;
     struct Tile {
@@ -189,24 +192,25 @@ class Chooser {
       const int64_t group = round_down_to_power_of_two(
           std::min({kGpuGroupSize, target_.max_workgroup_size, target_.max_workgroup_dims[0]}));
       if (group >= 2) {
+        choose_inner_parts(axis, group);
         add({OptKind::Group, axis, group},
             "too few outputs to fill the device: a workgroup shares each reduction");
         size /= group;
         size /= choose_grid(axis, group);
       }
     } else if (!target_.loop_launch && target_.is_gpu && axes_.reassociable &&
-               axes_.source_axis.empty() && output_lanes() == 1 && size >= 128 &&
-               reads_contiguously(axis)) {
+               output_lanes() == 1 && size >= 128 && reads_contiguously(axis)) {
       // One work item per row would read rows far apart: a warp's loads would not coalesce.
       // A workgroup per row reads it in neighbouring elements; every item then combines the
       // group's partials, so the group is about the square root of the row (work balanced).
-      // (Not for matmul-shaped kernels: there neighbouring outputs share the other input.)
+      // (A matmul whose outputs share loads has a tile of outputs per work item by now.)
       int64_t group = 32;
       while (group * 2 * group * 2 <= size) group *= 2;
       group = std::min(
           {group, round_down_to_power_of_two(std::min({kGpuGroupSize, target_.max_workgroup_size,
                                                        target_.max_workgroup_dims[0]}))});
       if (group >= 2) {
+        choose_inner_parts(axis, group);
         add({OptKind::Group, axis, group},
             "the reduce axis is contiguous: a workgroup reads each row, its loads coalesce");
         size /= group;
@@ -217,9 +221,13 @@ class Chooser {
     if (one_float_accumulator && target_.loop_launch) return;  // the dialect's pragma
     if (axes_.is_symbolic(axis)) return;  // UPCAST and UNROLL must divide every value
     if (one_float_accumulator) {
-      for (int64_t parts : {8, 4, 2}) {
-        if (axis_size % parts == 0 && size >= 2 * parts) {
-          add({OptKind::Upcast, axis, parts},
+      // Parts an UPCAST before the GROUP made already count (each work item's neighbours).
+      const int64_t inner = reduce_upcast(axis);
+      for (int64_t parts : {kReduceParts, kReduceParts / 2, kReduceParts / 4}) {
+        const int64_t more = parts / inner;
+        if (more < 2) break;
+        if (axis_size % (inner * more) == 0 && size >= 2 * inner * more) {
+          add({OptKind::Upcast, axis, more},
               "independent partial results hide the add latency and fill vector lanes");
           return;
         }
@@ -231,6 +239,50 @@ class Chooser {
     if (output_lanes() > 4) return;
     if (axis_size % 4 == 0 && size >= 8)
       add({OptKind::Unroll, axis, 4}, "an ordered reduction: unrolled, not reassociated");
+  }
+
+  // A matmul-shaped kernel with an input that several outputs read (a matmul's rows and
+  // columns): neighbouring outputs can share its loads. A row sum of one matrix, or of several
+  // read alike, shares none.
+  bool outputs_share_inputs() const {
+    if (axes_.source_axis.empty()) return false;
+    return std::any_of(axes_.reduce_inputs.begin(), axes_.reduce_inputs.end(),
+                       [&](const KernelAxes::ReduceInput& input) {
+                         return input.output_axes.size() < axes_.output.size();
+                       });
+  }
+
+  // The product of the UPCASTs chosen so far on a reduce axis.
+  int64_t reduce_upcast(int axis) const {
+    int64_t parts = 1;
+    for (const Opt& opt : choice_.opts) {
+      if (opt.kind == OptKind::Upcast && opt.axis == axis) parts *= opt.amount;
+    }
+    return parts;
+  }
+
+  // Before a GROUP, on a device with vector loads: each work item reads 4 neighbouring elements
+  // per step, one 16-byte load, where the reduction reads memory in order and the steps divide
+  // the axis (a masked load is no vector). Returns the parts (1: none).
+  int64_t choose_inner_parts(int axis, int64_t group) {
+    constexpr int64_t kInner = 4;
+    if (!target_.vector_loads || axes_.is_symbolic(axis) ||
+        axes_.size(axis) % (kInner * group * 2) != 0)
+      return 1;
+    std::vector<Opt> opts = choice_.opts;
+    opts.push_back({OptKind::Upcast, axis, kInner});
+    opts.push_back({OptKind::Group, axis, group});
+    const LinearProgram program = lower_kernel(item_, opts, target_);
+    std::vector<const LinInstr*> loads;
+    for (const LinInstr& instr : program.instrs) {
+      if (instr.op == LinOp::Load && !instr.local && instr.valid == Sym(1) &&
+          instr.dtype.itemsize() == 4)
+        loads.push_back(&instr);
+    }
+    if (!any_neighbours(loads)) return 1;
+    add(opts[opts.size() - 2],
+        "each work item reads 4 neighbouring elements per step: 16-byte loads");
+    return kInner;
   }
 
   // A kernel holding fused row reductions (codegen/row_fusion.h): a workgroup per row whose work
@@ -248,17 +300,26 @@ class Chooser {
     return true;
   }
 
-  // GRID for one output whose reduction fills the device: two workgroups per compute unit (an
-  // H100's 264 of 256 work items matched a hand-written sum's best), each work item reducing at
-  // least 32 elements. Returns the workgroups (1: none).
+  // GRID for one output whose reduction fills the device: about two workgroups per compute unit
+  // (an H100's 264 of 256 work items matched a hand-written sum's best), each work item reducing
+  // at least 32 elements. Where a count from one to two per compute unit divides the axis into
+  // whole steps of every work item's partial results, that one: no load then needs a bounds
+  // check (and neighbouring ones join into vectors). Returns the workgroups (1: none).
   int64_t choose_grid(int axis, int64_t group) {
     if (!target_.prefers_grid() || item_.output->numel() != 1 || axes_.is_symbolic(axis) ||
         axes_.reduce_dtype.itemsize() < 4)
       return 1;
     const int64_t buffers = static_cast<int64_t>(item_.inputs.size()) + 1 + kGridScratchBuffers;
     if (target_.max_kernel_buffers > 0 && buffers > target_.max_kernel_buffers) return 1;
-    const int64_t groups = std::min(
-        {2 * target_.compute_units, axes_.size(axis) / (group * 32), target_.max_workgroups[0]});
+    const int64_t size = axes_.size(axis);
+    int64_t groups =
+        std::min({2 * target_.compute_units, size / (group * 32), target_.max_workgroups[0]});
+    for (int64_t even = groups; even >= std::max<int64_t>(2, groups / 2); --even) {
+      if (size % (even * group * kReduceParts) == 0) {
+        groups = even;
+        break;
+      }
+    }
     if (groups < 2) return 1;
     add({OptKind::Grid, axis, groups},
         "one output: " + std::to_string(groups) +

@@ -40,7 +40,13 @@ Lowerer::Lowerer(const ScheduleItem& item, const KernelAxes& axes, const std::ve
     const size_t reduce_index = opt.axis - axes.output.size();
     switch (opt.kind) {
       case OptKind::Upcast:
-        (on_reduce ? reduce_opts_[reduce_index].upcast : upcast_[opt.axis]) *= opt.amount;
+        if (on_reduce) {
+          ReduceAxisOpts& reduce = reduce_opts_[reduce_index];
+          reduce.upcast *= opt.amount;
+          if (reduce.group == 1) reduce.inner *= opt.amount;
+        } else {
+          upcast_[opt.axis] *= opt.amount;
+        }
         break;
       case OptKind::Unroll:
         reduce_opts_[reduce_index].unroll *= opt.amount;

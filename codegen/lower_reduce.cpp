@@ -9,10 +9,16 @@
 
 namespace kiln {
 
+namespace {
+// Neighbouring elements each of a row's work items reads per step of a shared row reduction.
+constexpr int64_t kRowInner = 4;
+}  // namespace
+
 // One loop nest for every lane: each lane has its accumulator. Long float sums add into block
 // accumulators first (see plan_blocked_sum), so their rounding error grows like sqrt(n). The
 // kernel's own reduction takes its opts: along each reduce axis, position =
-// ((trip * unroll + copy) * upcast + part) * group + group lane.
+// (((trip * unroll + copy) * outer + outer part) * group + group lane) * inner + inner part, where
+// the UPCAST listed before the GROUP is inner (ReduceAxisOpts).
 std::vector<int> Lowerer::lower_reduce(const UOpRef& node, const Lanes& lanes) {
   const ReduceArg& reduce = node->reduce_arg();
   const UOpRef& src = node->src();
@@ -34,7 +40,14 @@ std::vector<int> Lowerer::lower_reduce(const UOpRef& node, const Lanes& lanes) {
   const bool row_shared = node != kernel_reduce_ && row_lanes_ > 1 && lanes.size() == 1 &&
                           gate_ == Sym(1) && !mentions(lanes[0], row_lane_) &&
                           !(dtype.is_float() && reduce.op == ReduceOp::Prod);
-  if (row_shared) axis_opts.back().group = row_lanes_;
+  if (row_shared) {
+    // Each work item takes 4 neighbouring elements at a time where the row allows: vector loads.
+    ReduceAxisOpts& row = axis_opts.back();
+    row.group = row_lanes_;
+    const Sym& length = src->sym_shape()[reduce.axes.back()];
+    if (length.is_const() && length.const_value() % (kRowInner * row_lanes_) == 0)
+      row.upcast = row.inner = kRowInner;
+  }
   const Sym& reduce_lane = grid ? grid_item_ : row_shared ? row_lane_ : group_lane_;
   const SymShape src_shape = src->sym_shape();
   for (int axis : reduce.axes) {
@@ -95,11 +108,15 @@ std::vector<int> Lowerer::lower_reduce(const UOpRef& node, const Lanes& lanes) {
         const ReduceAxisOpts& opts = axis_opts[at];
         const int64_t copy_at = copy_rest % opts.unroll, part_at = part_rest % opts.upcast;
         copy_rest /= opts.unroll, part_rest /= opts.upcast;
+        const int64_t outer = opts.upcast / opts.inner;
         const Sym lane = opts.group > 1 ? reduce_lane : Sym(0);
-        const Sym position =
-            ((trip[at] * Sym(opts.unroll) + Sym(copy_at)) * Sym(opts.upcast) + Sym(part_at)) *
-                Sym(opts.group) +
-            lane;
+        // From the outside in: trip, unrolled copy, outer part, group lane, inner part.
+        const Sym position = (((trip[at] * Sym(opts.unroll) + Sym(copy_at)) * Sym(outer) +
+                               Sym(part_at / opts.inner)) *
+                                  Sym(opts.group) +
+                              lane) *
+                                 Sym(opts.inner) +
+                             Sym(part_at % opts.inner);
         const Sym& size = src_shape[reduce.axes[at]];
         if (!(trips[at] * Sym(opts.unroll * opts.upcast * opts.group) == size))
           valid = logical_and(valid, lt(position, size));

@@ -30,8 +30,10 @@ struct StagedInput {
 };
 
 // The reduction opts of one reduce axis (amounts of 1: none).
+// `inner` is the part of `upcast` listed before the axis' GROUP: each work item's partial results
+// read neighbouring elements (vector loads), the rest of the upcast's parts are a workgroup apart.
 struct ReduceAxisOpts {
-  int64_t upcast = 1, unroll = 1, group = 1;
+  int64_t upcast = 1, unroll = 1, group = 1, inner = 1;
 };
 
 class Lowerer : public LinearBuilder {

@@ -248,18 +248,22 @@ class OptChecker {
       : axes_(axes), target_(target), kernel_(kernel) {}
 
   void check(const std::vector<Opt>& opts) {
-    std::set<std::pair<OptKind, int>> seen;
-    std::map<int, int64_t> upcast_of, local_of;
+    std::set<std::tuple<OptKind, int, bool>> seen;
+    std::map<int, int64_t> upcast_of, local_of, reduce_upcast_of;
     int64_t group = 0, workgroup = 1;
+    int group_axis = -1;
     const Opt* tile = nullptr;
     const Opt* grid = nullptr;
 
     for (const Opt& opt : opts) {
       opt_ = &opt;
       if (opt.amount < 2) refuse("the amount must be at least 2 (1 changes nothing)");
-      if (!seen.insert({opt.kind, opt.axis}).second)
+      // A GROUP's axis may take an UPCAST before the GROUP (each work item's neighbouring
+      // elements) and one after it (parts a workgroup apart).
+      const bool after_group = opt.kind == OptKind::Upcast && opt.axis == group_axis;
+      if (!seen.insert({opt.kind, opt.axis, after_group}).second)
         refuse("the kernel already has a " + std::string(opt_kind_name(opt.kind)) +
-               " on that axis");
+               " on that axis" + (after_group ? " after its GROUP" : ""));
       if (opt.axis == Opt::kFlatAxis) {
         if (opt.kind != OptKind::Local) refuse("only LOCAL applies to the flat axis");
       } else if (opt.axis < 0 || opt.axis >= axes_.rank()) {
@@ -285,8 +289,11 @@ class OptChecker {
           break;
         }
         case OptKind::Upcast:
-          if (size % opt.amount != 0)
-            refuse("the amount must divide the axis' size " + std::to_string(size));
+          if (size % (opt.amount * upcast_or_one(reduce_upcast_of, opt.axis)) != 0)
+            refuse("the amount" +
+                   std::string(after_group ? " times the UPCAST before the GROUP" : "") +
+                   " must divide the axis' size " + std::to_string(size));
+          if (reduce_axis) reduce_upcast_of[opt.axis] = opt.amount;
           if (local_of.count(opt.axis)) refuse("UPCAST must come before LOCAL on the same axis");
           if (reduce_axis && !axes_.reassociable)
             refuse("partial results would reassociate a float product (its rounding changes)");
@@ -305,6 +312,7 @@ class OptChecker {
             refuse("partial results would reassociate a float product (its rounding changes)");
           needs_workgroups();
           group = opt.amount;
+          group_axis = opt.axis;
           workgroup *= opt.amount;
           break;
         case OptKind::Rows:

@@ -25,14 +25,17 @@ enum class OptKind : uint8_t {
   Local,
   // Output axis: each work item computes `amount` neighbouring outputs along it. Reduce axis:
   // `amount` partial accumulators per output, combined at the end (the reduction is
-  // reassociated). The amount divides the axis.
+  // reassociated). The amount divides the axis. On a GROUP's axis the order matters: listed
+  // before the GROUP, each work item's parts read neighbouring elements (vector loads); after it,
+  // they are a workgroup's lanes apart.
   Upcast,
   // Reduce axis: the loop body is repeated `amount` times per trip, into the same accumulator in
   // the same order. The amount divides the axis.
   Unroll,
-  // Reduce axis: the `amount` work items of a workgroup each reduce every amount-th element, then
-  // combine their partial results through local memory after a barrier. The workgroup is those
-  // work items only (no LOCAL beside a GROUP), and none of them returns early.
+  // Reduce axis: the `amount` work items of a workgroup each reduce every amount-th element (every
+  // amount-th run of an UPCAST listed before it), then combine their partial results through
+  // local memory after a barrier. The workgroup is those work items only (no LOCAL beside a
+  // GROUP), and none of them returns early.
   Group,
   // The last output axis, on devices that run work items as a loop (the CPU): an inner loop over
   // it inside a loop over the other axes, so what depends only on the outer index (a broadcast
@@ -136,6 +139,7 @@ struct OptTarget {
   int64_t simd_width = 1;          // a GPU's warp or wavefront
   int64_t max_kernel_buffers = 0;  // buffers one kernel binds (0: no limit below kiln's own)
   bool grid = false;               // the dialect renders GRID (global atomics and fences)
+  bool vector_loads = false;       // the dialect joins neighbouring 32-bit loads into vectors
   // Whether the heuristics give a large full reduction GRID (a GPU): the scheduler then keeps it
   // one kernel (KernelLimits::grid_reductions).
   bool prefers_grid() const { return grid && is_gpu; }

@@ -79,6 +79,7 @@ OptTarget opt_target(const Device& device) {
   target.simd_width = properties.warp_width;
   target.max_kernel_buffers = properties.max_kernel_buffers;
   target.grid = static_cast<bool>(device.dialect().atomic_increment) && !target.loop_launch;
+  target.vector_loads = !device.dialect().vector_widths.empty();
   return target;
 }
 

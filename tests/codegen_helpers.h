@@ -44,6 +44,7 @@ inline OptTarget gpu_target() {
   target.local_memory_bytes = 48 * 1024;
   target.compute_units = 132;
   target.simd_width = 32;
+  target.vector_loads = true;
   return target;
 }
 

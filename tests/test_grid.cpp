@@ -76,6 +76,24 @@ std::vector<GridCase> grid_cases(bool float64) {
                    [float_sum](const std::vector<uint8_t>& out) {
                      CHECK(value_of<float>(out) == Approx(float_sum).epsilon(1e-5));
                    }});
+  // 3 x 5 x 59 x 113: UPCASTs of 3 and 5 divide it, their steps with the grid's lanes do not.
+  const int64_t fifteens = 100005;
+  std::vector<float> more_floats(fifteens);
+  double more_sum = 0;
+  for (int64_t i = 0; i < fifteens; ++i) {
+    more_floats[i] = static_cast<float>((i * 104729) % 2001) / 1000.0f - 1.0f;
+    more_sum += more_floats[i];
+  }
+  cases.push_back({"float32 sum, 3 neighbours per work item and 5 parts a workgroup apart",
+                   Tensor::from_vector(more_floats, {fifteens}, "CPU").sum(),
+                   bytes_of(more_floats),
+                   {{OptKind::Upcast, 0, 3},
+                    {OptKind::Group, 0, 32},
+                    {OptKind::Grid, 0, 6},
+                    {OptKind::Upcast, 0, 5}},
+                   [more_sum](const std::vector<uint8_t>& out) {
+                     CHECK(value_of<float>(out) == Approx(more_sum).epsilon(1e-5).margin(1e-3));
+                   }});
   cases.push_back({"float32 sum, 100 workgroups of 16 (more partials than lanes)",
                    x.sum(),
                    bytes_of(floats),
@@ -107,7 +125,14 @@ std::vector<GridCase> grid_cases(bool float64) {
     ints[i] = static_cast<int32_t>((i * 2654435761u) % 20001) - 10000;
     int_sum += ints[i];
   }
-  cases.push_back({"int32 sum with UPCAST 4, 16 workgroups of 32",
+  cases.push_back({"int32 sum with UPCAST 4 after the GROUP, 16 workgroups of 32",
+                   Tensor::from_vector(ints, {even}, "CPU").sum(),
+                   bytes_of(ints),
+                   {{OptKind::Group, 0, 32}, {OptKind::Grid, 0, 16}, {OptKind::Upcast, 0, 4}},
+                   [int_sum](const std::vector<uint8_t>& out) {
+                     CHECK(value_of<int32_t>(out) == static_cast<int32_t>(int_sum));
+                   }});
+  cases.push_back({"int32 sum with UPCAST 4 before the GROUP, 16 workgroups of 32",
                    Tensor::from_vector(ints, {even}, "CPU").sum(),
                    bytes_of(ints),
                    {{OptKind::Upcast, 0, 4}, {OptKind::Group, 0, 32}, {OptKind::Grid, 0, 16}},
@@ -186,11 +211,19 @@ TEST_CASE("GRID: a GPU's large full reduction is one kernel of many workgroups",
   int scratch = 0;
   for (const KernelParam& param : program.params) scratch += param.scratch;
   CHECK(scratch == kGridScratchBuffers);
-  // 264 workgroups (two per compute unit) of 256.
+  // 256 workgroups of 256: about two per compute unit, a count that divides 4096 x 1024 into
+  // whole steps of every work item's 8 partial results (no load needs a bounds check).
   int64_t global[3], local[3];
   dispatch_sizes(program, {}, global, local);
-  CHECK(global[0] == 264 * 256);
+  CHECK(global[0] == 256 * 256);
   CHECK(local[0] == 256);
+  for (const LinInstr& instr : program.instrs) {
+    if (instr.op == LinOp::Load && !instr.local && instr.buffer == 1) CHECK(instr.valid == Sym(1));
+  }
+  // Where no count from one to two per compute unit divides it: two per compute unit.
+  const LinearProgram odd = lowered(one_kernel(input({4095, 1025}, 9).sum()), gpu);
+  dispatch_sizes(odd, {}, global, local);
+  CHECK(global[0] == 264 * 256);
   // Not for a device without GRID, nor for a small reduction or one of several outputs.
   CHECK_FALSE(has_opt(choose_opts(sum, gpu_target()).opts, OptKind::Grid));
   CHECK_FALSE(has_opt(choose_opts(one_kernel(input({5000}, 7).sum()), gpu).opts, OptKind::Grid));

@@ -135,76 +135,80 @@ TEST_CASE("row fusion leaves what a row's workgroup cannot compute", "[row_fusio
 
 TEST_CASE("fused row kernels compute what the reference computes on devices with workgroups",
           "[row_fusion][devices]") {
-  const int64_t rows = 5, columns = 384;  // 128 work items of 3 outputs per row (PoCL: up to 4096)
-  std::vector<float> values = row_values(rows, columns, 5);
-  values[2 * columns + 17] = 1e30f;                                     // a row with a huge value
-  values[3 * columns + 100] = std::numeric_limits<float>::quiet_NaN();  // a NaN row
-  values[4 * columns + 5] = -std::numeric_limits<float>::infinity();
-  const Tensor x = Tensor::from_vector(values, {rows, columns}, "CPU");
-  auto at = [&](int64_t row, int64_t column) {
-    return static_cast<double>(values[row * columns + column]);
-  };
-  auto row_max = [&](int64_t row) {
-    double best = -INFINITY;
-    for (int64_t column = 0; column < columns; ++column) {
-      if (std::isnan(at(row, column))) return static_cast<double>(NAN);
-      best = std::max(best, at(row, column));
-    }
-    return best;
-  };
-  auto row_sum = [&](int64_t row, const std::function<double(double)>& term) {
-    double total = 0;
-    for (int64_t column = 0; column < columns; ++column) total += term(at(row, column));
-    return total;
-  };
-  struct RowCase {
-    std::string what;
-    Tensor tensor;
-    std::function<double(int64_t, int64_t)> expected;
-  };
-  const std::vector<RowCase> cases = {
-      {"softmax", x.softmax(-1),
-       [&](int64_t row, int64_t column) {
-         const double top = row_max(row);
-         return std::exp(at(row, column) - top) /
-                row_sum(row, [&](double value) { return std::exp(value - top); });
-       }},
-      {"log_softmax", x.log_softmax(-1),
-       [&](int64_t row, int64_t column) {
-         const double top = row_max(row);
-         return at(row, column) - top -
-                std::log(row_sum(row, [&](double value) { return std::exp(value - top); }));
-       }},
-      {"x / row sum", x / x.sum({1}, true),
-       [&](int64_t row, int64_t column) {
-         return at(row, column) / row_sum(row, [](double value) { return value; });
-       }},
-  };
+  const int64_t rows = 5;
   int devices_run = 0;
-  for (const std::string& name : devices()) {
-    std::shared_ptr<DeviceContext> context = open_device(name);
-    OptTarget target = opt_target(context->device());
-    if (target.loop_launch || target.local_memory_bytes <= 0 ||
-        context->device().properties().compile_only)
-      continue;
-    ++devices_run;
-    OptTarget as_gpu = target;
-    as_gpu.is_gpu = true;  // the heuristics give a GPU's row workgroups
-    for (const RowCase& row_case : cases) {
-      DYNAMIC_SECTION(name << ": " << row_case.what) {
-        const Schedule schedule = fused(row_case.tensor, max_row_lanes(as_gpu));
-        REQUIRE(schedule.items.size() == 1);
-        const ScheduleItem& item = schedule.items[0];
-        const std::vector<Opt> opts = choose_opts(item, as_gpu).opts;
-        INFO(opts_to_string(opts));
-        const LinearProgram program = lower_kernel(item, opts, target);
-        REQUIRE(item.inputs.size() == 1);  // x
-        std::vector<double> want;
-        for (int64_t row = 0; row < rows; ++row)
-          for (int64_t column = 0; column < columns; ++column)
-            want.push_back(row_case.expected(row, column));
-        check_close(values_of<float>(launch_program(*context, program, {bytes_of(values)}).at(0)),
-                    want, 1e-5);
+  // 384 columns: 128 work items of 3 outputs per row (PoCL: up to 4096). 1024: 256 of 4, whose
+  // shared reductions read 4 neighbouring elements at a time (vector loads).
+  for (const int64_t columns : {int64_t{384}, int64_t{1024}}) {
+    std::vector<float> values = row_values(rows, columns, 5);
+    values[2 * columns + 17] = 1e30f;                                     // a row with a huge value
+    values[3 * columns + 100] = std::numeric_limits<float>::quiet_NaN();  // a NaN row
+    values[4 * columns + 5] = -std::numeric_limits<float>::infinity();
+    const Tensor x = Tensor::from_vector(values, {rows, columns}, "CPU");
+    auto at = [&](int64_t row, int64_t column) {
+      return static_cast<double>(values[row * columns + column]);
+    };
+    auto row_max = [&](int64_t row) {
+      double best = -INFINITY;
+      for (int64_t column = 0; column < columns; ++column) {
+        if (std::isnan(at(row, column))) return static_cast<double>(NAN);
+        best = std::max(best, at(row, column));
+      }
+      return best;
+    };
+    auto row_sum = [&](int64_t row, const std::function<double(double)>& term) {
+      double total = 0;
+      for (int64_t column = 0; column < columns; ++column) total += term(at(row, column));
+      return total;
+    };
+    struct RowCase {
+      std::string what;
+      Tensor tensor;
+      std::function<double(int64_t, int64_t)> expected;
+    };
+    const std::vector<RowCase> cases = {
+        {"softmax", x.softmax(-1),
+         [&](int64_t row, int64_t column) {
+           const double top = row_max(row);
+           return std::exp(at(row, column) - top) /
+                  row_sum(row, [&](double value) { return std::exp(value - top); });
+         }},
+        {"log_softmax", x.log_softmax(-1),
+         [&](int64_t row, int64_t column) {
+           const double top = row_max(row);
+           return at(row, column) - top -
+                  std::log(row_sum(row, [&](double value) { return std::exp(value - top); }));
+         }},
+        {"x / row sum", x / x.sum({1}, true),
+         [&](int64_t row, int64_t column) {
+           return at(row, column) / row_sum(row, [](double value) { return value; });
+         }},
+    };
+    for (const std::string& name : devices()) {
+      std::shared_ptr<DeviceContext> context = open_device(name);
+      OptTarget target = opt_target(context->device());
+      if (target.loop_launch || target.local_memory_bytes <= 0 ||
+          context->device().properties().compile_only)
+        continue;
+      ++devices_run;
+      OptTarget as_gpu = target;
+      as_gpu.is_gpu = true;  // the heuristics give a GPU's row workgroups
+      for (const RowCase& row_case : cases) {
+        DYNAMIC_SECTION(name << ", " << columns << " columns: " << row_case.what) {
+          const Schedule schedule = fused(row_case.tensor, max_row_lanes(as_gpu));
+          REQUIRE(schedule.items.size() == 1);
+          const ScheduleItem& item = schedule.items[0];
+          const std::vector<Opt> opts = choose_opts(item, as_gpu).opts;
+          INFO(opts_to_string(opts));
+          const LinearProgram program = lower_kernel(item, opts, target);
+          REQUIRE(item.inputs.size() == 1);  // x
+          std::vector<double> want;
+          for (int64_t row = 0; row < rows; ++row)
+            for (int64_t column = 0; column < columns; ++column)
+              want.push_back(row_case.expected(row, column));
+          check_close(values_of<float>(launch_program(*context, program, {bytes_of(values)}).at(0)),
+                      want, 1e-5);
+        }
       }
     }
   }
