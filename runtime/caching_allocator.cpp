@@ -1,7 +1,5 @@
 #include "runtime/caching_allocator.h"
 
-#include <kiln/error.h>
-
 #include <algorithm>
 
 namespace kiln {
@@ -31,27 +29,7 @@ DeviceMemory CachingAllocator::alloc(size_t nbytes) {
       return memory;
     }
   }
-  DeviceMemory memory = nullptr;
-  try {
-    memory = driver_.alloc(nbytes);
-  } catch (const OutOfMemoryError&) {
-    const size_t flushed = cached_bytes();
-    release_cached();
-    try {
-      memory = driver_.alloc(nbytes);
-    } catch (const OutOfMemoryError& error) {
-      // The driver's reason, with what kiln held: the cache it gave back, and what is in use.
-      int64_t active = 0;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        active = active_bytes_;
-      }
-      throw OutOfMemoryError(std::string(error.what()) + "; kiln's buffers in use hold " +
-                             std::to_string(active) + " bytes, and its cache of freed blocks (" +
-                             std::to_string(flushed) +
-                             " bytes) was given back to the driver before one more try");
-    }
-  }
+  DeviceMemory memory = retry_after_release([&] { return driver_.alloc(nbytes); });
   std::lock_guard<std::mutex> lock(mutex_);
   active_bytes_ += static_cast<int64_t>(nbytes);
   return memory;
@@ -72,6 +50,19 @@ void CachingAllocator::free(DeviceMemory memory, size_t nbytes) {
     }
   }
   release(evicted);
+}
+
+void CachingAllocator::throw_after_release(const OutOfMemoryError& error, size_t released) const {
+  // The driver's reason, with what kiln held: what is in use, and the cache it gave back.
+  int64_t active = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    active = active_bytes_;
+  }
+  throw OutOfMemoryError(std::string(error.what()) + "; kiln's buffers in use hold " +
+                         std::to_string(active) + " bytes, and its cache of freed blocks (" +
+                         std::to_string(released) +
+                         " bytes) was given back to the driver before one more try");
 }
 
 std::vector<CachingAllocator::CachedBlock> CachingAllocator::evict_to(size_t target) {

@@ -4,6 +4,8 @@
 // exceed its limit, the least recently freed go back to the driver. On out-of-memory it releases
 // every cached block and tries once more. The public face is include/kiln/memory.h.
 
+#include <kiln/error.h>
+
 #include <cstdint>
 #include <deque>
 #include <list>
@@ -42,6 +44,24 @@ class CachingAllocator {
   size_t active_bytes() const;
   Allocator& driver() { return driver_; }
 
+  // Runs `attempt`, something that takes device memory from the driver (an allocation, a
+  // program's load). Out of memory, it gives every cached block back and runs it once more; if
+  // that fails too, the error also says what kiln's buffers hold and what the cache gave back.
+  template <typename Attempt>
+  auto retry_after_release(Attempt&& attempt) -> decltype(attempt()) {
+    try {
+      return attempt();
+    } catch (const OutOfMemoryError&) {
+    }
+    const size_t released = cached_bytes();
+    release_cached();
+    try {
+      return attempt();
+    } catch (const OutOfMemoryError& error) {
+      throw_after_release(error, released);
+    }
+  }
+
  private:
   struct CachedBlock {
     DeviceMemory memory;
@@ -53,6 +73,7 @@ class CachingAllocator {
   // the caller gives them to the driver after unlocking.
   std::vector<CachedBlock> evict_to(size_t target);
   void release(const std::vector<CachedBlock>& blocks);
+  [[noreturn]] void throw_after_release(const OutOfMemoryError& error, size_t released) const;
 
   Allocator& driver_;
   mutable std::mutex mutex_;

@@ -29,7 +29,9 @@ Program& DeviceContext::program(const std::string& source, const std::string& ke
   if (std::optional<std::vector<uint8_t>> cached = DiskCache::instance().load(key)) {
     stats_.disk_hits++;
     try {
-      loaded = device_->load_program(*cached, kernel_name);
+      loaded = load(*cached, kernel_name);
+    } catch (const OutOfMemoryError&) {
+      throw;  // the binary is fine: a new one would not fit either
     } catch (const Error& error) {
       // The entry is intact (its checksum matched) but the driver refuses it: written by another
       // driver version that the compiler identity does not capture. Build it again.
@@ -37,8 +39,7 @@ Program& DeviceContext::program(const std::string& source, const std::string& ke
                     error.what());
     }
   }
-  if (!loaded)
-    loaded = device_->load_program(compile_and_store(key, source, kernel_name), kernel_name);
+  if (!loaded) loaded = load(compile_and_store(key, source, kernel_name), kernel_name);
   Program& result = *loaded;
   programs_.emplace(source, std::move(loaded));
   return result;
@@ -52,6 +53,12 @@ void DeviceContext::compile(const std::string& source, const std::string& kernel
     return;
   }
   compile_and_store(key, source, kernel_name);
+}
+
+std::unique_ptr<Program> DeviceContext::load(const std::vector<uint8_t>& binary,
+                                             const std::string& kernel_name) {
+  return allocator_->retry_after_release(
+      [&] { return device_->load_program(binary, kernel_name); });
 }
 
 std::vector<uint8_t> DeviceContext::compile_and_store(const std::string& key,

@@ -42,6 +42,9 @@ class DeviceContext {
   KernelStats& stats() { return stats_; }
 
  private:
+  // The driver's program for `binary`. A driver out of memory (a module's code and constants
+  // live in device memory) first gets back what kiln's cache holds, once, as allocations do.
+  std::unique_ptr<Program> load(const std::vector<uint8_t>& binary, const std::string& kernel_name);
   // Compiles `source`, counts it and stores the binary under `key` in the disk cache.
   std::vector<uint8_t> compile_and_store(const std::string& key, const std::string& source,
                                          const std::string& kernel_name);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "runtime/caching_allocator.h"
+#include "runtime/device_context.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/registry.h"
 #include "tests/child_process.h"
@@ -166,6 +167,82 @@ TEST_CASE("a cached binary the driver refuses is compiled again", "[runtime][cac
   REQUIRE(rewritten);
   CHECK(*rewritten != garbage);
   std::filesystem::remove(DiskCache::instance().path_of(key));
+}
+
+namespace {
+
+// The CPU device, except that its next `failing_loads` program loads run out of memory, as a
+// GPU's module load does when its memory is used up (kiln's cache included).
+class LoadFailingDevice : public Device {
+ public:
+  explicit LoadFailingDevice(std::shared_ptr<DeviceContext> cpu) : cpu_(std::move(cpu)) {}
+  const std::string& name() const override { return cpu_->device().name(); }
+  const DeviceProperties& properties() const override { return cpu_->device().properties(); }
+  const Dialect& dialect() const override { return cpu_->device().dialect(); }
+  Allocator& allocator() override { return allocator_; }
+  Compiler& compiler() override { return cpu_->device().compiler(); }
+  std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
+                                        const std::string& kernel_name) override {
+    ++loads;
+    if (failing_loads > 0) {
+      --failing_loads;
+      throw OutOfMemoryError("cuModuleLoadData: out of memory (simulated)");
+    }
+    return cpu_->device().load_program(binary, kernel_name);
+  }
+  void synchronize() override {}
+
+  int failing_loads = 0;
+  int loads = 0;
+  CountingAllocator allocator_;
+
+ private:
+  std::shared_ptr<DeviceContext> cpu_;
+};
+
+}  // namespace
+
+TEST_CASE("a program load out of memory gives back kiln's cache and tries once more",
+          "[runtime][cache][errors]") {
+  auto owned = std::make_unique<LoadFailingDevice>(open_device("CPU"));
+  LoadFailingDevice& device = *owned;
+  DeviceContext context(std::move(owned));
+  const std::string name = "k_load_oom_" + std::to_string(::getpid());
+  const std::string source = "void " + name +
+                             "(void** buffers, const long long* variables, long long begin, "
+                             "long long end) { (void)buffers; (void)variables; (void)begin; "
+                             "(void)end; }\n";
+  context.compile(source, name);  // in the disk cache: the loads below read it
+  const int64_t compiles = context.stats().compiles;
+  // A freed block waits in kiln's cache.
+  context.allocator().free(context.allocator().alloc(4096), 4096);
+  REQUIRE(context.allocator().cached_bytes() == 4096);
+
+  SECTION("a second load succeeds once the cache is given back, without compiling again") {
+    device.failing_loads = 1;
+    CHECK_NOTHROW(context.program(source, name));
+    CHECK(device.loads == 2);
+    CHECK(context.allocator().cached_bytes() == 0);
+    CHECK(device.allocator_.frees == 1);
+    CHECK(context.stats().compiles == compiles);
+  }
+  SECTION("still out of memory: the error says what kiln held, and nothing is recompiled") {
+    device.failing_loads = 2;
+    try {
+      context.program(source, name);
+      FAIL("loaded");
+    } catch (const OutOfMemoryError& error) {
+      CHECK_THAT(std::string(error.what()),
+                 Contains("cuModuleLoadData: out of memory (simulated)") &&
+                     Contains("its cache of freed blocks (4096 bytes) was given back"));
+    }
+    CHECK(device.loads == 2);
+    CHECK(context.stats().compiles == compiles);
+    // The next request loads it (the device has memory again).
+    CHECK_NOTHROW(context.program(source, name));
+  }
+  std::filesystem::remove(
+      DiskCache::instance().path_of(kernel_cache_key(device.compiler().identity(), source)));
 }
 
 TEST_CASE("an unwritable KILN_CACHE_DIR is warned about once and kernels still run",
