@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <set>
+#include <thread>
 
 namespace kiln::vulkan {
 namespace {
@@ -25,6 +26,23 @@ void memory_barrier(VkCommandBuffer commands, VkPipelineStageFlags source_stages
   barrier.dstAccessMask = destination_access;
   vkCmdPipelineBarrier(commands, source_stages, destination_stages, 0, 1, &barrier, 0, nullptr, 0,
                        nullptr);
+}
+
+// Waits for `fence`, polling it for a short while first: a blocking wait sleeps in the kernel
+// and its wake-up comes late (on an H100 a small Vulkan realize took 74.7 us against CUDA's 24.6).
+// A longer wait blocks, and leaves the cores to the work.
+void wait_for_fence(VkDevice device, VkFence fence) {
+  constexpr auto kPolling = std::chrono::microseconds(100);
+  const auto until = std::chrono::steady_clock::now() + kPolling;
+  do {
+    const VkResult status = vkGetFenceStatus(device, fence);
+    if (status != VK_NOT_READY) {
+      check_vk(status, "vkGetFenceStatus");  // VK_ERROR_DEVICE_LOST
+      return;
+    }
+    std::this_thread::yield();
+  } while (std::chrono::steady_clock::now() < until);
+  KILN_VK_CHECK(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX));
 }
 
 }  // namespace
@@ -127,8 +145,7 @@ CommandQueue::~CommandQueue() {
 
 void CommandQueue::retire(Slot& slot) {
   if (slot.serial == 0) return;
-  const VkFence fence = slot.fence.get();
-  KILN_VK_CHECK(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
+  wait_for_fence(device_, slot.fence.get());
   if (slot.serial > completed_) {
     // Submissions finish in order (each waits for the one before at its first barrier).
     completed_ = slot.serial;
@@ -198,7 +215,7 @@ void CommandQueue::submit_open() {
   }
   if (slot.timed && !device_timed) {
     // No timestamps on this queue: the host's clock around the whole submission.
-    KILN_VK_CHECK(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
+    wait_for_fence(device_, fence);
     slot.host_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
