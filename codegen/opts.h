@@ -129,6 +129,7 @@ std::vector<LaunchAxis> launch_layout(const KernelAxes& axes, const std::vector<
 // What a device offers the optimiser (from its DeviceProperties) and how its dialect launches.
 struct OptTarget {
   std::string device = "?";  // for messages
+  std::string architecture;  // DeviceProperties::architecture ("sm_90"; empty: none named)
   bool loop_launch = true;   // work items run as a loop (the CPU): no workgroups
   bool is_gpu = false;
   int64_t max_workgroup_size = 1;

@@ -88,6 +88,9 @@ struct DeviceProperties {
   int64_t local_memory_bytes = 0;
   int warp_width = 1;
   int compute_units = 1;
+  // The GPU's architecture as its compiler names it, "sm_90" for an H100 (CUDA compute
+  // capability 9.0); empty where the API names none. The optimiser sees it (OptTarget).
+  std::string architecture;
   std::set<ScalarType> dtypes;  // dtypes the device computes
   // The device's memory (host RAM for a CPU device), and the largest single allocation it can
   // make. 0 where the driver cannot tell; an allocation over a known limit is refused with an

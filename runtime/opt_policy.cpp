@@ -67,6 +67,9 @@ OptTarget opt_target(const Device& device) {
   const DeviceProperties& properties = device.properties();
   OptTarget target;
   target.device = device.name();
+  target.architecture = properties.architecture;
+  if (!target.architecture.empty() && target.device.find(target.architecture) == std::string::npos)
+    target.device += " (" + target.architecture + ")";
   target.loop_launch = device.dialect().launch_style == Dialect::LaunchStyle::kCpuLoop;
   target.is_gpu = properties.kind == DeviceKind::GPU;
   target.max_workgroup_size = properties.max_workgroup_size;

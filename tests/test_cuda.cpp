@@ -11,6 +11,7 @@
 
 #include <filesystem>
 
+#include "runtime/opt_policy.h"
 #include "runtime/registry.h"
 #include "tests/child_process.h"
 
@@ -78,6 +79,10 @@ TEST_CASE("the compile-only CUDA device compiles programs and runs none", "[cuda
   CHECK(context->name() == "CUDA@sm_90");
   CHECK(open_device("cuda@SM_90") == context);
   CHECK(context->device().properties().compile_only);
+  // The architecture reaches the optimiser, and its messages.
+  CHECK(context->device().properties().architecture == "sm_90");
+  CHECK(opt_target(context->device()).architecture == "sm_90");
+  CHECK(opt_target(open_device("CUDA@sm_80")->device()).architecture == "sm_80");
   const int64_t compiles = context->stats().compiles + context->stats().disk_hits;
 
   const std::string device = context->name();

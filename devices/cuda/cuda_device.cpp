@@ -189,6 +189,7 @@ class CudaDevice : public Device {
     const int minor = KILN_CU_ATTRIBUTE(device_, COMPUTE_CAPABILITY_MINOR);
     const std::string architecture = "sm_" + std::to_string(major * 10 + minor);
     properties_.kind = DeviceKind::GPU;
+    properties_.architecture = architecture;
     properties_.driver = "CUDA driver " + version_text(api.version) + ", NVRTC " +
                          std::to_string(nvrtc().major) + "." + std::to_string(nvrtc().minor);
     properties_.description =
@@ -283,6 +284,7 @@ class CompileOnlyDevice : public Device {
       : name_("CUDA@sm_" + std::to_string(architecture)), allocator_(name_) {
     properties_.kind = DeviceKind::GPU;
     properties_.compile_only = true;
+    properties_.architecture = "sm_" + std::to_string(architecture);
     properties_.driver = "NVRTC " + std::to_string(nvrtc().major) + "." +
                          std::to_string(nvrtc().minor) + " (compile only)";
     properties_.description = "kernels compiled for sm_" + std::to_string(architecture) +
