@@ -20,6 +20,8 @@ OptSettings settings_from_environment() {
     settings.policy = OptPolicy::Default;
   } else if (text == "none") {
     settings.policy = OptPolicy::None;
+  } else if (text == "gpu") {
+    settings.policy = OptPolicy::Gpu;
   } else if (text.rfind("random", 0) == 0) {
     settings.policy = OptPolicy::Random;
     if (text.size() > 6) {
@@ -30,7 +32,7 @@ OptSettings settings_from_environment() {
         throw Error("[KILN_OPTS] '" + text + "' is not valid: random takes ':<seed>' (digits)");
     }
   } else {
-    throw Error("[KILN_OPTS] '" + text + "' is not valid: use default, none or random:<seed>");
+    throw Error("[KILN_OPTS] '" + text + "' is not valid: use default, none, random:<seed> or gpu");
   }
   return settings;
 }
@@ -59,6 +61,8 @@ std::string opt_settings_to_string(const OptSettings& settings) {
       return "none";
     case OptPolicy::Random:
       return "random:" + std::to_string(settings.seed);
+    case OptPolicy::Gpu:
+      return "gpu";
   }
   return "?";
 }
@@ -83,6 +87,12 @@ OptTarget opt_target(const Device& device) {
   target.max_kernel_buffers = properties.max_kernel_buffers;
   target.grid = static_cast<bool>(device.dialect().atomic_increment) && !target.loop_launch;
   target.vector_loads = !device.dialect().vector_widths.empty();
+  return target;
+}
+
+OptTarget opt_target(const Device& device, const OptSettings& settings) {
+  OptTarget target = opt_target(device);
+  if (settings.policy == OptPolicy::Gpu && !target.loop_launch) target.is_gpu = true;
   return target;
 }
 

@@ -181,9 +181,9 @@ KernelLaunch prepare_kernel(const ScheduleItem& item) {
   auto prepared = std::make_shared<PreparedKernel>();
   prepared->context = context;
   prepared->settings = settings;
-  const OptTarget target = opt_target(context->device());
+  const OptTarget target = opt_target(context->device(), settings);
   OptChoice choice;
-  if (settings.policy == OptPolicy::Default) choice = choose_opts(generic, target);
+  if (uses_heuristics(settings)) choice = choose_opts(generic, target);
   if (settings.policy == OptPolicy::Random) {
     choice.opts = random_opts(generic, target, settings.seed);
     choice.reasons.push_back("random (seed " + std::to_string(settings.seed) + ")");

@@ -29,8 +29,8 @@ double seconds_since(Clock::time_point start) {
 // workgroup per row: not under other opt policies, whose opts would leave each work item to
 // compute its row's reductions alone. Only where every kernel is on the one device.
 void fuse_rows_on(Schedule& schedule, DeviceContext& context, const OptSettings& settings) {
-  const OptTarget target = opt_target(context.device());
-  if (settings.policy != OptPolicy::Default || !fuses_rows(target)) return;
+  const OptTarget target = opt_target(context.device(), settings);
+  if (!uses_heuristics(settings) || !fuses_rows(target)) return;
   for (const ScheduleItem& item : schedule.items) {
     if (buffer_of(*item.output).device() != context.name()) return;
   }
@@ -159,7 +159,7 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
       // Only where the heuristics choose the opts: other policies may leave a reduction that is
       // not split to a single work item.
       limits.grid_reductions =
-          settings.policy == OptPolicy::Default && opt_target(kernel_device).prefers_grid();
+          uses_heuristics(settings) && opt_target(kernel_device, settings).prefers_grid();
       return limits;
     };
     schedule = create_schedule(roots, device, make_buffer, limits_of, !active_recorder());

@@ -75,9 +75,12 @@ case "$mode" in
     # The battery once more with a random valid opts list per kernel (a fixed seed): proves every
     # optimisation on the CPU and on OpenCL, not only the heuristics' choices.
     build/bin/kiln conformance --device CPU --opts random --seed 1
+    # On OpenCL and Vulkan also with the opts a GPU's heuristics choose (GRID, fused rows, local
+    # tiles), which their default opts never give these CPU-backed devices.
     for device in CL VULKAN; do
       if build/bin/kiln devices | grep -qE "^[ *]+$device +available"; then
         build/bin/kiln conformance --device $device --opts random --seed 1
+        build/bin/kiln conformance --device $device --opts gpu
       fi
     done
     # Every case's CUDA kernels rendered and compiled by NVRTC for an H100 (sm_90), where the CUDA

@@ -8,11 +8,14 @@
 #include <kiln/kiln.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <vector>
 
 #include "codegen/render.h"
+#include "runtime/device_context.h"
 #include "runtime/opt_policy.h"
+#include "runtime/registry.h"
 #include "tests/codegen_helpers.h"
 
 using namespace kiln;
@@ -297,4 +300,72 @@ TEST_CASE("every valid opts list computes what no opts compute", "[opts]") {
       }
     }
   }
+}
+
+TEST_CASE("the gpu opt policy runs a GPU's kernels on devices with workgroups",
+          "[opts][runtime][devices]") {
+  // A softmax (fused into one kernel on a GPU) and a long sum (one GRID kernel on a GPU).
+  const int64_t rows = 16, columns = 1024, count = 1 << 18;
+  std::vector<float> matrix(rows * columns), vector(count);
+  for (size_t i = 0; i < matrix.size(); ++i)
+    matrix[i] = static_cast<float>((i * 7919) % 2001) / 250.0f - 4.0f;
+  matrix[3 * columns + 5] = std::numeric_limits<float>::quiet_NaN();
+  double total = 0;
+  for (int64_t i = 0; i < count; ++i) total += vector[i] = static_cast<float>(i % 13) - 6.0f;
+  auto softmax_at = [&](int64_t row, int64_t column) {
+    double top = -INFINITY, sum = 0;
+    for (int64_t at = 0; at < columns; ++at) {
+      const double value = matrix[row * columns + at];
+      if (std::isnan(value)) return static_cast<double>(NAN);
+      top = std::max(top, value);
+    }
+    for (int64_t at = 0; at < columns; ++at) sum += std::exp(matrix[row * columns + at] - top);
+    return std::exp(matrix[row * columns + column] - top) / sum;
+  };
+  const OptSettings before = opt_settings();
+  int devices_run = 0;
+  for (const std::string& name : devices()) {
+    std::shared_ptr<DeviceContext> context = open_device(name);
+    if (opt_target(context->device()).loop_launch || context->device().properties().compile_only)
+      continue;
+    ++devices_run;
+    for (const OptPolicy policy : {OptPolicy::Gpu, OptPolicy::Default}) {
+      set_opt_settings({policy, 0});
+      INFO(name << " under " << opt_settings_to_string(opt_settings()));
+      CapturedStep step([](const std::vector<Tensor>& inputs) {
+        return std::vector<Tensor>{inputs[0].softmax(-1), inputs[1].sum()};
+      });
+      const std::vector<Tensor> inputs = {Tensor::from_vector(matrix, {rows, columns}, name),
+                                          Tensor::from_vector(vector, {count}, name)};
+      for (int call = 0; call < 3; ++call) {  // as written, captured, replayed
+        const std::vector<Tensor> outputs = step(inputs);
+        const std::vector<float> softmax = outputs[0].to_vector<float>();
+        for (int64_t row = 0; row < rows; ++row) {
+          for (int64_t column = 0; column < columns; column += 97) {
+            const double want = softmax_at(row, column);
+            const float got = softmax[row * columns + column];
+            INFO("call " << call << ", row " << row << ", column " << column);
+            if (std::isnan(want)) {
+              CHECK(std::isnan(got));
+            } else {
+              CHECK(got == Approx(want).epsilon(1e-5).margin(1e-9));
+            }
+          }
+        }
+        CHECK(outputs[1].item<float>() == Approx(total));
+      }
+      // A GPU's kernels: the softmax's one and the sum's one (two where the device limits a
+      // work item's loops: lavapipe's 65535 split a reduction this long). By default this
+      // device runs more (three for the softmax, two for the sum).
+      if (policy == OptPolicy::Gpu) {
+        const bool loops_limited = context->device().properties().max_loop_iterations > 0 &&
+                                   count > context->device().properties().max_loop_iterations / 4;
+        CHECK(step.kernels() == (loops_limited ? 3 : 2));
+      } else {
+        CHECK(step.kernels() > 2);
+      }
+    }
+  }
+  set_opt_settings(before);
+  if (devices_run == 0) WARN("no device with workgroups here");
 }

@@ -40,9 +40,11 @@ options:
   --failures N     print at most N failing cases in detail (default 20)
   --fuzz N         instead of the battery, check N random graphs (elementwise, reductions and
                    movement ops mixed) against the reference
-  --opts MODE      the kernels' optimisations: default (the heuristics' choice), none, or random
+  --opts MODE      the kernels' optimisations: default (the heuristics' choice), none, random
                    (a valid random opts list per kernel, drawn from --seed), so that every opt is
-                   proven on the device (default: default, or KILN_OPTS / KILN_NOOPT)
+                   proven on the device, or gpu (the heuristics' choice for a GPU, on a device
+                   with workgroups that is not one: a GPU's kernels checked on PoCL or lavapipe)
+                   (default: default, or KILN_OPTS / KILN_NOOPT)
   --seed S         the fuzzer's first seed (default 1); graph i uses seed S + i; with
                    --opts random, the opts' seed
   --verbose        with --fuzz: print every graph as kiln C++
@@ -116,9 +118,10 @@ bool parse(const std::vector<std::string>& args, Options& options) {
       options.fuzz = number("--fuzz", 1, kMostCases);
     } else if (arg == "--opts") {
       options.opts = value("--opts");
-      if (options.opts != "default" && options.opts != "none" && options.opts != "random")
-        throw std::invalid_argument("--opts takes default, none or random, not '" + options.opts +
-                                    "'");
+      if (options.opts != "default" && options.opts != "none" && options.opts != "random" &&
+          options.opts != "gpu")
+        throw std::invalid_argument("--opts takes default, none, random or gpu, not '" +
+                                    options.opts + "'");
     } else if (arg == "--seed") {
       const std::optional<unsigned long long> seed = parse_unsigned(value("--seed"));
       if (!seed)
@@ -252,6 +255,7 @@ int conformance_main(const std::vector<std::string>& args) {
     OptSettings settings;
     settings.policy = options.opts == "none"     ? OptPolicy::None
                       : options.opts == "random" ? OptPolicy::Random
+                      : options.opts == "gpu"    ? OptPolicy::Gpu
                                                  : OptPolicy::Default;
     settings.seed = options.seed;
     set_opt_settings(settings);
