@@ -44,7 +44,7 @@ std::vector<int> Lowerer::lower_reduce(const UOpRef& node, const Lanes& lanes) {
     // Each work item takes 4 neighbouring elements at a time where the row allows: vector loads.
     ReduceAxisOpts& row = axis_opts.back();
     row.group = row_lanes_;
-    const Sym& length = src->sym_shape()[reduce.axes.back()];
+    const Sym length = src->sym_shape()[reduce.axes.back()];
     if (length.is_const() && length.const_value() % (kRowInner * row_lanes_) == 0)
       row.upcast = row.inner = kRowInner;
   }

@@ -65,11 +65,13 @@ case "$mode" in
   test)
     ctest --test-dir build --output-on-failure -j2
     # The suite again on the OpenCL and Vulkan devices where they run (conformance already covers
-    # every device).
+    # every device), once with their own opts and once with a GPU's (KILN_OPTS=gpu).
     for device in CL VULKAN; do
       if build/bin/kiln devices | grep -qE "^[ *]+$device +available"; then
-        KILN_DEVICE=$device ctest --test-dir build --output-on-failure -j2 \
-          -E 'conformance|install_and_build|CUDA C\+\+ and GLSL'
+        for opts in default gpu; do
+          KILN_DEVICE=$device KILN_OPTS=$opts ctest --test-dir build --output-on-failure -j2 \
+            -E 'conformance|install_and_build|CUDA C\+\+ and GLSL'
+        done
       fi
     done
     # The battery once more with a random valid opts list per kernel (a fixed seed): proves every
