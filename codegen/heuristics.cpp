@@ -3,6 +3,7 @@
 #include <kiln/error.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include "codegen/lower.h"
@@ -187,23 +188,30 @@ class Chooser {
     // divide the whole axis.
     const int64_t axis_size = axes_.size(axis);
     int64_t size = axis_size;
+    const bool one_float_accumulator =
+        output_lanes() == 1 && axes_.reduce_dtype.is_float() && axes_.reduce_op != ReduceOp::Prod;
     if (!target_.loop_launch && target_.is_gpu && axes_.reassociable && output_lanes() == 1 &&
         item_.output->numel() < target_.compute_units * 4 && size >= 4096) {
       const int64_t group = round_down_to_power_of_two(
           std::min({kGpuGroupSize, target_.max_workgroup_size, target_.max_workgroup_dims[0]}));
       if (group >= 2) {
-        choose_inner_parts(axis, group);
+        const int64_t inner = choose_inner_parts(axis, group);
         add({OptKind::Group, axis, group},
             "too few outputs to fill the device: a workgroup shares each reduction");
         size /= group;
-        size /= choose_grid(axis, group);
+        // The elements a work item reads per step once the opts below join: a float
+        // reduction's partial results, or the inner parts times an UNROLL of 4.
+        size /= choose_grid(axis, group, one_float_accumulator ? kReduceParts : inner * 4);
       }
     } else if (!target_.loop_launch && target_.is_gpu && axes_.reassociable &&
-               output_lanes() == 1 && size >= 128 && reads_contiguously(axis)) {
+               output_lanes() == 1 && size >= 128 &&
+               reads_contiguously(axis, /*every=*/outputs_share_inputs())) {
       // One work item per row would read rows far apart: a warp's loads would not coalesce.
       // A workgroup per row reads it in neighbouring elements; every item then combines the
       // group's partials, so the group is about the square root of the row (work balanced).
-      // (A matmul whose outputs share loads has a tile of outputs per work item by now.)
+      // Where outputs share an input (a matmul without tiles: sizes no tile divides), only if
+      // the rows read every input in order: a matrix times a vector, not a matmul, whose other
+      // input a workgroup would read down a column.
       int64_t group = 32;
       while (group * 2 * group * 2 <= size) group *= 2;
       group = std::min(
@@ -216,8 +224,6 @@ class Chooser {
         size /= group;
       }
     }
-    const bool one_float_accumulator =
-        output_lanes() == 1 && axes_.reduce_dtype.is_float() && axes_.reduce_op != ReduceOp::Prod;
     if (one_float_accumulator && target_.loop_launch) return;  // the dialect's pragma
     if (axes_.is_symbolic(axis)) return;  // UPCAST and UNROLL must divide every value
     if (one_float_accumulator) {
@@ -303,9 +309,9 @@ class Chooser {
   // GRID for one output whose reduction fills the device: about two workgroups per compute unit
   // (an H100's 264 of 256 work items matched a hand-written sum's best), each work item reducing
   // at least 32 elements. Where a count from one to two per compute unit divides the axis into
-  // whole steps of every work item's partial results, that one: no load then needs a bounds
+  // whole steps (`per_step` elements per work item), that one: no load then needs a bounds
   // check (and neighbouring ones join into vectors). Returns the workgroups (1: none).
-  int64_t choose_grid(int axis, int64_t group) {
+  int64_t choose_grid(int axis, int64_t group, int64_t per_step) {
     if (!target_.prefers_grid() || item_.output->numel() != 1 || axes_.is_symbolic(axis) ||
         axes_.reduce_dtype.itemsize() < 4)
       return 1;
@@ -315,7 +321,7 @@ class Chooser {
     int64_t groups =
         std::min({2 * target_.compute_units, size / (group * 32), target_.max_workgroups[0]});
     for (int64_t even = groups; even >= std::max<int64_t>(2, groups / 2); --even) {
-      if (size % (even * group * kReduceParts) == 0) {
+      if (size % (even * group * per_step) == 0) {
         groups = even;
         break;
       }
@@ -327,15 +333,28 @@ class Chooser {
     return groups;
   }
 
-  // Whether neighbouring steps of the reduce axis read neighbouring elements of some input.
-  bool reads_contiguously(int axis) const {
+  // Whether neighbouring steps of the reduce axis read neighbouring elements of some input (of
+  // every input that the steps read apart, with `every`: a matmul's other input, read down a
+  // column, is not).
+  bool reads_contiguously(int axis, bool every = false) const {
     if (axes_.is_symbolic(axis) || axes_.size(axis) % 2 != 0) return false;
     const LinearProgram program = lower_kernel(item_, {{OptKind::Upcast, axis, 2}}, target_);
+    std::map<int, std::vector<const LinInstr*>> loads_of;  // per buffer
     std::vector<const LinInstr*> loads;
     for (const LinInstr& instr : program.instrs) {
-      if (instr.op == LinOp::Load && !instr.local) loads.push_back(&instr);
+      if (instr.op != LinOp::Load || instr.local) continue;
+      loads.push_back(&instr);
+      loads_of[instr.buffer].push_back(&instr);
     }
-    return any_neighbours(loads);
+    if (!any_neighbours(loads)) return false;
+    if (!every) return true;
+    for (const auto& [buffer, reads] : loads_of) {
+      const bool apart = std::any_of(reads.begin(), reads.end(), [&](const LinInstr* load) {
+        return !(load->index == reads.front()->index);
+      });
+      if (apart && !any_neighbours(reads)) return false;
+    }
+    return true;
   }
 
   // GPUs: an elementwise kernel with enough work computes 4 neighbouring outputs per work item,

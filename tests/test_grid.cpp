@@ -224,6 +224,16 @@ TEST_CASE("GRID: a GPU's large full reduction is one kernel of many workgroups",
   const LinearProgram odd = lowered(one_kernel(input({4095, 1025}, 9).sum()), gpu);
   dispatch_sizes(odd, {}, global, local);
   CHECK(global[0] == 264 * 256);
+  // An integer sum reads 16 elements per step (4 neighbours, unrolled 4 times): 35 workgroups
+  // divide 430080 so, where 42 would divide it into steps of 8 only.
+  const ScheduleItem ints = one_kernel(input({430080}, 10).cast(dtypes::int32).realize().sum());
+  const OptChoice int_choice = choose_opts(ints, gpu);
+  INFO(opts_to_string(int_choice.opts));
+  CHECK(std::any_of(int_choice.opts.begin(), int_choice.opts.end(),
+                    [](const Opt& opt) { return opt.kind == OptKind::Grid && opt.amount == 35; }));
+  for (const LinInstr& instr : lower_kernel(ints, int_choice.opts, gpu).instrs) {
+    if (instr.op == LinOp::Load && !instr.local && instr.buffer == 1) CHECK(instr.valid == Sym(1));
+  }
   // Not for a device without GRID, nor for a small reduction or one of several outputs.
   CHECK_FALSE(has_opt(choose_opts(sum, gpu_target()).opts, OptKind::Grid));
   CHECK_FALSE(has_opt(choose_opts(one_kernel(input({5000}, 7).sum()), gpu).opts, OptKind::Grid));

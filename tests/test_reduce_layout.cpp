@@ -44,11 +44,12 @@ std::vector<int64_t> load_offsets(const LinearProgram& program) {
   return offsets;
 }
 
-// The widest vector load of the program once vectorized for CUDA.
+// The widest vector load inside the program's loops (its reductions) once vectorized for CUDA.
 int widest_cuda_load(const LinearProgram& program) {
-  int widest = 1;
+  int widest = 1, depth = 0;
   for (const LinInstr& instr : vectorize_loads(program, cuda_dialect()).instrs) {
-    if (instr.op == LinOp::Load) widest = std::max(widest, instr.vector_width);
+    depth += instr.op == LinOp::LoopBegin ? 1 : instr.op == LinOp::LoopEnd ? -1 : 0;
+    if (instr.op == LinOp::Load && depth > 0) widest = std::max(widest, instr.vector_width);
   }
   return widest;
 }
@@ -163,8 +164,16 @@ TEST_CASE("GPU reductions read 16 bytes per load where their input is in order",
                       [](const Opt& opt) { return opt.kind == OptKind::Tile; }));
   }
 
+  SECTION("a matmul no tile fits gets no workgroup per output: it would read B down columns") {
+    const Tensor a = input({64, 512}, 11), b = input({512, 1001}, 12);
+    const std::vector<Opt> opts = choose_opts(only_kernel(a.matmul(b)), gpu).opts;
+    INFO(opts_to_string(opts));
+    CHECK_FALSE(std::any_of(opts.begin(), opts.end(),
+                            [](const Opt& opt) { return opt.kind == OptKind::Group; }));
+  }
+
   SECTION("a fused softmax row shares its reductions 4 neighbours at a time") {
-    Schedule schedule = schedule_of(input({64, 1024}, 10).softmax(-1));
+    Schedule schedule = schedule_of(input({64, 4096}, 10).softmax(-1));
     fuse_row_reductions(schedule, max_row_lanes(gpu), 128);
     REQUIRE(schedule.items.size() == 1);
     const ScheduleItem& item = schedule.items[0];

@@ -137,8 +137,8 @@ TEST_CASE("fused row kernels compute what the reference computes on devices with
           "[row_fusion][devices]") {
   const int64_t rows = 5;
   int devices_run = 0;
-  // 384 columns: 128 work items of 3 outputs per row (PoCL: up to 4096). 1024: 256 of 4, whose
-  // shared reductions read 4 neighbouring elements at a time (vector loads).
+  // 384 columns: 192 work items of 2 outputs per row. 1024: 256 of 4, whose shared reductions
+  // read 4 neighbouring elements at a time (vector loads).
   for (const int64_t columns : {int64_t{384}, int64_t{1024}}) {
     std::vector<float> values = row_values(rows, columns, 5);
     values[2 * columns + 17] = 1e30f;                                     // a row with a huge value

@@ -213,6 +213,11 @@ TEST_CASE("a program load out of memory gives back kiln's cache and tries once m
                              "long long end) { (void)buffers; (void)variables; (void)begin; "
                              "(void)end; }\n";
   context.compile(source, name);  // in the disk cache: the loads below read it
+  const std::string key = kernel_cache_key(device.compiler().identity(), source);
+  if (!DiskCache::instance().load(key)) {
+    WARN("the disk cache is not writable here: nothing to load");
+    return;
+  }
   const int64_t compiles = context.stats().compiles;
   // A freed block waits in kiln's cache.
   context.allocator().free(context.allocator().alloc(4096), 4096);
@@ -241,8 +246,7 @@ TEST_CASE("a program load out of memory gives back kiln's cache and tries once m
     // The next request loads it (the device has memory again).
     CHECK_NOTHROW(context.program(source, name));
   }
-  std::filesystem::remove(
-      DiskCache::instance().path_of(kernel_cache_key(device.compiler().identity(), source)));
+  std::filesystem::remove(DiskCache::instance().path_of(key));
 }
 
 TEST_CASE("an unwritable KILN_CACHE_DIR is warned about once and kernels still run",
