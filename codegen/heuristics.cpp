@@ -278,7 +278,12 @@ class Chooser {
     std::vector<Opt> opts = choice_.opts;
     opts.push_back({OptKind::Upcast, axis, kInner});
     opts.push_back({OptKind::Group, axis, group});
-    const LinearProgram program = lower_kernel(item_, opts, target_);
+    LinearProgram program;
+    try {
+      program = lower_kernel(item_, opts, target_);
+    } catch (const OptError&) {
+      return 1;  // the GROUP alone is refused too, with its reason, when the kernel is lowered
+    }
     std::vector<const LinInstr*> loads;
     for (const LinInstr& instr : program.instrs) {
       if (instr.op == LinOp::Load && !instr.local && instr.valid == Sym(1) &&
