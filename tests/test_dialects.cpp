@@ -342,12 +342,15 @@ TEST_CASE("OpenCL vector loads and stores compute what scalar ones compute", "[d
     Tensor tensor;
     std::vector<Opt> opts;
   };
-  const Tensor a = input({64, 72}, 1), b = input({72, 48}, 2);
+  const Tensor a = input({64, 72}, 1), b = input({72, 48}, 2), rows = input({16, 256}, 3);
   const std::vector<VectorCase> programs = {
       {a.sum({1}), {{OptKind::Upcast, 1, 8}}},
       {a.shrink({{0, 64}, {1, 71}}).max({1}), {{OptKind::Upcast, 1, 2}}},
       {a.matmul(b), {{OptKind::Upcast, 1, 16}, {OptKind::Upcast, 0, 4}}},
       {(a.cast(dtypes::int32) * 3).sum({1}), {{OptKind::Upcast, 1, 4}}},
+      // A GROUP whose work items read 4 neighbours per step (the UPCAST before it).
+      {rows.sum({1}), {{OptKind::Upcast, 1, 4}, {OptKind::Group, 1, 16}, {OptKind::Upcast, 1, 2}}},
+      {rows.max({1}), {{OptKind::Upcast, 1, 4}, {OptKind::Group, 1, 32}}},
   };
   for (const VectorCase& case_ : programs) {
     const ScheduleItem item = schedule_of(case_.tensor).items.at(0);
