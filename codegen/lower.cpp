@@ -26,8 +26,9 @@ std::string index_key(const std::vector<Sym>& index) {
 
 }  // namespace
 
-Lowerer::Lowerer(const ScheduleItem& item, const KernelAxes& axes, const std::vector<Opt>& opts)
-    : item_(item), axes_(axes), opts_(opts) {
+Lowerer::Lowerer(const ScheduleItem& item, const KernelAxes& axes, const std::vector<Opt>& opts,
+                 bool vector_loads)
+    : item_(item), axes_(axes), opts_(opts), vector_loads_(vector_loads) {
   kernel_reduce_ = kernel_reduce(item.ast);
   reduce_opts_.resize(axes.reduce.size());
   upcast_.assign(axes.output.size(), 1);
@@ -327,7 +328,7 @@ LinearProgram lower_kernel(const ScheduleItem& item, const std::vector<Opt>& opt
                    std::string(item.output->dtype().name()) + ": with its two scratch buffers it " +
                    "binds " + std::to_string(buffers) + "; " + target.device + " binds at most " +
                    std::to_string(target.max_kernel_buffers));
-  LinearProgram program = Lowerer(item, axes, opts).run();
+  LinearProgram program = Lowerer(item, axes, opts, target.vector_loads).run();
   program.variables = kernel_variables(item.ast);
   spread_over_hardware(program, target.max_workgroups);
   program.name = kernel_name(program);

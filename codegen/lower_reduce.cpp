@@ -41,11 +41,12 @@ std::vector<int> Lowerer::lower_reduce(const UOpRef& node, const Lanes& lanes) {
                           gate_ == Sym(1) && !mentions(lanes[0], row_lane_) &&
                           !(dtype.is_float() && reduce.op == ReduceOp::Prod);
   if (row_shared) {
-    // Each work item takes 4 neighbouring elements at a time where the row allows: vector loads.
+    // Each work item takes 4 neighbouring elements at a time where the target joins them into a
+    // vector load and the row allows.
     ReduceAxisOpts& row = axis_opts.back();
     row.group = row_lanes_;
     const Sym length = src->sym_shape()[reduce.axes.back()];
-    if (length.is_const() && length.const_value() % (kRowInner * row_lanes_) == 0)
+    if (vector_loads_ && length.is_const() && length.const_value() % (kRowInner * row_lanes_) == 0)
       row.upcast = row.inner = kRowInner;
   }
   const Sym& reduce_lane = grid ? grid_item_ : row_shared ? row_lane_ : group_lane_;

@@ -38,7 +38,9 @@ struct ReduceAxisOpts {
 
 class Lowerer : public LinearBuilder {
  public:
-  Lowerer(const ScheduleItem& item, const KernelAxes& axes, const std::vector<Opt>& opts);
+  // `vector_loads`: the target joins neighbouring loads into vectors (OptTarget::vector_loads).
+  Lowerer(const ScheduleItem& item, const KernelAxes& axes, const std::vector<Opt>& opts,
+          bool vector_loads);
 
   LinearProgram run();
 
@@ -112,9 +114,10 @@ class Lowerer : public LinearBuilder {
   const std::vector<Opt>& opts_;
   UOpRef kernel_reduce_;  // the Reduce the reduction opts apply to
   std::vector<ReduceAxisOpts> reduce_opts_;
-  std::vector<int64_t> upcast_;                 // per output axis
-  Sym group_lane_ = Sym(0);                     // GROUP: the work item's place in its group
-  int64_t row_lanes_ = 0;                       // a workgroup per row: its work items (0: none)
+  std::vector<int64_t> upcast_;  // per output axis
+  Sym group_lane_ = Sym(0);      // GROUP: the work item's place in its group
+  int64_t row_lanes_ = 0;        // a workgroup per row: its work items (0: none)
+  bool vector_loads_ = false;
   Sym row_lane_ = Sym(0);                       // the work item's place in its row's workgroup
   int64_t grid_groups_ = 1;                     // GRID: the workgroups sharing the reduction
   Sym grid_item_ = Sym(0);                      // GRID: the work item's place in the grid

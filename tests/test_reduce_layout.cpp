@@ -181,6 +181,10 @@ TEST_CASE("GPU reductions read 16 bytes per load where their input is in order",
     INFO(opts_to_string(opts));
     CHECK(has_opt(opts, {OptKind::Local, 1, 256}));
     CHECK(widest_cuda_load(lower_kernel(item, opts, gpu)) == 4);
+    // Where the target has no vector loads (GLSL), every 256th element, as before.
+    OptTarget without_vectors = gpu;
+    without_vectors.vector_loads = false;
+    CHECK(widest_cuda_load(lower_kernel(item, opts, without_vectors)) == 1);
   }
 }
 
