@@ -28,13 +28,19 @@ bool holds_reduce(const UOpRef& ast) {
   return false;
 }
 
-// Whether some load reads neighbouring elements in neighbouring upcast lanes (what makes a tile
-// pay): two loads of one buffer whose indices differ by one.
-bool lanes_load_contiguously(const LinearProgram& program) {
+// The program's loads from its buffers (not from local memory), in program order.
+std::vector<const LinInstr*> global_loads(const LinearProgram& program) {
   std::vector<const LinInstr*> loads;
   for (const LinInstr& instr : program.instrs) {
     if (instr.op == LinOp::Load && !instr.local) loads.push_back(&instr);
   }
+  return loads;
+}
+
+// Whether some load reads neighbouring elements in neighbouring upcast lanes (what makes a tile
+// pay): two loads of one buffer whose indices differ by one.
+bool lanes_load_contiguously(const LinearProgram& program) {
+  const std::vector<const LinInstr*> loads = global_loads(program);
   for (size_t at = 1; at < loads.size(); ++at) {
     const LinInstr& load = *loads[at];
     const LinInstr& before = *loads[at - 1];
@@ -284,12 +290,12 @@ class Chooser {
     } catch (const OptError&) {
       return 1;  // the GROUP alone is refused too, with its reason, when the kernel is lowered
     }
-    std::vector<const LinInstr*> loads;
-    for (const LinInstr& instr : program.instrs) {
-      if (instr.op == LinOp::Load && !instr.local && instr.valid == Sym(1) &&
-          instr.dtype.itemsize() == 4)
-        loads.push_back(&instr);
-    }
+    std::vector<const LinInstr*> loads = global_loads(program);
+    loads.erase(std::remove_if(loads.begin(), loads.end(),
+                               [](const LinInstr* load) {
+                                 return !(load->valid == Sym(1)) || load->dtype.itemsize() != 4;
+                               }),
+                loads.end());
     if (!any_neighbours(loads)) return 1;
     add(opts[opts.size() - 2],
         "each work item reads 4 neighbouring elements per step: 16-byte loads");
@@ -345,21 +351,17 @@ class Chooser {
     if (axes_.is_symbolic(axis) || axes_.size(axis) % 2 != 0) return false;
     const LinearProgram program = lower_kernel(item_, {{OptKind::Upcast, axis, 2}}, target_);
     std::map<int, std::vector<const LinInstr*>> loads_of;  // per buffer
-    std::vector<const LinInstr*> loads;
-    for (const LinInstr& instr : program.instrs) {
-      if (instr.op != LinOp::Load || instr.local) continue;
-      loads.push_back(&instr);
-      loads_of[instr.buffer].push_back(&instr);
-    }
-    if (!any_neighbours(loads)) return false;
-    if (!every) return true;
+    for (const LinInstr* load : global_loads(program)) loads_of[load->buffer].push_back(load);
+    bool some = false;
     for (const auto& [buffer, reads] : loads_of) {
+      const bool neighbours = any_neighbours(reads);
       const bool apart = std::any_of(reads.begin(), reads.end(), [&](const LinInstr* load) {
         return !(load->index == reads.front()->index);
       });
-      if (apart && !any_neighbours(reads)) return false;
+      if (every && apart && !neighbours) return false;
+      some = some || neighbours;
     }
-    return true;
+    return some;
   }
 
   // GPUs: an elementwise kernel with enough work computes 4 neighbouring outputs per work item,
@@ -377,11 +379,8 @@ class Chooser {
         item_.output->numel() / kLanes < target_.compute_units * kGpuGroupSize * 4)
       return;
     const std::vector<Opt> opts{{OptKind::Upcast, last, kLanes}};
-    std::vector<const LinInstr*> loads;
     const LinearProgram program = lower_kernel(item_, opts, target_);
-    for (const LinInstr& instr : program.instrs) {
-      if (instr.op == LinOp::Load && !instr.local) loads.push_back(&instr);
-    }
+    const std::vector<const LinInstr*> loads = global_loads(program);  // pointers into `program`
     if (!loads.empty() && !any_neighbours(loads)) return;
     add(opts[0], "4 neighbouring outputs per work item: 16-byte loads and stores");
   }
