@@ -122,6 +122,25 @@ struct Dialect {
   std::function<std::string(DType, const std::string& buffer, const std::string& index,
                             const std::vector<std::string>& values)>
       vector_store;
+  // Matrix fragments (TC's LinOp::FragmentLoad, Mma and FragmentStore; see codegen/linear.h),
+  // where the target has matrix units; without `mma` the renderer emulates them, each work item
+  // computing its share of every 16x16 result itself (correct on any device, not fast).
+  // `fragment_load(dtype, matrix_b, name, address, stride)` declares fragment `name` and loads
+  // it from the packed 16-bit tile at `address` (an expression pointing into a local array),
+  // A column-major and B row-major; `mma(dtype, accumulator, a, b)` is the statement
+  // accumulator += a * b, the accumulator an array of 8 floats; `fragment_store(address,
+  // accumulator, stride)` stores it row-major at `address` (into a float array).
+  // `fragment_alignment` qualifies the local arrays fragments read and write.
+  std::function<std::string(DType, bool matrix_b, const std::string& name,
+                            const std::string& address, int64_t stride)>
+      fragment_load;
+  std::function<std::string(DType, const std::string& accumulator, const std::string& a,
+                            const std::string& b)>
+      mma;
+  std::function<std::string(const std::string& address, const std::string& accumulator,
+                            int64_t stride)>
+      fragment_store;
+  std::string fragment_alignment;
   // Functions converting between float and the half types' bits (computed values are rounded
   // through them where they are compared or converted).
   std::string half_to_float = "kiln_half_to_float";

@@ -95,6 +95,32 @@ Dialect make_cuda_dialect() {
     for (const std::string& value : values) lanes += (lanes.empty() ? "" : ", ") + value;
     return "*(" + type + "*)(" + buffer + " + " + index + ") = make_" + type + "(" + lanes + ")";
   };
+  // Tensor cores through NVRTC's WMMA builtins (what <mma.h> wraps, so no header is needed):
+  // 16x16x16, float16 (sm_70 on) or bfloat16 (sm_80 on) inputs, float32 accumulators. A is
+  // column-major, B row-major: the builtins' layout argument is 1 and 0, and the product's is 2.
+  dialect.fragment_alignment = "__align__(32) ";
+  dialect.fragment_load = [](DType dtype, bool matrix_b, const std::string& name,
+                             const std::string& address, int64_t stride) {
+    const bool bfloat16 = dtype == dtypes::bfloat16;
+    const std::string builtin =
+        std::string(bfloat16 ? "__mma_bf16" : "__hmma") + "_m16n16k16_ld_" + (matrix_b ? "b" : "a");
+    // Registers of 2 halves each: a bfloat16 fragment is 8 elements per work item, a float16
+    // one 16 (<mma.h>'s fragment sizes).
+    return "int " + name + "[" + (bfloat16 ? "4" : "8") + "]; " + builtin + "(" + name +
+           ", (const int*)" + address + ", " + std::to_string(stride) + ", " +
+           (matrix_b ? "0" : "1") + ");";
+  };
+  dialect.mma = [](DType dtype, const std::string& accumulator, const std::string& a,
+                   const std::string& b) {
+    const std::string builtin =
+        dtype == dtypes::bfloat16 ? "__mma_bf16_m16n16k16_mma_f32" : "__hmma_m16n16k16_mma_f32f32";
+    return builtin + "(" + accumulator + ", " + a + ", " + b + ", " + accumulator + ", 2, 0);";
+  };
+  dialect.fragment_store = [](const std::string& address, const std::string& accumulator,
+                              int64_t stride) {
+    return "__hmma_m16n16k16_st_c_f32((float*)" + address + ", " + accumulator + ", " +
+           std::to_string(stride) + ", 0);";
+  };
   return dialect;
 }
 

@@ -3,11 +3,13 @@
 #include <kiln/error.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <random>
 
 #include "codegen/lower.h"
 #include "codegen/row_fusion.h"
+#include "codegen/tensor_cores.h"
 
 namespace kiln {
 namespace {
@@ -92,6 +94,7 @@ class Chooser {
     const bool reduces = holds_reduce(item_.ast);
     if (fuses_rows(target_) && reads_row_reductions(item_.ast) && choose_row_workgroup())
       return std::move(choice_);
+    if (target_.native_tensor_cores && choose_tensor_cores()) return std::move(choice_);
     if (target_.is_gpu && choose_local_tile()) return std::move(choice_);
     if (reduces) choose_tile();
     if (!axes_.reduce.empty()) choose_reduce();
@@ -173,6 +176,33 @@ class Chooser {
       const std::string side = std::to_string(tile.outputs * 16);
       for (const Opt& opt : opts)
         add(opt, side + "x" + side + " outputs per workgroup read their inputs from local memory");
+      return true;
+    }
+    return false;
+  }
+
+  // GPUs with matrix units: a matmul of halves through them (TC). The largest layout that fits:
+  // 128x64 outputs per workgroup of 8 warps, each warp a row of four 16x16 tiles (one A
+  // fragment and four B fragments per 16 steps), in chunks of 32 steps, which with the results
+  // take 47 of the 48 KB of local memory a CUDA block has without opting in to more.
+  bool choose_tensor_cores() {
+    struct Layout {
+      int64_t rows, columns, workgroup, chunk;
+    };
+    for (const Layout& layout :
+         {Layout{128, 64, 256, 32}, Layout{128, 64, 256, 16}, Layout{64, 64, 256, 32},
+          Layout{32, 32, 128, 16}, Layout{16, 16, 32, 16}}) {
+      const std::vector<Opt> opts =
+          tensor_core_opts(axes_, layout.rows, layout.columns, layout.workgroup, layout.chunk);
+      if (opts.empty()) continue;
+      try {
+        check_opts(axes_, opts, target_, "tensor cores");
+      } catch (const OptError&) {
+        continue;
+      }
+      const std::string what = std::to_string(layout.rows) + "x" + std::to_string(layout.columns) +
+                               " outputs per workgroup multiplied on the matrix units";
+      for (const Opt& opt : opts) add(opt, what);
       return true;
     }
     return false;
@@ -484,9 +514,29 @@ std::vector<Opt> random_opts(const ScheduleItem& item, const OptTarget& target, 
   const size_t wanted = static_cast<size_t>(random() % 5);
   std::vector<Opt> opts;
   size_t prefix_size = 0;
+  // TC needs a whole layout (codegen/tensor_cores.h): half of the kernels that can take it
+  // start from one of a few, so that random lists prove TC (emulated where the device has no
+  // matrix units) with what else they add.
+  if (target.tensor_cores && axes.products_of_halves && random() % 2 == 0) {
+    struct Layout {
+      int64_t rows, columns, workgroup, chunk;
+    };
+    const Layout layouts[] = {
+        {16, 16, 32, 16}, {16, 64, 64, 32}, {64, 16, 64, 16}, {32, 32, 128, 16}, {64, 64, 256, 32}};
+    const Layout& layout = layouts[random() % std::size(layouts)];
+    std::vector<Opt> prefix =
+        tensor_core_opts(axes, layout.rows, layout.columns, layout.workgroup, layout.chunk);
+    try {
+      check_opts(axes, prefix, target, "random");
+      prefix_size = prefix.size();
+      opts = std::move(prefix);
+    } catch (const OptError&) {
+    }
+  }
   // A TILE needs LOCALs on output axes before it: for a third of matmul-shaped kernels the list
   // starts with such a set, so that random lists prove TILE too.
-  if (!axes.source_axis.empty() && target.local_memory_bytes > 0 && random() % 3 == 0) {
+  if (opts.empty() && !axes.source_axis.empty() && target.local_memory_bytes > 0 &&
+      random() % 3 == 0) {
     auto pick = [&random](int64_t size) {
       std::vector<int64_t> amounts;
       for (int64_t amount : {2, 4, 8, 16}) {

@@ -9,8 +9,9 @@ namespace kiln {
 
 std::string LinearProgram::to_string() const {
   static const char* const kOpNames[] = {
-      "CONST",      "INDEX",      "LOAD",     "STORE",        "ALU",     "CAST",       "DEFACC",
-      "ACC_UPDATE", "LOOP_BEGIN", "LOOP_END", "DEFINE_LOCAL", "BARRIER", "GRID_TICKET"};
+      "CONST",       "INDEX",      "LOAD",          "STORE",    "ALU",           "CAST",
+      "DEFACC",      "ACC_UPDATE", "LOOP_BEGIN",    "LOOP_END", "DEFINE_LOCAL",  "BARRIER",
+      "GRID_TICKET", "FRAGMENT",   "FRAGMENT_LOAD", "MMA",      "FRAGMENT_STORE"};
   std::ostringstream text;
   text << "kernel " << name << " opts: " << opts << "\n  launch:";
   for (const LaunchDim& dim : launch) {
@@ -45,7 +46,16 @@ std::string LinearProgram::to_string() const {
                                       : std::to_string(instr.value.int_value));
     }
     if (instr.buffer >= 0) text << (instr.local ? " local%" : " buf") << instr.buffer;
-    if (instr.op == LinOp::DefineLocal) text << " [" << instr.local_size << "]";
+    if (instr.op == LinOp::DefineLocal) {
+      text << " [" << instr.local_size << "]";
+      if (instr.packed) text << " packed";
+    }
+    if (instr.op == LinOp::FragmentLoad || instr.op == LinOp::FragmentStore) {
+      text << (instr.op == LinOp::FragmentStore ? ""
+               : instr.matrix_b                 ? " B"
+                                                : " A")
+           << " [" << instr.index.key() << "] stride " << instr.stride;
+    }
     if (instr.op == LinOp::Load || instr.op == LinOp::Store || instr.op == LinOp::Index) {
       text << " [" << instr.index.key() << "]";
     }

@@ -37,6 +37,18 @@ enum class LinOp : uint8_t {
   // whether it was the last of the `local_size` workgroups. srcs[0] is a DefineLocal of one
   // uint32 that carries the answer across the workgroup (the instruction waits at a barrier).
   GridTicket,
+  // TC (see codegen/tensor_cores.h): 16x16x16 matrix products that a warp of 32 work items
+  // computes together. FragmentDefine: a 16x16 float32 accumulator, zero; each work item holds
+  // 8 of its elements. FragmentLoad: the 16x16 tile of the half-typed DefineLocal `buffer` at
+  // `index` whose rows are `stride` elements apart: A of the product (`matrix_b` false) is stored
+  // column-major (element (m, k) at index + k * stride + m), B row-major ((k, n) at index +
+  // k * stride + n). Mma: srcs[0] (a FragmentDefine) += srcs[1] * srcs[2] (FragmentLoads A, B).
+  // FragmentStore: srcs[0] into the DefineLocal `buffer`, row-major ((m, n) at index + m * stride
+  // + n). `lane` is the work item's place in its warp (0..31), for dialects that emulate them.
+  FragmentDefine,
+  FragmentLoad,
+  Mma,
+  FragmentStore,
 };
 
 struct LinInstr {
@@ -66,6 +78,14 @@ struct LinInstr {
   int vector_width = 1;
   int vector_head = -1;
   int vector_lane = 0;
+  // DefineLocal: read or written by fragment ops (aligned as they need); `packed`: a half-typed
+  // array that holds its 16-bit values, which FragmentLoad reads (others hold computed floats).
+  bool fragments = false;
+  bool packed = false;
+  // Fragment ops: see FragmentDefine.
+  bool matrix_b = false;
+  int64_t stride = 0;
+  Sym lane = Sym(0);
 };
 
 struct KernelParam {

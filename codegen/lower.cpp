@@ -66,6 +66,12 @@ Lowerer::Lowerer(const ScheduleItem& item, const KernelAxes& axes, const std::ve
       case OptKind::Grid:
         grid_groups_ = opt.amount;
         break;
+      case OptKind::TensorCore: {
+        std::string why;
+        tensor_cores_ = plan_tensor_cores(axes, opts, why);
+        if (!tensor_cores_) throw InternalError("[lower_kernel] TC unplanned: " + why);
+        break;
+      }
     }
   }
   for (const Opt& opt : opts) {

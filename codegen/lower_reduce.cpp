@@ -175,19 +175,47 @@ bool Lowerer::mentions(const Index& index, const Sym& var) {
 // the order of the input's memory: step-major where neighbouring steps are neighbours in
 // memory (A of A B), coordinate-major otherwise, so that a warp's loads coalesce.
 std::vector<int> Lowerer::lower_tiled_reduce(const UOpRef& node, const Lanes& lanes) {
+  if (tensor_cores_) return lower_tensor_core_reduce(node, lanes);
   const UOpRef& src = node->src();
   const int reduce_axis = node->reduce_arg().axes[0];
   const ReduceOp op = node->reduce_arg().op;
   std::vector<int> accumulators = define_accumulators(op, node->dtype(), lanes.size());
-  // The workgroup's own numbering of its work items: the last axis (the launch's first
-  // dimension, whose neighbouring ids a GPU puts in one warp) fastest.
+  define_chunks(reduce_axis);
+  std::vector<int> loops;
+  const int64_t chunks = src->shape()[reduce_axis] / tile_chunk_;
+  chunk_start_ = open_loop(loops, Sym(chunks)) * Sym(tile_chunk_);
+  copy_chunks(reduce_axis);
+  emit(LinInstr{LinOp::Barrier, dtypes::int64});
+  const Sym step = open_loop(loops, Sym(tile_chunk_));
+  Lanes source_lanes = lanes;
+  for (Index& lane : source_lanes) lane[reduce_axis] = chunk_start_ + step;
+  reading_chunks_ = true;
+  const std::vector<int> values = lower(src, source_lanes);
+  reading_chunks_ = false;
+  for (size_t lane = 0; lane < lanes.size(); ++lane)
+    accumulate(accumulators[lane], values[lane], op);
+  close_loop(loops);
+  emit(LinInstr{LinOp::Barrier, dtypes::int64});
+  close_loop(loops);
+  staged_.clear();
+  return accumulators;
+}
+
+Sym Lowerer::workgroup_item(int64_t& workgroup) const {
+  // The last axis (the launch's first dimension, whose neighbouring ids a GPU puts in one warp)
+  // fastest.
   Sym local_id(0);
-  int64_t workgroup = 1;
+  workgroup = 1;
   for (auto local = local_of_.rbegin(); local != local_of_.rend(); ++local) {
     local_id = local_id + mod(tile_index_[local->first], Sym(local->second)) * Sym(workgroup);
     workgroup *= local->second;
   }
-  for (const KernelAxes::ReduceInput& input : axes_.reduce_inputs) {
+  return local_id;
+}
+
+void Lowerer::define_chunks(int reduce_axis) {
+  for (size_t at = 0; at < axes_.reduce_inputs.size(); ++at) {
+    const KernelAxes::ReduceInput& input = axes_.reduce_inputs[at];
     StagedInput staged;
     staged.input = &input;
     for (int axis : input.output_axes) {
@@ -199,14 +227,24 @@ std::vector<int> Lowerer::lower_tiled_reduce(const UOpRef& node, const Lanes& la
       staged.per_step *= amount * upcast_[axis];
     }
     staged.step_major = reduce_steps_are_neighbours(input.node, reduce_axis);
+    staged.row = tile_row(staged.per_step, staged.step_major);
     LinInstr define{LinOp::DefineLocal, input.node->dtype()};
-    define.local_size = staged.row() * tile_chunk_;
+    if (tensor_cores_) {
+      // 16-bit values that fragments read, in rows the plan pads.
+      const bool is_a = static_cast<int>(at) == tensor_cores_->a_input;
+      staged.row = is_a ? tensor_cores_->a_row : tensor_cores_->b_row;
+      define.fragments = define.packed = true;
+    }
+    define.local_size = staged.row * tile_chunk_;
     staged.local = emit(std::move(define));
     staged_[input.node.get()] = std::move(staged);
   }
-  std::vector<int> loops;
-  const int64_t chunks = src->shape()[reduce_axis] / tile_chunk_;
-  chunk_start_ = open_loop(loops, Sym(chunks)) * Sym(tile_chunk_);
+}
+
+void Lowerer::copy_chunks(int reduce_axis) {
+  int64_t workgroup = 1;
+  const Sym local_id = workgroup_item(workgroup);
+  const UOpRef& src = kernel_reduce_->src();
   for (const KernelAxes::ReduceInput& input : axes_.reduce_inputs) {
     const StagedInput& staged = staged_.at(input.node.get());
     const int64_t elements = staged.per_step * tile_chunk_;
@@ -231,25 +269,11 @@ std::vector<int> Lowerer::lower_tiled_reduce(const UOpRef& node, const Lanes& la
       store.srcs = {value};
       store.buffer = staged.local;
       store.local = true;
-      store.index = step * Sym(staged.row()) + place;
+      store.index = step * Sym(staged.row) + place;
       store.valid = inside;
       emit(std::move(store));
     }
   }
-  emit(LinInstr{LinOp::Barrier, dtypes::int64});
-  const Sym step = open_loop(loops, Sym(tile_chunk_));
-  Lanes source_lanes = lanes;
-  for (Index& lane : source_lanes) lane[reduce_axis] = chunk_start_ + step;
-  reading_chunks_ = true;
-  const std::vector<int> values = lower(src, source_lanes);
-  reading_chunks_ = false;
-  for (size_t lane = 0; lane < lanes.size(); ++lane)
-    accumulate(accumulators[lane], values[lane], op);
-  close_loop(loops);
-  emit(LinInstr{LinOp::Barrier, dtypes::int64});
-  close_loop(loops);
-  staged_.clear();
-  return accumulators;
 }
 
 // TILE: an input's values at `lanes`, from its chunk in local memory.
@@ -257,7 +281,7 @@ std::vector<int> Lowerer::chunk_loads(const StagedInput& staged, const Lanes& la
   const int reduce_axis = kernel_reduce_->reduce_arg().axes[0];
   std::vector<int> values;
   for (const Index& lane : lanes) {
-    Sym position = (lane[reduce_axis] - chunk_start_) * Sym(staged.row());
+    Sym position = (lane[reduce_axis] - chunk_start_) * Sym(staged.row);
     Sym stride(1);
     for (size_t at = staged.bases.size(); at-- > 0;) {
       const int output = staged.input->output_axes[at];

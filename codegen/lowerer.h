@@ -4,6 +4,7 @@
 // UNROLL, TILE and GRID, and a row's shared reductions) in lower_reduce.cpp.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "codegen/linear_builder.h"
 #include "codegen/opts.h"
 #include "codegen/schedule.h"
+#include "codegen/tensor_cores.h"
 
 namespace kiln {
 
@@ -26,7 +28,7 @@ struct StagedInput {
   int64_t per_step = 1;  // elements per reduce step: the product of the extents
   // Work items copy it step-major where its memory holds neighbouring steps together.
   bool step_major = false;
-  int64_t row() const { return tile_row(per_step, step_major); }  // elements per step
+  int64_t row = 1;  // elements per step in local memory (tile_row, or TC's padded rows)
 };
 
 // The reduction opts of one reduce axis (amounts of 1: none).
@@ -96,6 +98,17 @@ class Lowerer : public LinearBuilder {
   // memory (A of A B), coordinate-major otherwise, so that a warp's loads coalesce.
   std::vector<int> lower_tiled_reduce(const UOpRef& node, const Lanes& lanes);
 
+  // TILE: the work item's number within its workgroup (and the workgroup's size).
+  Sym workgroup_item(int64_t& workgroup) const;
+  // TILE: a local array per input for its chunk (staged_).
+  void define_chunks(int reduce_axis);
+  // TILE: the workgroup copies the chunk that starts at chunk_start_ into the arrays.
+  void copy_chunks(int reduce_axis);
+
+  // TC (codegen/tensor_cores.h): TILE's chunks multiplied by the warps' fragments; the results
+  // pass through local memory to the work items whose lanes they are.
+  std::vector<int> lower_tensor_core_reduce(const UOpRef& node, const Lanes& lanes);
+
   // TILE: an input's values at `lanes`, from its chunk in local memory.
   std::vector<int> chunk_loads(const StagedInput& staged, const Lanes& lanes);
 
@@ -127,6 +140,7 @@ class Lowerer : public LinearBuilder {
   Index tile_index_;                 // the work item's tile index along each output axis
   int64_t tile_chunk_ = 0;           // TILE: the reduction's chunk (0: no TILE)
   std::unordered_map<const UOp*, StagedInput> staged_;  // TILE: the inputs' chunks, by node
+  std::optional<TensorCorePlan> tensor_cores_;          // TC
   Sym chunk_start_ = Sym(0);     // TILE: the reduce index where the current chunk starts
   bool reading_chunks_ = false;  // TILE: inputs are read from their chunks
   Sym store_guard_ = Sym(1);     // which work items store the outputs

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "codegen/launch_spread.h"
+#include "codegen/tensor_cores.h"
 #include "core/view.h"
 
 namespace kiln {
@@ -31,6 +32,8 @@ const char* opt_kind_name(OptKind kind) {
       return "TILE";
     case OptKind::Grid:
       return "GRID";
+    case OptKind::TensorCore:
+      return "TC";
   }
   return "?";
 }
@@ -189,6 +192,16 @@ void find_matmul_shape(const UOpRef& ast, const UOpRef& reduce, KernelAxes& axes
     }
   }
   axes.source_axis = std::move(source_axis);
+  const UOpRef& source = reduce->src();
+  if (source->op() == Op::Mul && axes.reduce_inputs.size() == 2 && source->dtype().is_half()) {
+    const UOp* first = axes.reduce_inputs[0].node.get();
+    const UOp* second = axes.reduce_inputs[1].node.get();
+    const UOp* left = source->srcs()[0].get();
+    const UOp* right = source->srcs()[1].get();
+    axes.products_of_halves =
+        ((left == first && right == second) || (left == second && right == first)) &&
+        left->dtype() == source->dtype() && right->dtype() == source->dtype();
+  }
 }
 
 }  // namespace
@@ -254,6 +267,7 @@ class OptChecker {
     int group_axis = -1;
     const Opt* tile = nullptr;
     const Opt* grid = nullptr;
+    const Opt* tensor_core = nullptr;
 
     for (const Opt& opt : opts) {
       opt_ = &opt;
@@ -347,10 +361,20 @@ class OptChecker {
             refuse(target_.device + "'s dialect has no global atomics and fences for GRID");
           grid = &opt;
           break;
+        case OptKind::TensorCore:
+          if (!reduce_axis) refuse("TC applies to the reduce axis of a TILE");
+          needs_workgroups();
+          if (!target_.tensor_cores)
+            refuse(target_.device + "'s dialect has no matrix fragments for TC");
+          if (opt.amount != kFragment)
+            refuse("the amount is the fragments' reduce steps, " + std::to_string(kFragment));
+          tensor_core = &opt;
+          break;
       }
     }
     opt_ = nullptr;
     if (tile) check_tile(*tile, opts, upcast_of, local_of);
+    if (tensor_core) check_tensor_cores(*tensor_core, opts);
     if (grid) check_grid(*grid, opts, upcast_of);
     const std::vector<LaunchAxis> launch = launch_layout(axes_, opts);
     for (const Opt& opt : opts) {
@@ -445,7 +469,7 @@ class OptChecker {
                   const std::map<int, int64_t>& upcast_of, const std::map<int, int64_t>& local_of) {
     opt_ = &tile;
     for (const Opt& other : opts) {
-      if (&other != &tile && other.axis == tile.axis)
+      if (&other != &tile && other.axis == tile.axis && other.kind != OptKind::TensorCore)
         refuse("the reduce axis takes no other opt beside TILE (" + other.to_string() + ")");
       if (other.kind == OptKind::Group) refuse("TILE and GROUP do not combine");
     }
@@ -470,9 +494,25 @@ class OptChecker {
           tile_row(per_step, reduce_steps_are_neighbours(input.node, axes_.reduce[0]));
       bytes += row * tile.amount * compute_itemsize(input.node->dtype());
     }
-    if (bytes > target_.local_memory_bytes)
+    // Under TC the chunks are 16-bit, and check_tensor_cores counts them with its results.
+    const bool tensor_cores = std::any_of(opts.begin(), opts.end(), [](const Opt& other) {
+      return other.kind == OptKind::TensorCore;
+    });
+    if (bytes > target_.local_memory_bytes && !tensor_cores)
       refuse("its inputs' chunks need " + std::to_string(bytes) + " bytes of local memory; " +
              target_.device + " has " + std::to_string(target_.local_memory_bytes));
+    opt_ = nullptr;
+  }
+
+  void check_tensor_cores(const Opt& tensor_core, const std::vector<Opt>& opts) {
+    opt_ = &tensor_core;
+    std::string why;
+    const std::optional<TensorCorePlan> plan = plan_tensor_cores(axes_, opts, why);
+    if (!plan) refuse(why);
+    if (plan->local_bytes() > target_.local_memory_bytes)
+      refuse("its chunks and results need " + std::to_string(plan->local_bytes()) +
+             " bytes of local memory; " + target_.device + " has " +
+             std::to_string(target_.local_memory_bytes));
     opt_ = nullptr;
   }
 

@@ -55,6 +55,13 @@ enum class OptKind : uint8_t {
   // a large full reduction would otherwise take two. Needs 32- or 64-bit accumulators (workgroups
   // write neighbouring partials) and two buffer bindings more than the kernel's own.
   Grid,
+  // The TILE's reduce axis, `amount` 16: the workgroup's products run on matrix units (CUDA's
+  // tensor cores), 16x16x16 at a time, each warp of 32 work items computing some 16x16 tiles of
+  // the workgroup's outputs; work items then read their outputs from local memory as under
+  // TILE. For a product of two float16 (or two bfloat16) inputs summed in float32; the
+  // workgroup's outputs form a tile of whole 16x16 tiles split evenly among its warps (see
+  // codegen/tensor_cores.h for every condition).
+  TensorCore,
 };
 
 const char* opt_kind_name(OptKind kind);
@@ -88,6 +95,9 @@ struct KernelAxes {
   // Whether the reduction may be reassociated (split into partial results): every integer and
   // bool reduction, and float sums, maxima and minima. Not a float product.
   bool reassociable = false;
+  // The reduction's source is reduce_inputs[0] * reduce_inputs[1], both float16 or both
+  // bfloat16: what a matrix unit multiplies (TC).
+  bool products_of_halves = false;
 
   // Matmul-shaped kernels (one reduce axis; the reduction's source axes are the output axes, in
   // order, with the reduce axis among them): the source axis of each output axis. Empty otherwise.
@@ -141,6 +151,12 @@ struct OptTarget {
   int64_t max_kernel_buffers = 0;  // buffers one kernel binds (0: no limit below kiln's own)
   bool grid = false;               // the dialect renders GRID (global atomics and fences)
   bool vector_loads = false;       // the dialect joins neighbouring 32-bit loads into vectors
+  // TC is valid: the dialect renders matrix fragments (on the device's matrix units where
+  // `native_tensor_cores`, else emulated by each work item, which proves the lowering on any
+  // device with workgroups). The heuristics choose TC where native (and under KILN_OPTS=gpu,
+  // which sets it so that emulated units stand in for a GPU's).
+  bool tensor_cores = false;
+  bool native_tensor_cores = false;
   // Whether the heuristics give a large full reduction GRID (a GPU): the scheduler then keeps it
   // one kernel (KernelLimits::grid_reductions).
   bool prefers_grid() const { return grid && is_gpu; }

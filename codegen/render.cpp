@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "codegen/index_text.h"
+#include "codegen/render_fragments.h"
+#include "codegen/render_launch.h"
 
 namespace kiln {
 namespace {
@@ -29,17 +31,20 @@ class Renderer {
       const LinInstr& instr = program_.instrs[index];
       if (instr.op != LinOp::DefineLocal) continue;
       names_[index] = "local" + std::to_string(index);
+      // Matrix units read 16-bit values: a packed array holds them as stored (emulated
+      // fragments read computed floats).
+      const bool packed = instr.packed && dialect_.mma;
       locals << (dialect_.local_arrays_outside_kernel ? "" : "  ") << dialect_.local_qualifier
-             << compute_type(instr.dtype) << " " << names_[index] << "[" << instr.local_size
-             << "];\n";
+             << (instr.fragments ? dialect_.fragment_alignment : "")
+             << (packed ? dialect_.type_name(instr.dtype) : compute_type(instr.dtype)) << " "
+             << names_[index] << "[" << instr.local_size << "];\n";
     }
     if (dialect_.local_arrays_outside_kernel) out << locals.str();
     if (!dialect_.signature)
       throw InternalError("[render_kernel] the " + dialect_.name + " dialect has no signature");
     out << dialect_.signature(program_, dialect_);
     if (!dialect_.local_arrays_outside_kernel) out << locals.str();
-    indent_ = 1;
-    render_global_index(out);
+    indent_ = render_work_item_ids(out, program_, dialect_);
     for (int index = 0; index < count; ++index) render_instr(out, index);
     if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
       if (program_.row_length > 0) out << "    }\n";
@@ -58,74 +63,6 @@ class Renderer {
   }
 
   std::string pad() const { return std::string(indent_ * 2, ' '); }
-
-  void render_global_index(std::ostringstream& out) {
-    if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
-      if (program_.launch.size() > 1)
-        throw InternalError("[render_kernel] a loop-style dialect runs one launch dimension, " +
-                            program_.name + " has " + std::to_string(program_.launch.size()));
-      const std::string gid = program_.launch.empty() ? "gidx0" : program_.launch[0].var;
-      const bool has_loops =
-          std::any_of(program_.instrs.begin(), program_.instrs.end(),
-                      [](const LinInstr& instr) { return instr.op == LinOp::LoopBegin; });
-      const std::string pragma = has_loops ? "" : dialect_.work_item_loop_pragma;
-      if (program_.row_length > 0) {
-        // The flat range [begin, end) as whole and partial rows.
-        const std::string& row = program_.row_var;
-        const std::string& column = program_.column_var;
-        const std::string length = std::to_string(program_.row_length) + "LL";
-        const std::string row_start = "(" + row + " * " + length + ")";
-        out << "  for (long long " << row << " = begin / " << length << "; " << row_start
-            << " < end; " << row << "++) {\n";
-        out << "    const long long " << column << "_end = end - " << row_start << " < " << length
-            << " ? end - " << row_start << " : " << length << ";\n";
-        if (!pragma.empty()) out << "    " << pragma << "\n";
-        out << "    for (long long " << column << " = begin > " << row_start << " ? begin - "
-            << row_start << " : 0; " << column << " < " << column << "_end; " << column
-            << "++) {\n";
-        indent_ = 3;
-        return;
-      }
-      if (!pragma.empty()) out << "  " << pragma << "\n";
-      out << "  for (long long " << gid << " = begin; " << gid << " < end; " << gid << "++) {\n";
-      indent_ = 2;
-      return;
-    }
-    for (size_t dim = 0; dim < program_.launch.size(); ++dim) {
-      const LaunchDim& launch = program_.launch[dim];
-      out << "  " << dialect_.value_qualifier << dialect_.index_type << " " << launch.var << " = "
-          << launch_id_text(launch, static_cast<int>(dim)) << ";\n";
-    }
-    // Work items past the end of a launch rounded up to whole groups. In a kernel with a barrier
-    // its opts divide every dimension, so these are whole surplus workgroups of a spread one,
-    // which return together.
-    for (const LaunchDim& launch : program_.launch) {
-      if (!launch.size.is_const() || launch.global > launch.size.const_value())
-        out << "  if (" << launch.var << " >= " << size_text(launch.size) << ") return;\n";
-    }
-  }
-
-  // A launch dimension's id: the hardware one, or for a dimension spread over several hardware
-  // dimensions (launch_spread.h), its workgroup id from theirs, times the workgroup size, plus
-  // the id within the workgroup.
-  std::string launch_id_text(const LaunchDim& launch, int dim) const {
-    if (launch.local_id) return dialect_.launch_id(LaunchId::Local, dim);
-    if (!launch.spread()) return dialect_.launch_id(LaunchId::Global, dim);
-    std::string group = dialect_.launch_id(LaunchId::Group, launch.hardware[0]);
-    int64_t below = launch.hardware_groups[0];
-    for (size_t at = 1; at < launch.hardware.size(); ++at) {
-      group += " + " + dialect_.launch_id(LaunchId::Group, launch.hardware[at]) + " * " +
-               int_literal(below, dialect_);
-      below *= launch.hardware_groups[at];
-    }
-    return "(" + group + ") * " + int_literal(launch.local, dialect_) + " + " +
-           dialect_.launch_id(LaunchId::Local, launch.hardware[0]);
-  }
-
-  // A size: a literal, or an expression over the kernel's variables.
-  std::string size_text(const Sym& size) const {
-    return size.is_const() ? int_literal(size.const_value(), dialect_) : sym_text(size, dialect_);
-  }
 
   std::string float_literal(double number, bool wide) const {
     return kiln::float_literal(number, wide, dialect_);
@@ -424,6 +361,16 @@ class Renderer {
     return instr.local ? names_[instr.buffer] : param_name(instr.buffer);
   }
 
+  // A store to local memory: a computed value, or into a packed array (LinInstr::packed) the
+  // 16-bit value it rounds to (as the float it is, where fragments are emulated).
+  std::string local_store(const LinInstr& instr, const std::string& buffer,
+                          const std::string& index, const std::string& value) const {
+    const LinInstr& array = program_.instrs[instr.buffer];
+    if (!array.packed) return buffer + "[" + index + "] = " + value;
+    if (dialect_.mma) return dialect_.store(instr.dtype, buffer, index, value);
+    return buffer + "[" + index + "] = " + round_to_half(instr.dtype, value);
+  }
+
   std::string load_expression(const LinInstr& instr) const {
     const std::string buffer = buffer_name(instr);
     const std::string index = sym_text(instr.index, dialect_);
@@ -532,8 +479,8 @@ class Renderer {
               << names_[instr.reduction_acc] << ")\n";
         }
         out << pad() << "for (" << dialect_.index_type << " " << instr.loop_var << " = 0; "
-            << instr.loop_var << " < " << size_text(instr.loop_end) << "; " << instr.loop_var
-            << "++) {\n";
+            << instr.loop_var << " < " << size_text(instr.loop_end, dialect_) << "; "
+            << instr.loop_var << "++) {\n";
         ++indent_;
         return;
       case LinOp::LoopEnd:
@@ -546,7 +493,7 @@ class Renderer {
         const std::string element_index = sym_text(instr.index, dialect_);
         const std::string value = name_of(instr.srcs[0]);
         std::string statement = instr.local
-                                    ? buffer + "[" + element_index + "] = " + value
+                                    ? local_store(instr, buffer, element_index, value)
                                     : dialect_.store(instr.dtype, buffer, element_index, value);
         if (instr.vector_width > 1) {
           std::vector<std::string> values;
@@ -562,6 +509,13 @@ class Renderer {
         return;
       case LinOp::Barrier:
         out << pad() << dialect_.barrier << "\n";
+        return;
+      case LinOp::FragmentDefine:
+      case LinOp::FragmentLoad:
+      case LinOp::Mma:
+      case LinOp::FragmentStore:
+        for (const std::string& line : render_fragment_op(program_, index, names_, dialect_))
+          out << pad() << line << "\n";
         return;
       case LinOp::GridTicket: {
         if (!dialect_.atomic_increment)

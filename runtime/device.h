@@ -91,6 +91,10 @@ struct DeviceProperties {
   // The GPU's architecture as its compiler names it, "sm_90" for an H100 (CUDA compute
   // capability 9.0); empty where the API names none. The optimiser sees it (OptTarget).
   std::string architecture;
+  // Matrix units that the dialect's fragments (Dialect::mma) run on: CUDA's tensor cores with
+  // bfloat16 and float16, from compute capability 8.0. Where false, TC runs only on dialects
+  // that emulate fragments.
+  bool tensor_cores = false;
   std::set<ScalarType> dtypes;  // dtypes the device computes
   // The device's memory (host RAM for a CPU device), and the largest single allocation it can
   // make. 0 where the driver cannot tell; an allocation over a known limit is refused with an

@@ -87,12 +87,23 @@ OptTarget opt_target(const Device& device) {
   target.max_kernel_buffers = properties.max_kernel_buffers;
   target.grid = static_cast<bool>(device.dialect().atomic_increment) && !target.loop_launch;
   target.vector_loads = !device.dialect().vector_widths.empty();
+  // A dialect with matrix fragments renders TC for the device's units (where it has them);
+  // others emulate them.
+  const bool fragments = static_cast<bool>(device.dialect().mma);
+  target.native_tensor_cores = fragments && properties.tensor_cores;
+  target.tensor_cores = !target.loop_launch && target.local_memory_bytes > 0 &&
+                        (!fragments || properties.tensor_cores);
   return target;
 }
 
 OptTarget opt_target(const Device& device, const OptSettings& settings) {
   OptTarget target = opt_target(device);
-  if (settings.policy == OptPolicy::Gpu && !target.loop_launch) target.is_gpu = true;
+  if (settings.policy == OptPolicy::Gpu && !target.loop_launch) {
+    // A GPU's choices, TC included: where the device has no matrix units its dialect emulates
+    // them.
+    target.is_gpu = true;
+    target.native_tensor_cores = target.tensor_cores;
+  }
   return target;
 }
 

@@ -12,6 +12,7 @@
 #include "codegen/kernel_variables.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
+#include "codegen/tensor_cores.h"
 #include "codegen/vectorize.h"
 #include "core/rewrite.h"
 #include "runtime/buffer.h"
@@ -109,6 +110,9 @@ double estimate_flops(const LinearProgram& program) {
       multipliers.pop_back();
     } else if (instr.op == LinOp::Alu || instr.op == LinOp::AccUpdate) {
       flops += multiplier;
+    } else if (instr.op == LinOp::Mma) {
+      // A warp's 16x16x16 multiply-adds, per work item.
+      flops += multiplier * 2.0 * kFragment * kFragment * kFragment / kWarp;
     }
   }
   return flops * static_cast<double>(program.global_size.vmax());

@@ -190,6 +190,7 @@ class CudaDevice : public Device {
     const std::string architecture = "sm_" + std::to_string(major * 10 + minor);
     properties_.kind = DeviceKind::GPU;
     properties_.architecture = architecture;
+    properties_.tensor_cores = major >= 8;
     properties_.driver = "CUDA driver " + version_text(api.version) + ", NVRTC " +
                          std::to_string(nvrtc().major) + "." + std::to_string(nvrtc().minor);
     properties_.description =
@@ -285,6 +286,7 @@ class CompileOnlyDevice : public Device {
     properties_.kind = DeviceKind::GPU;
     properties_.compile_only = true;
     properties_.architecture = "sm_" + std::to_string(architecture);
+    properties_.tensor_cores = architecture >= 80;
     properties_.driver = "NVRTC " + std::to_string(nvrtc().major) + "." +
                          std::to_string(nvrtc().minor) + " (compile only)";
     properties_.description = "kernels compiled for sm_" + std::to_string(architecture) +

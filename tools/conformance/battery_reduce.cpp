@@ -309,6 +309,20 @@ void add_matmul(BatteryBuilder& builder) {
   for (DType dtype : {dtypes::float32, dtypes::int32, dtypes::float16}) {
     for (const Pair& pair : shapes) add(dtype, pair);
   }
+  // Whole 16x16 tiles of halves, which the matrix units take (TC: on a GPU that has them, and
+  // emulated under --opts gpu or random elsewhere): plain, batched, and through a permuted and a
+  // flipped operand.
+  for (DType dtype : {dtypes::bfloat16, dtypes::float16}) {
+    add(dtype, {{64, 96}, {96, 128}});
+    add(dtype, {{2, 32, 48}, {48, 64}});
+    builder.add(make_case(
+        "matmul", "matmul",
+        {input(dtype, {64, 32}, Values::Small, 0, "permuted"),
+         input(dtype, {32, 48}, Values::Small, 1, "flipped")},
+        [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+        [](const std::vector<HostTensor>& in) { return ref::matmul(in[0], in[1]); }, "matmul(a, b)",
+        tolerance_for(dtype, 2, 4 + 2 * std::sqrt(32.0), 0, true), "with_32x48_flipped"));
+  }
   // A transposed operand: the reduction walks a strided View.
   for (DType dtype : {dtypes::float32, dtypes::int64}) {
     const Values values = dtype.is_float() ? Values::Small : Values::General;

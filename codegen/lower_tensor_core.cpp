@@ -1,0 +1,106 @@
+// TC: a TILE reduction lowered through matrix fragments (codegen/tensor_cores.h).
+
+#include <map>
+
+#include "codegen/lowerer.h"
+
+namespace kiln {
+
+std::vector<int> Lowerer::lower_tensor_core_reduce(const UOpRef& node, const Lanes& lanes) {
+  const TensorCorePlan& plan = *tensor_cores_;
+  const UOpRef& src = node->src();
+  const int reduce_axis = node->reduce_arg().axes[0];
+  int64_t workgroup = 1;
+  const Sym item = workgroup_item(workgroup);
+  // A GPU makes warps of neighbouring work items, in the numbering workgroup_item gives.
+  const Sym warp = floordiv(item, Sym(kWarp));
+  const Sym lane = mod(item, Sym(kWarp));
+  define_chunks(reduce_axis);
+  const StagedInput& a = staged_.at(axes_.reduce_inputs[plan.a_input].node.get());
+  const StagedInput& b = staged_.at(axes_.reduce_inputs[plan.b_input].node.get());
+
+  // The warp's tiles of the workgroup's outputs, consecutive in row-major order, and an
+  // accumulator for each.
+  std::vector<Sym> tile_rows, tile_columns;
+  std::vector<int> accumulators;
+  for (int64_t tile = 0; tile < plan.tiles_per_warp; ++tile) {
+    const Sym number = warp * Sym(plan.tiles_per_warp) + Sym(tile);
+    tile_rows.push_back(floordiv(number, Sym(plan.column_tiles())));
+    tile_columns.push_back(mod(number, Sym(plan.column_tiles())));
+    accumulators.push_back(emit(LinInstr{LinOp::FragmentDefine, dtypes::float32}));
+  }
+
+  std::vector<int> loops;
+  chunk_start_ = open_loop(loops, Sym(src->shape()[reduce_axis] / tile_chunk_)) * Sym(tile_chunk_);
+  copy_chunks(reduce_axis);
+  emit(LinInstr{LinOp::Barrier, dtypes::int64});
+  const Sym step = open_loop(loops, Sym(tile_chunk_ / kFragment)) * Sym(kFragment);
+  // A fragment that several of the warp's tiles multiply is loaded once per step.
+  std::map<std::string, int> fragments;
+  auto fragment = [&](const StagedInput& staged, bool matrix_b, const Sym& tile) {
+    const Sym index = step * Sym(staged.row) + tile * Sym(kFragment);
+    const std::string key = (matrix_b ? "b" : "a") + index.key();
+    if (auto known = fragments.find(key); known != fragments.end()) return known->second;
+    LinInstr load{LinOp::FragmentLoad, src->dtype()};
+    load.buffer = staged.local;
+    load.local = true;
+    load.index = index;
+    load.stride = staged.row;
+    load.matrix_b = matrix_b;
+    load.lane = lane;
+    return fragments[key] = emit(std::move(load));
+  };
+  for (int64_t tile = 0; tile < plan.tiles_per_warp; ++tile) {
+    LinInstr mma{LinOp::Mma, src->dtype()};
+    mma.srcs = {accumulators[tile], fragment(a, false, tile_rows[tile]),
+                fragment(b, true, tile_columns[tile])};
+    mma.lane = lane;
+    emit(std::move(mma));
+  }
+  close_loop(loops);
+  emit(LinInstr{LinOp::Barrier, dtypes::int64});
+  close_loop(loops);
+  staged_.clear();
+
+  // The workgroup's results, row-major in local memory, in float32 (kiln's half types compute
+  // in float: the kernel rounds them where it stores them).
+  LinInstr define{LinOp::DefineLocal, node->dtype()};
+  define.local_size = plan.rows * plan.c_row;
+  define.fragments = true;
+  const int results = emit(std::move(define));
+  for (int64_t tile = 0; tile < plan.tiles_per_warp; ++tile) {
+    LinInstr store{LinOp::FragmentStore, dtypes::float32};
+    store.srcs = {accumulators[tile]};
+    store.buffer = results;
+    store.local = true;
+    store.index =
+        tile_rows[tile] * Sym(kFragment * plan.c_row) + tile_columns[tile] * Sym(kFragment);
+    store.stride = plan.c_row;
+    store.lane = lane;
+    emit(std::move(store));
+  }
+  emit(LinInstr{LinOp::Barrier, dtypes::int64});
+
+  // Each lane's output, at its place relative to the workgroup's first.
+  auto first_output = [&](int axis) {
+    const auto local = local_of_.find(axis);
+    const int64_t amount = local == local_of_.end() ? 1 : local->second;
+    return (tile_index_[axis] - mod(tile_index_[axis], Sym(amount))) * Sym(upcast_[axis]);
+  };
+  const Sym first_row = first_output(plan.row_axis);
+  const Sym first_column = first_output(plan.column_axis);
+  const int row_source = axes_.source_axis[plan.row_axis];
+  const int column_source = axes_.source_axis[plan.column_axis];
+  std::vector<int> values;
+  for (const Index& index : lanes) {
+    LinInstr load{LinOp::Load, node->dtype()};
+    load.buffer = results;
+    load.local = true;
+    load.index =
+        (index[row_source] - first_row) * Sym(plan.c_row) + index[column_source] - first_column;
+    values.push_back(emit(std::move(load)));
+  }
+  return values;
+}
+
+}  // namespace kiln

@@ -1,0 +1,80 @@
+#include "codegen/render_launch.h"
+
+#include <kiln/error.h>
+
+#include <algorithm>
+
+#include "codegen/index_text.h"
+
+namespace kiln {
+namespace {
+
+// A launch dimension's id: the hardware one, or for a dimension spread over several hardware
+// dimensions (launch_spread.h), its workgroup id from theirs, times the workgroup size, plus
+// the id within the workgroup.
+std::string launch_id_text(const LaunchDim& launch, int dim, const Dialect& dialect) {
+  if (launch.local_id) return dialect.launch_id(LaunchId::Local, dim);
+  if (!launch.spread()) return dialect.launch_id(LaunchId::Global, dim);
+  std::string group = dialect.launch_id(LaunchId::Group, launch.hardware[0]);
+  int64_t below = launch.hardware_groups[0];
+  for (size_t at = 1; at < launch.hardware.size(); ++at) {
+    group += " + " + dialect.launch_id(LaunchId::Group, launch.hardware[at]) + " * " +
+             int_literal(below, dialect);
+    below *= launch.hardware_groups[at];
+  }
+  return "(" + group + ") * " + int_literal(launch.local, dialect) + " + " +
+         dialect.launch_id(LaunchId::Local, launch.hardware[0]);
+}
+
+}  // namespace
+
+std::string size_text(const Sym& size, const Dialect& dialect) {
+  return size.is_const() ? int_literal(size.const_value(), dialect) : sym_text(size, dialect);
+}
+
+int render_work_item_ids(std::ostringstream& out, const LinearProgram& program,
+                         const Dialect& dialect) {
+  if (dialect.launch_style == Dialect::LaunchStyle::kCpuLoop) {
+    if (program.launch.size() > 1)
+      throw InternalError("[render_kernel] a loop-style dialect runs one launch dimension, " +
+                          program.name + " has " + std::to_string(program.launch.size()));
+    const std::string gid = program.launch.empty() ? "gidx0" : program.launch[0].var;
+    const bool has_loops =
+        std::any_of(program.instrs.begin(), program.instrs.end(),
+                    [](const LinInstr& instr) { return instr.op == LinOp::LoopBegin; });
+    const std::string pragma = has_loops ? "" : dialect.work_item_loop_pragma;
+    if (program.row_length > 0) {
+      // The flat range [begin, end) as whole and partial rows.
+      const std::string& row = program.row_var;
+      const std::string& column = program.column_var;
+      const std::string length = std::to_string(program.row_length) + "LL";
+      const std::string row_start = "(" + row + " * " + length + ")";
+      out << "  for (long long " << row << " = begin / " << length << "; " << row_start
+          << " < end; " << row << "++) {\n";
+      out << "    const long long " << column << "_end = end - " << row_start << " < " << length
+          << " ? end - " << row_start << " : " << length << ";\n";
+      if (!pragma.empty()) out << "    " << pragma << "\n";
+      out << "    for (long long " << column << " = begin > " << row_start << " ? begin - "
+          << row_start << " : 0; " << column << " < " << column << "_end; " << column << "++) {\n";
+      return 3;
+    }
+    if (!pragma.empty()) out << "  " << pragma << "\n";
+    out << "  for (long long " << gid << " = begin; " << gid << " < end; " << gid << "++) {\n";
+    return 2;
+  }
+  for (size_t dim = 0; dim < program.launch.size(); ++dim) {
+    const LaunchDim& launch = program.launch[dim];
+    out << "  " << dialect.value_qualifier << dialect.index_type << " " << launch.var << " = "
+        << launch_id_text(launch, static_cast<int>(dim), dialect) << ";\n";
+  }
+  // Work items past the end of a launch rounded up to whole groups. In a kernel with a barrier
+  // its opts divide every dimension, so these are whole surplus workgroups of a spread one,
+  // which return together.
+  for (const LaunchDim& launch : program.launch) {
+    if (!launch.size.is_const() || launch.global > launch.size.const_value())
+      out << "  if (" << launch.var << " >= " << size_text(launch.size, dialect) << ") return;\n";
+  }
+  return 1;
+}
+
+}  // namespace kiln
