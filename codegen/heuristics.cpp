@@ -186,14 +186,11 @@ class Chooser {
   // fragment and four B fragments per 16 steps), in chunks of 32 steps, which with the results
   // take 47 of the 48 KB of local memory a CUDA block has without opting in to more.
   bool choose_tensor_cores() {
-    struct Layout {
-      int64_t rows, columns, workgroup, chunk;
-    };
-    for (const Layout& layout :
-         {Layout{128, 64, 256, 32}, Layout{128, 64, 256, 16}, Layout{64, 64, 256, 32},
-          Layout{32, 32, 128, 16}, Layout{16, 16, 32, 16}}) {
-      const std::vector<Opt> opts =
-          tensor_core_opts(axes_, layout.rows, layout.columns, layout.workgroup, layout.chunk);
+    for (const TensorCoreLayout& layout :
+         {TensorCoreLayout{128, 64, 256, 32}, TensorCoreLayout{128, 64, 256, 16},
+          TensorCoreLayout{64, 64, 256, 32}, TensorCoreLayout{32, 32, 128, 16},
+          TensorCoreLayout{16, 16, 32, 16}}) {
+      const std::vector<Opt> opts = tensor_core_opts(axes_, layout);
       if (opts.empty()) continue;
       try {
         check_opts(axes_, opts, target_, "tensor cores");
@@ -518,14 +515,9 @@ std::vector<Opt> random_opts(const ScheduleItem& item, const OptTarget& target, 
   // start from one of a few, so that random lists prove TC (emulated where the device has no
   // matrix units) with what else they add.
   if (target.tensor_cores && axes.products_of_halves && random() % 2 == 0) {
-    struct Layout {
-      int64_t rows, columns, workgroup, chunk;
-    };
-    const Layout layouts[] = {
+    const TensorCoreLayout layouts[] = {
         {16, 16, 32, 16}, {16, 64, 64, 32}, {64, 16, 64, 16}, {32, 32, 128, 16}, {64, 64, 256, 32}};
-    const Layout& layout = layouts[random() % std::size(layouts)];
-    std::vector<Opt> prefix =
-        tensor_core_opts(axes, layout.rows, layout.columns, layout.workgroup, layout.chunk);
+    std::vector<Opt> prefix = tensor_core_opts(axes, layouts[random() % std::size(layouts)]);
     try {
       check_opts(axes, prefix, target, "random");
       prefix_size = prefix.size();

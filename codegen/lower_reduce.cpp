@@ -201,16 +201,28 @@ std::vector<int> Lowerer::lower_tiled_reduce(const UOpRef& node, const Lanes& la
   return accumulators;
 }
 
-Sym Lowerer::workgroup_item(int64_t& workgroup) const {
+Sym Lowerer::workgroup_item() const {
   // The last axis (the launch's first dimension, whose neighbouring ids a GPU puts in one warp)
   // fastest.
   Sym local_id(0);
-  workgroup = 1;
+  int64_t below = 1;
   for (auto local = local_of_.rbegin(); local != local_of_.rend(); ++local) {
-    local_id = local_id + mod(tile_index_[local->first], Sym(local->second)) * Sym(workgroup);
-    workgroup *= local->second;
+    local_id = local_id + mod(tile_index_[local->first], Sym(local->second)) * Sym(below);
+    below *= local->second;
   }
   return local_id;
+}
+
+int64_t Lowerer::workgroup_size() const {
+  int64_t size = 1;
+  for (const auto& [axis, amount] : local_of_) size *= amount;
+  return size;
+}
+
+Sym Lowerer::workgroup_base(int axis) const {
+  const auto local = local_of_.find(axis);
+  const int64_t amount = local == local_of_.end() ? 1 : local->second;
+  return (tile_index_[axis] - mod(tile_index_[axis], Sym(amount))) * Sym(upcast_[axis]);
 }
 
 void Lowerer::define_chunks(int reduce_axis) {
@@ -222,8 +234,7 @@ void Lowerer::define_chunks(int reduce_axis) {
       const auto local = local_of_.find(axis);
       const int64_t amount = local == local_of_.end() ? 1 : local->second;
       staged.extents.push_back(Sym(amount * upcast_[axis]));
-      staged.bases.push_back((tile_index_[axis] - mod(tile_index_[axis], Sym(amount))) *
-                             Sym(upcast_[axis]));
+      staged.bases.push_back(workgroup_base(axis));
       staged.per_step *= amount * upcast_[axis];
     }
     staged.step_major = reduce_steps_are_neighbours(input.node, reduce_axis);
@@ -242,8 +253,8 @@ void Lowerer::define_chunks(int reduce_axis) {
 }
 
 void Lowerer::copy_chunks(int reduce_axis) {
-  int64_t workgroup = 1;
-  const Sym local_id = workgroup_item(workgroup);
+  const int64_t workgroup = workgroup_size();
+  const Sym local_id = workgroup_item();
   const UOpRef& src = kernel_reduce_->src();
   for (const KernelAxes::ReduceInput& input : axes_.reduce_inputs) {
     const StagedInput& staged = staged_.at(input.node.get());

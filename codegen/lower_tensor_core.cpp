@@ -10,8 +10,7 @@ std::vector<int> Lowerer::lower_tensor_core_reduce(const UOpRef& node, const Lan
   const TensorCorePlan& plan = *tensor_cores_;
   const UOpRef& src = node->src();
   const int reduce_axis = node->reduce_arg().axes[0];
-  int64_t workgroup = 1;
-  const Sym item = workgroup_item(workgroup);
+  const Sym item = workgroup_item();
   // A GPU makes warps of neighbouring work items, in the numbering workgroup_item gives.
   const Sym warp = floordiv(item, Sym(kWarp));
   const Sym lane = mod(item, Sym(kWarp));
@@ -19,14 +18,24 @@ std::vector<int> Lowerer::lower_tensor_core_reduce(const UOpRef& node, const Lan
   const StagedInput& a = staged_.at(axes_.reduce_inputs[plan.a_input].node.get());
   const StagedInput& b = staged_.at(axes_.reduce_inputs[plan.b_input].node.get());
 
-  // The warp's tiles of the workgroup's outputs, consecutive in row-major order, and an
-  // accumulator for each.
+  // The warp's tiles of the workgroup's outputs, consecutive in row-major order (part of one row
+  // of tiles, or whole rows: the plan sees to it), and an accumulator for each. Each tile's row
+  // and column are written from the first's, so that equal ones are equal expressions and their
+  // fragments are loaded once.
+  const int64_t per_row = plan.column_tiles();
+  const Sym first = warp * Sym(plan.tiles_per_warp);
+  const Sym first_tile_row = floordiv(first, Sym(per_row));
+  const Sym first_tile_column = mod(first, Sym(per_row));
   std::vector<Sym> tile_rows, tile_columns;
   std::vector<int> accumulators;
   for (int64_t tile = 0; tile < plan.tiles_per_warp; ++tile) {
-    const Sym number = warp * Sym(plan.tiles_per_warp) + Sym(tile);
-    tile_rows.push_back(floordiv(number, Sym(plan.column_tiles())));
-    tile_columns.push_back(mod(number, Sym(plan.column_tiles())));
+    if (plan.tiles_per_warp <= per_row) {
+      tile_rows.push_back(first_tile_row);
+      tile_columns.push_back(first_tile_column + Sym(tile));
+    } else {
+      tile_rows.push_back(first_tile_row + Sym(tile / per_row));
+      tile_columns.push_back(Sym(tile % per_row));
+    }
     accumulators.push_back(emit(LinInstr{LinOp::FragmentDefine, dtypes::float32}));
   }
 
@@ -82,13 +91,8 @@ std::vector<int> Lowerer::lower_tensor_core_reduce(const UOpRef& node, const Lan
   emit(LinInstr{LinOp::Barrier, dtypes::int64});
 
   // Each lane's output, at its place relative to the workgroup's first.
-  auto first_output = [&](int axis) {
-    const auto local = local_of_.find(axis);
-    const int64_t amount = local == local_of_.end() ? 1 : local->second;
-    return (tile_index_[axis] - mod(tile_index_[axis], Sym(amount))) * Sym(upcast_[axis]);
-  };
-  const Sym first_row = first_output(plan.row_axis);
-  const Sym first_column = first_output(plan.column_axis);
+  const Sym first_output_row = workgroup_base(plan.row_axis);
+  const Sym first_output_column = workgroup_base(plan.column_axis);
   const int row_source = axes_.source_axis[plan.row_axis];
   const int column_source = axes_.source_axis[plan.column_axis];
   std::vector<int> values;
@@ -96,8 +100,8 @@ std::vector<int> Lowerer::lower_tensor_core_reduce(const UOpRef& node, const Lan
     LinInstr load{LinOp::Load, node->dtype()};
     load.buffer = results;
     load.local = true;
-    load.index =
-        (index[row_source] - first_row) * Sym(plan.c_row) + index[column_source] - first_column;
+    load.index = (index[row_source] - first_output_row) * Sym(plan.c_row) + index[column_source] -
+                 first_output_column;
     values.push_back(emit(std::move(load)));
   }
   return values;

@@ -98,8 +98,11 @@ class Lowerer : public LinearBuilder {
   // memory (A of A B), coordinate-major otherwise, so that a warp's loads coalesce.
   std::vector<int> lower_tiled_reduce(const UOpRef& node, const Lanes& lanes);
 
-  // TILE: the work item's number within its workgroup (and the workgroup's size).
-  Sym workgroup_item(int64_t& workgroup) const;
+  // TILE: the work item's number within its workgroup, the workgroup's size, and the first
+  // output of the workgroup along output axis `axis`.
+  Sym workgroup_item() const;
+  int64_t workgroup_size() const;
+  Sym workgroup_base(int axis) const;
   // TILE: a local array per input for its chunk (staged_).
   void define_chunks(int reduce_axis);
   // TILE: the workgroup copies the chunk that starts at chunk_start_ into the arrays.

@@ -373,7 +373,7 @@ class OptChecker {
       }
     }
     opt_ = nullptr;
-    if (tile) check_tile(*tile, opts, upcast_of, local_of);
+    if (tile) check_tile(*tile, opts, upcast_of, local_of, tensor_core != nullptr);
     if (tensor_core) check_tensor_cores(*tensor_core, opts);
     if (grid) check_grid(*grid, opts, upcast_of);
     const std::vector<LaunchAxis> launch = launch_layout(axes_, opts);
@@ -465,8 +465,11 @@ class OptChecker {
     opt_ = nullptr;
   }
 
+  // `tensor_cores`: the chunks are TC's, 16-bit, which check_tensor_cores counts with its
+  // results.
   void check_tile(const Opt& tile, const std::vector<Opt>& opts,
-                  const std::map<int, int64_t>& upcast_of, const std::map<int, int64_t>& local_of) {
+                  const std::map<int, int64_t>& upcast_of, const std::map<int, int64_t>& local_of,
+                  bool tensor_cores) {
     opt_ = &tile;
     for (const Opt& other : opts) {
       if (&other != &tile && other.axis == tile.axis && other.kind != OptKind::TensorCore)
@@ -494,10 +497,6 @@ class OptChecker {
           tile_row(per_step, reduce_steps_are_neighbours(input.node, axes_.reduce[0]));
       bytes += row * tile.amount * compute_itemsize(input.node->dtype());
     }
-    // Under TC the chunks are 16-bit, and check_tensor_cores counts them with its results.
-    const bool tensor_cores = std::any_of(opts.begin(), opts.end(), [](const Opt& other) {
-      return other.kind == OptKind::TensorCore;
-    });
     if (bytes > target_.local_memory_bytes && !tensor_cores)
       refuse("its inputs' chunks need " + std::to_string(bytes) + " bytes of local memory; " +
              target_.device + " has " + std::to_string(target_.local_memory_bytes));

@@ -100,8 +100,8 @@ std::optional<TensorCorePlan> plan_tensor_cores(const KernelAxes& axes,
   return plan;
 }
 
-std::vector<Opt> tensor_core_opts(const KernelAxes& axes, int64_t rows, int64_t columns,
-                                  int64_t workgroup, int64_t chunk) {
+std::vector<Opt> tensor_core_opts(const KernelAxes& axes, const TensorCoreLayout& layout) {
+  const int64_t rows = layout.rows, columns = layout.columns, workgroup = layout.workgroup;
   if (!axes.products_of_halves) return {};
   const std::vector<int> own_a = own_axes(axes, 0), own_b = own_axes(axes, 1);
   if (own_a.empty() || own_b.empty()) return {};
@@ -119,7 +119,7 @@ std::vector<Opt> tensor_core_opts(const KernelAxes& axes, int64_t rows, int64_t 
   opts.push_back({OptKind::Local, column, column_items});
   if (row_items > 1) opts.push_back({OptKind::Local, row, row_items});
   const int reduce_axis = static_cast<int>(axes.output.size());
-  opts.push_back({OptKind::Tile, reduce_axis, chunk});
+  opts.push_back({OptKind::Tile, reduce_axis, layout.chunk});
   opts.push_back({OptKind::TensorCore, reduce_axis, kFragment});
   return opts;
 }

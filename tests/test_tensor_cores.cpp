@@ -137,6 +137,27 @@ void check_close(const std::vector<uint8_t>& bytes, DType dtype, const std::vect
   CHECK(wrong == 0);
 }
 
+// The output of `result`'s one kernel under TC in `layout` on the context's device, its inputs
+// the operands' bytes.
+std::vector<uint8_t> run_with_tensor_cores(DeviceContext& context, const OptTarget& target,
+                                           const Tensor& result, const TensorCoreLayout& layout,
+                                           const std::vector<const Operand*>& operands) {
+  const ScheduleItem item = only_kernel(result);
+  const std::vector<Opt> opts = tensor_core_opts(kernel_axes(item.ast), layout);
+  INFO(opts_to_string(opts));
+  const LinearProgram program = lower_kernel(item, opts, target);
+  std::vector<std::vector<uint8_t>> inputs;
+  for (const UOpRef& input : item.inputs) {
+    const Operand* match = nullptr;
+    for (const Operand* operand : operands) {
+      if (input == operand->tensor.node()) match = operand;
+    }
+    REQUIRE(match != nullptr);
+    inputs.push_back(match->bytes);
+  }
+  return launch_program(context, program, inputs).at(0);
+}
+
 }  // namespace
 
 TEST_CASE("TC: the checks refuse what fragments cannot compute", "[opts][tensor_cores]") {
@@ -144,7 +165,7 @@ TEST_CASE("TC: the checks refuse what fragments cannot compute", "[opts][tensor_
   const ScheduleItem matmul = half_matmul(64, 64, 64, 1);
   const KernelAxes axes = kernel_axes(matmul.ast);
   CHECK(axes.products_of_halves);
-  const std::vector<Opt> opts = tensor_core_opts(axes, 32, 32, 64, 32);
+  const std::vector<Opt> opts = tensor_core_opts(axes, {32, 32, 64, 32});
   INFO(opts_to_string(opts));
   CHECK_NOTHROW(lower_kernel(matmul, opts, gpu));
   auto refused = [&](const ScheduleItem& item, const std::vector<Opt>& list,
@@ -163,24 +184,24 @@ TEST_CASE("TC: the checks refuse what fragments cannot compute", "[opts][tensor_
   std::vector<Opt> no_tile = opts;
   no_tile.erase(no_tile.end() - 2);
   refused(matmul, no_tile, gpu, "needs a TILE");
-  refused(matmul, tensor_core_opts(axes, 32, 32, 64, 8), gpu, "whole fragments of 16");
+  refused(matmul, tensor_core_opts(axes, {32, 32, 64, 8}), gpu, "whole fragments of 16");
   const ScheduleItem odd = half_matmul(48, 32, 48, 7);
-  const std::vector<Opt> twelve_by_four = tensor_core_opts(kernel_axes(odd.ast), 48, 16, 48, 16);
+  const std::vector<Opt> twelve_by_four = tensor_core_opts(kernel_axes(odd.ast), {48, 16, 48, 16});
   REQUIRE_FALSE(twelve_by_four.empty());
   refused(odd, twelve_by_four, gpu, "whole warps of 32");
-  refused(matmul, tensor_core_opts(axes, 16, 16, 64, 16), gpu, "split evenly");
+  refused(matmul, tensor_core_opts(axes, {16, 16, 64, 16}), gpu, "split evenly");
   const ScheduleItem narrow = half_matmul(64, 32, 48, 9);
-  refused(narrow, tensor_core_opts(kernel_axes(narrow.ast), 32, 48, 96, 16), gpu,
+  refused(narrow, tensor_core_opts(kernel_axes(narrow.ast), {32, 48, 96, 16}), gpu,
           "part of one row");
   // Outputs that are not whole 16x16 tiles.
-  refused(matmul, tensor_core_opts(axes, 8, 64, 128, 16), gpu, "whole 16x16 tiles");
+  refused(matmul, tensor_core_opts(axes, {8, 64, 128, 16}), gpu, "whole 16x16 tiles");
   // Devices without fragments; the CPU.
   refused(matmul, opts, gpu_target(), "no matrix fragments");
   refused(matmul, opts, cpu_target(), "no workgroups");
   // Local memory: 64x64 outputs in chunks of 64 need 2 * 64 * (72 + 72) + 4 * 64 * 68 bytes.
   OptTarget small = gpu;
   small.local_memory_bytes = 32 * 1024;
-  refused(matmul, tensor_core_opts(axes, 64, 64, 256, 64), small, "bytes of local memory");
+  refused(matmul, tensor_core_opts(axes, {64, 64, 256, 64}), small, "bytes of local memory");
 }
 
 TEST_CASE("TC: a GPU with tensor cores takes it for half matmuls", "[opts][tensor_cores]") {
@@ -206,11 +227,8 @@ TEST_CASE("TC: a GPU with tensor cores takes it for half matmuls", "[opts][tenso
 
 TEST_CASE("TC kernels multiply correctly on every device with workgroups",
           "[opts][tensor_cores][devices]") {
-  struct Layout {
-    int64_t rows, columns, workgroup, chunk;
-  };
   // One warp with one tile; warps sharing A's fragment, or B's; 8 warps of 2 tiles each.
-  const std::vector<Layout> layouts = {
+  const std::vector<TensorCoreLayout> layouts = {
       {16, 16, 32, 16}, {16, 64, 64, 32}, {64, 16, 64, 16}, {64, 64, 256, 32}};
   int devices_run = 0;
   for (const std::string& name : devices()) {
@@ -224,35 +242,16 @@ TEST_CASE("TC kernels multiply correctly on every device with workgroups",
       const Operand b_rows = operand({n, k}, dtype, 3);  // B read through a transpose
       const std::vector<double> want = reference(a, b, 1, m, k, n, false);
       const std::vector<double> want_transposed = reference(a, b_rows, 1, m, k, n, true);
-      for (const Layout& layout : layouts) {
+      for (const TensorCoreLayout& layout : layouts) {
         DYNAMIC_SECTION(name << " " << dtype.name() << " " << layout.rows << "x" << layout.columns
                              << " per " << layout.workgroup << ", chunks of " << layout.chunk) {
-          const ScheduleItem item = only_kernel(a.tensor.matmul(b.tensor));
-          const std::vector<Opt> opts = tensor_core_opts(
-              kernel_axes(item.ast), layout.rows, layout.columns, layout.workgroup, layout.chunk);
-          INFO(opts_to_string(opts));
-          const LinearProgram program = lower_kernel(item, opts, target);
-          REQUIRE(item.inputs.size() == 2);
-          const bool a_first = item.inputs[0] == a.tensor.node();
-          const std::vector<std::vector<uint8_t>> inputs =
-              a_first ? std::vector<std::vector<uint8_t>>{a.bytes, b.bytes}
-                      : std::vector<std::vector<uint8_t>>{b.bytes, a.bytes};
-          check_close(launch_program(*context, program, inputs).at(0), dtype, want, "a @ b");
-
-          const ScheduleItem transposed =
-              only_kernel(a.tensor.matmul(b_rows.tensor.transpose(0, 1)));
-          const LinearProgram program_t =
-              lower_kernel(transposed,
-                           tensor_core_opts(kernel_axes(transposed.ast), layout.rows,
-                                            layout.columns, layout.workgroup, layout.chunk),
-                           target);
-          const bool a_first_t = transposed.inputs[0] == a.tensor.node();
           check_close(
-              launch_program(*context, program_t,
-                             a_first_t ? std::vector<std::vector<uint8_t>>{a.bytes, b_rows.bytes}
-                                       : std::vector<std::vector<uint8_t>>{b_rows.bytes, a.bytes})
-                  .at(0),
-              dtype, want_transposed, "a @ b.T");
+              run_with_tensor_cores(*context, target, a.tensor.matmul(b.tensor), layout, {&a, &b}),
+              dtype, want, "a @ b");
+          check_close(run_with_tensor_cores(*context, target,
+                                            a.tensor.matmul(b_rows.tensor.transpose(0, 1)), layout,
+                                            {&a, &b_rows}),
+                      dtype, want_transposed, "a @ b.T");
         }
       }
     }
@@ -271,21 +270,13 @@ TEST_CASE("TC kernels finish a batched product with what follows it",
         const int64_t batch = 3, m = 32, k = 48, n = 64;
         const Operand a = operand({batch, m, k}, dtype, 4), b = operand({batch, k, n}, dtype, 5);
         const Operand bias = operand({n}, dtype, 6);
-        const ScheduleItem item = only_kernel((a.tensor.matmul(b.tensor) + bias.tensor).relu());
-        const std::vector<Opt> opts = tensor_core_opts(kernel_axes(item.ast), 32, 32, 128, 16);
-        INFO(opts_to_string(opts));
-        const LinearProgram program = lower_kernel(item, opts, target);
-        std::vector<std::vector<uint8_t>> inputs;
-        for (const UOpRef& input : item.inputs) {
-          inputs.push_back(input == a.tensor.node()   ? a.bytes
-                           : input == b.tensor.node() ? b.bytes
-                                                      : bias.bytes);
-        }
         std::vector<double> want = reference(a, b, batch, m, k, n, false);
         for (size_t at = 0; at < want.size(); ++at)
           want[at] = std::max(0.0, want[at] + bias.values[at % n]);
-        check_close(launch_program(*context, program, inputs).at(0), dtype, want,
-                    "relu(a @ b + bias)");
+        check_close(run_with_tensor_cores(*context, target,
+                                          (a.tensor.matmul(b.tensor) + bias.tensor).relu(),
+                                          {32, 32, 128, 16}, {&a, &b, &bias}),
+                    dtype, want, "relu(a @ b + bias)");
       }
     }
   }
