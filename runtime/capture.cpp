@@ -14,6 +14,7 @@
 
 #include "core/rewrite.h"
 #include "runtime/buffer.h"
+#include "runtime/debug.h"
 #include "runtime/launch_recorder.h"
 #include "runtime/realize.h"
 #include "runtime/registry.h"
@@ -43,6 +44,11 @@ struct CapturedStep::State {
   };
   std::vector<Output> outputs;
   std::unordered_set<const Buffer*> written;  // buffers the launches write
+  // The launches as one graph of their device (CUDA graphs), made at the first replay where
+  // every launch is a kernel of one device with fixed sizes; null where not, or where the device
+  // has none.
+  std::unique_ptr<LaunchGraph> graph;
+  bool graph_tried = false;
 };
 
 namespace {
@@ -125,6 +131,31 @@ std::map<std::string, int64_t> values_of(const Bindings& bindings) {
   std::map<std::string, int64_t> values;
   for (const auto& [name, variable] : bindings) values[name] = variable.bound_value();
   return values;
+}
+
+// The replays' graph: where every launch is a kernel of one device, and none has a size that a
+// replay changes, the device's LaunchGraph of them (CUDA graphs: one launch call per replay in
+// place of one per kernel); null otherwise. A device that fails to make one is logged, and its
+// replays launch each kernel.
+std::unique_ptr<LaunchGraph> record_replay_graph(const std::vector<RecordedLaunch>& recorded,
+                                                 bool symbolic) {
+  if (symbolic || recorded.empty()) return nullptr;
+  Device* device = nullptr;
+  std::vector<GraphLaunch> launches;
+  for (const RecordedLaunch& launch : recorded) {
+    if (!launch.program || launch.geometry) return nullptr;
+    Device& own = launch.buffers[0]->context().device();
+    if (device && device != &own) return nullptr;
+    device = &own;
+    launches.push_back({launch.program, launch.request});
+  }
+  try {
+    return device->record_graph(launches);
+  } catch (const Error& error) {
+    logger().warn("a captured step's {} kernels are launched one by one: {}", launches.size(),
+                  error.what());
+    return nullptr;
+  }
 }
 
 }  // namespace
@@ -259,28 +290,44 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
 
   {
     const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
-    std::vector<Device*> launched_on;
-    for (const RecordedLaunch& launch : state.launches) {
-      if (!launch.program) {
-        copy_between_devices(current(launch.buffers[0]), current(launch.buffers[1]));
-        continue;
-      }
+    if (!state.graph_tried) {
+      state.graph_tried = true;
+      state.graph = record_replay_graph(state.launches, state.symbolic);
+    }
+    // The recorded request with this call's buffers.
+    auto request_of = [&](const RecordedLaunch& launch) {
       LaunchRequest request = launch.request;
       for (size_t index = 0; index < launch.buffers.size(); ++index)
         request.buffers[index] = current(launch.buffers[index]).memory();
-      if (launch.geometry) {
-        request.variables.clear();
-        for (const Sym& bound : launch.bound) request.variables.push_back(bound.eval(values));
-        if (work_items(*launch.geometry, request.variables) == 0) continue;
-        int64_t global[3], local[3];
-        dispatch_sizes(*launch.geometry, request.variables, global, local);
-        request.global = {global[0], global[1], global[2]};
-        request.local = {local[0], local[1], local[2]};
+      return request;
+    };
+    std::vector<Device*> launched_on;
+    if (state.graph) {
+      std::vector<LaunchRequest> requests;
+      for (const RecordedLaunch& launch : state.launches) requests.push_back(request_of(launch));
+      state.graph->launch(requests);
+      launched_on.push_back(&state.launches[0].buffers[0]->context().device());
+    } else {
+      for (const RecordedLaunch& launch : state.launches) {
+        if (!launch.program) {
+          copy_between_devices(current(launch.buffers[0]), current(launch.buffers[1]));
+          continue;
+        }
+        LaunchRequest request = request_of(launch);
+        if (launch.geometry) {
+          request.variables.clear();
+          for (const Sym& bound : launch.bound) request.variables.push_back(bound.eval(values));
+          if (work_items(*launch.geometry, request.variables) == 0) continue;
+          int64_t global[3], local[3];
+          dispatch_sizes(*launch.geometry, request.variables, global, local);
+          request.global = {global[0], global[1], global[2]};
+          request.local = {local[0], local[1], local[2]};
+        }
+        launch.program->launch(request);
+        Device& device = current(launch.buffers[0]).context().device();
+        if (std::find(launched_on.begin(), launched_on.end(), &device) == launched_on.end())
+          launched_on.push_back(&device);
       }
-      launch.program->launch(request);
-      Device& device = current(launch.buffers[0]).context().device();
-      if (std::find(launched_on.begin(), launched_on.end(), &device) == launched_on.end())
-        launched_on.push_back(&device);
     }
     for (Device* device : launched_on) device->flush();
   }

@@ -155,6 +155,22 @@ struct DeviceLimits {
   std::string notes;                 // why a figure is missing
 };
 
+// A fixed sequence of kernel launches that a device runs as one (a CUDA graph): what a
+// capture's replays launch in place of each kernel (Device::record_graph).
+class LaunchGraph {
+ public:
+  virtual ~LaunchGraph() = default;
+  // Runs the kernels in order, one request each: the programs and geometry recorded, with this
+  // run's buffers (and the recorded variables).
+  virtual void launch(const std::vector<LaunchRequest>& requests) = 0;
+};
+
+// One launch of a LaunchGraph: a program of the device, and its request.
+struct GraphLaunch {
+  Program* program = nullptr;
+  LaunchRequest request;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -171,6 +187,12 @@ class Device {
   // (Vulkan) submits its batch here; kiln calls it at the end of every realize and replay, so
   // work is never left recorded while the device idles.
   virtual void flush() {}
+  // The launches as one LaunchGraph where the device has such a thing; null where it has none
+  // (a replay then launches each kernel). Throws DeviceError where making it fails.
+  virtual std::unique_ptr<LaunchGraph> record_graph(const std::vector<GraphLaunch>& launches) {
+    (void)launches;
+    return nullptr;
+  }
   // Measures the limits above with a copy of `copy_bytes` and GEMMs of `gemm_side`; devices
   // whose limits the host measures (the CPU's memcpy and BLAS) return nothing.
   virtual DeviceLimits measure_limits(size_t copy_bytes, int gemm_side) {

@@ -14,8 +14,10 @@
 
 #include "codegen/dialect.h"
 #include "devices/cuda/cuda_api.h"
+#include "devices/cuda/cuda_graph.h"
 #include "devices/cuda/cuda_limits.h"
 #include "devices/cuda/cuda_memory.h"
+#include "devices/cuda/cuda_program.h"
 #include "devices/cuda/cuda_stream.h"
 #include "devices/cuda/nvrtc_compiler.h"
 #include "runtime/plugin.h"
@@ -40,103 +42,6 @@ const DriverApi& loaded_driver() {
 std::string version_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
 }
-
-class CudaProgram : public Program {
- public:
-  // Owns `module` from here on, also when construction fails.
-  CudaProgram(CudaStream& stream, CUmodule module, std::string name)
-      : stream_(stream), module_(module), name_(std::move(name)) {
-    try {
-      check(driver().cuModuleGetFunction(&function_, module_, name_.c_str()),
-            "cuModuleGetFunction");
-      check(driver().cuFuncGetAttribute(&max_threads_, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                                        function_),
-            "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)");
-      check(driver().cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
-      check(driver().cuEventCreate(&end_, CU_EVENT_DEFAULT), "cuEventCreate");
-    } catch (...) {
-      release();
-      throw;
-    }
-  }
-  ~CudaProgram() override { release(); }
-  CudaProgram(const CudaProgram&) = delete;
-  CudaProgram& operator=(const CudaProgram&) = delete;
-
-  double launch(const LaunchRequest& request) override {
-    const int64_t global[3] = {request.global.x, request.global.y, request.global.z};
-    const int64_t local[3] = {request.local.x, request.local.y, request.local.z};
-    if (global[0] * global[1] * global[2] == 0) return 0;
-    // The kernel's geometry is its own (its opts chose it and checked the device's limits).
-    unsigned grid[3], block[3];
-    static constexpr int64_t kMaxGrid[3] = {INT_MAX, 65535, 65535};
-    for (int dim = 0; dim < 3; ++dim) {
-      const int64_t groups = (global[dim] + local[dim] - 1) / local[dim];
-      if (groups > kMaxGrid[dim]) {
-        throw DeviceError("[cuda launch] kernel " + name_ + " needs " + std::to_string(groups) +
-                          " blocks along grid dimension " + std::to_string(dim) +
-                          "; CUDA allows at most " + std::to_string(kMaxGrid[dim]));
-      }
-      grid[dim] = static_cast<unsigned>(groups);
-      block[dim] = static_cast<unsigned>(local[dim]);
-    }
-    if (local[0] * local[1] * local[2] > max_threads_) {
-      throw DeviceError("[cuda launch] kernel " + name_ + " asks for blocks of " +
-                        std::to_string(local[0] * local[1] * local[2]) +
-                        " threads; the compiled kernel allows at most " +
-                        std::to_string(max_threads_) +
-                        " (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK); KILN_NOOPT=1 launches "
-                        "without blocks");
-    }
-    std::vector<CUdeviceptr> pointers;
-    pointers.reserve(request.buffers.size());
-    for (DeviceMemory memory : request.buffers) pointers.push_back(device_pointer(memory));
-    // The kernel's variables follow its buffers, as 64-bit integers.
-    std::vector<long long> variables(request.variables.begin(), request.variables.end());
-    std::vector<void*> arguments;
-    for (CUdeviceptr& pointer : pointers) arguments.push_back(&pointer);
-    for (long long& value : variables) arguments.push_back(&value);
-
-    std::lock_guard<std::mutex> lock(mutex_);  // the timing events
-    stream_.make_current();
-    if (request.wait) check(driver().cuEventRecord(start_, stream_.get()), "cuEventRecord");
-    check(driver().cuLaunchKernel(function_, grid[0], grid[1], grid[2], block[0], block[1],
-                                  block[2], 0, stream_.get(), arguments.data(), nullptr),
-          "cuLaunchKernel");
-    stream_.launched(name_);
-    if (!request.wait) return 0;
-    check(driver().cuEventRecord(end_, stream_.get()), "cuEventRecord");
-    // A fault inside the kernel shows here, named after it.
-    check(driver().cuEventSynchronize(end_), "cuEventSynchronize (after the kernel ran)");
-    float milliseconds = 0;
-    check(driver().event_elapsed_time(&milliseconds, start_, end_), "cuEventElapsedTime");
-    return milliseconds * 1e-3;
-  }
-
- private:
-  void check(CUresult status, const char* call) const {
-    if (status != CUDA_SUCCESS)
-      stream_.check(status, (std::string(call) + " for kernel " + name_).c_str());
-  }
-
-  // Waits for queued launches (the module must outlive them), then frees everything; errors
-  // have no one to go to from a destructor, so they are logged.
-  void release() {
-    warn_cu(driver().cuCtxSetCurrent(stream_.context()), "cuCtxSetCurrent");
-    warn_cu(driver().cuStreamSynchronize(stream_.get()), "cuStreamSynchronize");
-    if (start_) warn_cu(driver().cuEventDestroy_v2(start_), "cuEventDestroy_v2");
-    if (end_) warn_cu(driver().cuEventDestroy_v2(end_), "cuEventDestroy_v2");
-    warn_cu(driver().cuModuleUnload(module_), "cuModuleUnload");
-  }
-
-  CudaStream& stream_;
-  CUmodule module_;
-  std::string name_;
-  CUfunction function_ = nullptr;
-  int max_threads_ = 0;
-  CUevent start_ = nullptr, end_ = nullptr;
-  std::mutex mutex_;
-};
 
 // The device's primary context, retained while the device is open.
 class PrimaryContext {
@@ -236,6 +141,10 @@ class CudaDevice : public Device {
   }
 
   void synchronize() override { stream_.synchronize(); }
+
+  std::unique_ptr<LaunchGraph> record_graph(const std::vector<GraphLaunch>& launches) override {
+    return std::make_unique<CudaGraph>(stream_, launches);
+  }
 
   DeviceLimits measure_limits(size_t copy_bytes, int gemm_side) override {
     return measure_cuda_limits(stream_, *allocator_, copy_bytes, gemm_side);

@@ -1,0 +1,91 @@
+#include "devices/cuda/cuda_graph.h"
+
+#include <kiln/error.h>
+
+#include <string>
+
+#include "devices/cuda/cuda_api.h"
+
+namespace kiln::cuda {
+namespace {
+
+CUDA_KERNEL_NODE_PARAMS node_params(const KernelLaunch& launch) {
+  CUDA_KERNEL_NODE_PARAMS params{};  // no dynamic shared memory, extras, CUkernel or context
+  params.func = launch.function;
+  params.gridDimX = launch.grid[0];
+  params.gridDimY = launch.grid[1];
+  params.gridDimZ = launch.grid[2];
+  params.blockDimX = launch.block[0];
+  params.blockDimY = launch.block[1];
+  params.blockDimZ = launch.block[2];
+  // The driver copies the arguments these point to when it takes the parameters.
+  params.kernelParams = const_cast<void**>(launch.arguments.data());
+  return params;
+}
+
+}  // namespace
+
+CudaGraph::CudaGraph(CudaStream& stream, const std::vector<GraphLaunch>& launches)
+    : stream_(stream) {
+  stream_.make_current();
+  try {
+    check(driver().cuGraphCreate(&graph_, 0), "cuGraphCreate");
+    CUgraphNode previous = nullptr;
+    for (const GraphLaunch& launch : launches) {
+      Node node;
+      node.program = static_cast<const CudaProgram*>(launch.program);
+      node.launch = node.program->prepare(launch.request);
+      if (!node.launch.empty) {
+        const CUDA_KERNEL_NODE_PARAMS params = node_params(node.launch);
+        check(driver().cuGraphAddKernelNode_v2(&node.node, graph_, previous ? &previous : nullptr,
+                                               previous ? 1 : 0, &params),
+              ("cuGraphAddKernelNode_v2 (kernel " + node.program->name() + ")").c_str());
+        previous = node.node;
+      }
+      nodes_.push_back(std::move(node));
+    }
+    check(driver().cuGraphInstantiateWithFlags(&exec_, graph_, 0), "cuGraphInstantiateWithFlags");
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+CudaGraph::~CudaGraph() {
+  release();
+}
+
+void CudaGraph::launch(const std::vector<LaunchRequest>& requests) {
+  if (requests.size() != nodes_.size())
+    throw InternalError("[cuda graph] " + std::to_string(requests.size()) +
+                        " requests for a graph of " + std::to_string(nodes_.size()) + " launches");
+  stream_.make_current();
+  for (size_t at = 0; at < nodes_.size(); ++at) {
+    Node& node = nodes_[at];
+    if (!node.node) continue;
+    KernelLaunch next = node.program->prepare(requests[at]);
+    if (next.pointers == node.launch.pointers && next.variables == node.launch.variables) continue;
+    node.launch = std::move(next);
+    const CUDA_KERNEL_NODE_PARAMS params = node_params(node.launch);
+    check(driver().cuGraphExecKernelNodeSetParams_v2(exec_, node.node, &params),
+          ("cuGraphExecKernelNodeSetParams_v2 (kernel " + node.program->name() + ")").c_str());
+  }
+  check(driver().cuGraphLaunch(exec_, stream_.get()), "cuGraphLaunch");
+  if (!nodes_.empty())
+    stream_.launched("a graph of " + std::to_string(nodes_.size()) + " kernels ending in " +
+                     nodes_.back().program->name());
+}
+
+void CudaGraph::check(CUresult status, const char* call) const {
+  if (status != CUDA_SUCCESS) stream_.check(status, call);
+}
+
+void CudaGraph::release() {
+  warn_cu(driver().cuCtxSetCurrent(stream_.context()), "cuCtxSetCurrent");
+  // A launched graph may still run: its executable must outlive that.
+  warn_cu(driver().cuStreamSynchronize(stream_.get()), "cuStreamSynchronize");
+  if (exec_) warn_cu(driver().cuGraphExecDestroy(exec_), "cuGraphExecDestroy");
+  if (graph_) warn_cu(driver().cuGraphDestroy(graph_), "cuGraphDestroy");
+}
+
+}  // namespace kiln::cuda
