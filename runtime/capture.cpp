@@ -46,7 +46,8 @@ struct CapturedStep::State {
   std::unordered_set<const Buffer*> written;  // buffers the launches write
   // The launches as one graph of their device (CUDA graphs), made at the first replay where
   // every launch is a kernel of one device with fixed sizes; null where not, or where the device
-  // has none.
+  // has none. Declared after `launches`, so destroyed first: the launches' buffers keep the
+  // device, and the programs the graph launches, alive until it is gone.
   std::unique_ptr<LaunchGraph> graph;
   bool graph_tried = false;
 };

@@ -58,6 +58,11 @@ DriverApi load_driver() {
   std::string ignored;
   if (!load_symbol(handle, "cuEventElapsedTime_v2", api.event_elapsed_time, ignored))
     load_symbol(handle, "cuEventElapsedTime", api.event_elapsed_time, missing);
+  std::string missing_graphs;
+#define KILN_CUDA_LOAD_ENTRY(name) load_symbol(handle, #name, api.name, missing_graphs);
+  KILN_CUDA_GRAPH_FUNCTIONS(KILN_CUDA_LOAD_ENTRY)
+#undef KILN_CUDA_LOAD_ENTRY
+  api.graphs = missing_graphs.empty();
   if (!missing.empty()) {
     api.error = "the NVIDIA driver in " + api.library + " is too old for kiln (it lacks " +
                 missing + "); kiln's CUDA device needs a driver for CUDA " +

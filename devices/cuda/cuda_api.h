@@ -17,39 +17,43 @@
 
 namespace kiln::cuda {
 
-#define KILN_CUDA_DRIVER_FUNCTIONS(X)  \
-  X(cuInit)                            \
-  X(cuDriverGetVersion)                \
-  X(cuGetErrorName)                    \
-  X(cuGetErrorString)                  \
-  X(cuDeviceGetCount)                  \
-  X(cuDeviceGet)                       \
-  X(cuDeviceGetName)                   \
-  X(cuDeviceGetAttribute)              \
-  X(cuDeviceGetPCIBusId)               \
-  X(cuDeviceTotalMem_v2)               \
-  X(cuDevicePrimaryCtxRetain)          \
-  X(cuDevicePrimaryCtxRelease_v2)      \
-  X(cuCtxSetCurrent)                   \
-  X(cuStreamCreate)                    \
-  X(cuStreamDestroy_v2)                \
-  X(cuStreamSynchronize)               \
-  X(cuMemAlloc_v2)                     \
-  X(cuMemFree_v2)                      \
-  X(cuMemHostAlloc)                    \
-  X(cuMemFreeHost)                     \
-  X(cuMemcpyHtoDAsync_v2)              \
-  X(cuMemcpyDtoHAsync_v2)              \
-  X(cuMemcpyDtoDAsync_v2)              \
-  X(cuModuleLoadData)                  \
-  X(cuModuleUnload)                    \
-  X(cuModuleGetFunction)               \
-  X(cuFuncGetAttribute)                \
-  X(cuLaunchKernel)                    \
-  X(cuEventCreate)                     \
-  X(cuEventRecord)                     \
-  X(cuEventSynchronize)                \
-  X(cuEventDestroy_v2)                 \
+#define KILN_CUDA_DRIVER_FUNCTIONS(X) \
+  X(cuInit)                           \
+  X(cuDriverGetVersion)               \
+  X(cuGetErrorName)                   \
+  X(cuGetErrorString)                 \
+  X(cuDeviceGetCount)                 \
+  X(cuDeviceGet)                      \
+  X(cuDeviceGetName)                  \
+  X(cuDeviceGetAttribute)             \
+  X(cuDeviceGetPCIBusId)              \
+  X(cuDeviceTotalMem_v2)              \
+  X(cuDevicePrimaryCtxRetain)         \
+  X(cuDevicePrimaryCtxRelease_v2)     \
+  X(cuCtxSetCurrent)                  \
+  X(cuStreamCreate)                   \
+  X(cuStreamDestroy_v2)               \
+  X(cuStreamSynchronize)              \
+  X(cuMemAlloc_v2)                    \
+  X(cuMemFree_v2)                     \
+  X(cuMemHostAlloc)                   \
+  X(cuMemFreeHost)                    \
+  X(cuMemcpyHtoDAsync_v2)             \
+  X(cuMemcpyDtoHAsync_v2)             \
+  X(cuMemcpyDtoDAsync_v2)             \
+  X(cuModuleLoadData)                 \
+  X(cuModuleUnload)                   \
+  X(cuModuleGetFunction)              \
+  X(cuFuncGetAttribute)               \
+  X(cuLaunchKernel)                   \
+  X(cuEventCreate)                    \
+  X(cuEventRecord)                    \
+  X(cuEventSynchronize)               \
+  X(cuEventDestroy_v2)
+
+// CUDA graphs (captured steps' replays, cuda_graph.h): optional, since the _v2 entries came with
+// CUDA 12.0 drivers; without them replays launch each kernel.
+#define KILN_CUDA_GRAPH_FUNCTIONS(X)   \
   X(cuGraphCreate)                     \
   X(cuGraphDestroy)                    \
   X(cuGraphAddKernelNode_v2)           \
@@ -83,6 +87,8 @@ struct DriverApi {
   // which takes the same arguments: named apart, since cuda.h renames the function by macro only
   // from 12.8 on.
   CUresult (*event_elapsed_time)(float* milliseconds, CUevent start, CUevent end) = nullptr;
+  KILN_CUDA_GRAPH_FUNCTIONS(KILN_CUDA_DECLARE_ENTRY)
+  bool graphs = false;  // every graph entry point was found
   std::string error;
   std::string library;  // the file loaded
   int version = 0;      // cuDriverGetVersion: 13000 for CUDA 13.0

@@ -143,6 +143,7 @@ class CudaDevice : public Device {
   void synchronize() override { stream_.synchronize(); }
 
   std::unique_ptr<LaunchGraph> record_graph(const std::vector<GraphLaunch>& launches) override {
+    if (!driver().graphs) return nullptr;  // a driver older than CUDA 12.0
     return std::make_unique<CudaGraph>(stream_, launches);
   }
 

@@ -5,11 +5,12 @@
 #include <string>
 
 #include "devices/cuda/cuda_api.h"
+#include "devices/cuda/cuda_memory.h"
 
 namespace kiln::cuda {
 namespace {
 
-CUDA_KERNEL_NODE_PARAMS node_params(const KernelLaunch& launch) {
+CUDA_KERNEL_NODE_PARAMS node_params(const DriverLaunch& launch) {
   CUDA_KERNEL_NODE_PARAMS params{};  // no dynamic shared memory, extras, CUkernel or context
   params.func = launch.function;
   params.gridDimX = launch.grid[0];
@@ -23,6 +24,20 @@ CUDA_KERNEL_NODE_PARAMS node_params(const KernelLaunch& launch) {
   return params;
 }
 
+// Whether `request` passes the kernel the arguments `launch` holds.
+bool same_arguments(const DriverLaunch& launch, const LaunchRequest& request) {
+  if (request.buffers.size() != launch.pointers.size() ||
+      request.variables.size() != launch.variables.size())
+    return false;
+  for (size_t at = 0; at < launch.pointers.size(); ++at) {
+    if (device_pointer(request.buffers[at]) != launch.pointers[at]) return false;
+  }
+  for (size_t at = 0; at < launch.variables.size(); ++at) {
+    if (request.variables[at] != launch.variables[at]) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 CudaGraph::CudaGraph(CudaStream& stream, const std::vector<GraphLaunch>& launches)
@@ -34,6 +49,9 @@ CudaGraph::CudaGraph(CudaStream& stream, const std::vector<GraphLaunch>& launche
     for (const GraphLaunch& launch : launches) {
       Node node;
       node.program = static_cast<const CudaProgram*>(launch.program);
+      if (&node.program->stream() != &stream_)
+        throw InternalError("[cuda graph] kernel " + node.program->name() +
+                            " belongs to another device's stream");
       node.launch = node.program->prepare(launch.request);
       if (!node.launch.empty) {
         const CUDA_KERNEL_NODE_PARAMS params = node_params(node.launch);
@@ -45,6 +63,9 @@ CudaGraph::CudaGraph(CudaStream& stream, const std::vector<GraphLaunch>& launche
       nodes_.push_back(std::move(node));
     }
     check(driver().cuGraphInstantiateWithFlags(&exec_, graph_, 0), "cuGraphInstantiateWithFlags");
+    if (!nodes_.empty())
+      description_ = "a graph of " + std::to_string(nodes_.size()) + " kernels ending in " +
+                     nodes_.back().program->name();
   } catch (...) {
     release();
     throw;
@@ -62,18 +83,21 @@ void CudaGraph::launch(const std::vector<LaunchRequest>& requests) {
   stream_.make_current();
   for (size_t at = 0; at < nodes_.size(); ++at) {
     Node& node = nodes_[at];
-    if (!node.node) continue;
-    KernelLaunch next = node.program->prepare(requests[at]);
-    if (next.pointers == node.launch.pointers && next.variables == node.launch.variables) continue;
-    node.launch = std::move(next);
-    const CUDA_KERNEL_NODE_PARAMS params = node_params(node.launch);
+    if (!node.node || same_arguments(node.launch, requests[at])) continue;
+    DriverLaunch next = node.program->prepare(requests[at]);
+    // The graph replays the recorded geometry; only the arguments may change.
+    for (int dim = 0; dim < 3; ++dim) {
+      if (next.grid[dim] != node.launch.grid[dim] || next.block[dim] != node.launch.block[dim])
+        throw InternalError("[cuda graph] kernel " + node.program->name() +
+                            " was recorded with another launch geometry");
+    }
+    const CUDA_KERNEL_NODE_PARAMS params = node_params(next);
     check(driver().cuGraphExecKernelNodeSetParams_v2(exec_, node.node, &params),
           ("cuGraphExecKernelNodeSetParams_v2 (kernel " + node.program->name() + ")").c_str());
+    node.launch = std::move(next);  // only once the graph holds them
   }
   check(driver().cuGraphLaunch(exec_, stream_.get()), "cuGraphLaunch");
-  if (!nodes_.empty())
-    stream_.launched("a graph of " + std::to_string(nodes_.size()) + " kernels ending in " +
-                     nodes_.back().program->name());
+  if (!description_.empty()) stream_.launched(description_);
 }
 
 void CudaGraph::check(CUresult status, const char* call) const {
@@ -81,9 +105,8 @@ void CudaGraph::check(CUresult status, const char* call) const {
 }
 
 void CudaGraph::release() {
+  // A launch still running finishes: the driver frees its executable once it has.
   warn_cu(driver().cuCtxSetCurrent(stream_.context()), "cuCtxSetCurrent");
-  // A launched graph may still run: its executable must outlive that.
-  warn_cu(driver().cuStreamSynchronize(stream_.get()), "cuStreamSynchronize");
   if (exec_) warn_cu(driver().cuGraphExecDestroy(exec_), "cuGraphExecDestroy");
   if (graph_) warn_cu(driver().cuGraphDestroy(graph_), "cuGraphDestroy");
 }

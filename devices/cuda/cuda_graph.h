@@ -6,6 +6,7 @@
 
 #include <cuda.h>
 
+#include <string>
 #include <vector>
 
 #include "devices/cuda/cuda_program.h"
@@ -29,13 +30,14 @@ class CudaGraph : public LaunchGraph {
   struct Node {
     const CudaProgram* program = nullptr;
     CUgraphNode node = nullptr;  // null for a launch of no work items
-    KernelLaunch launch;         // the arguments the node holds now
+    DriverLaunch launch;         // the arguments the node holds now
   };
 
   void check(CUresult status, const char* call) const;
   void release();
 
   CudaStream& stream_;
+  std::string description_;  // for errors that a fault in one of its kernels raises later
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;
   std::vector<Node> nodes_;

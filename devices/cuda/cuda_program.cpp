@@ -28,8 +28,8 @@ CudaProgram::~CudaProgram() {
   release();
 }
 
-KernelLaunch CudaProgram::prepare(const LaunchRequest& request) const {
-  KernelLaunch launch;
+DriverLaunch CudaProgram::prepare(const LaunchRequest& request) const {
+  DriverLaunch launch;
   launch.function = function_;
   const int64_t global[3] = {request.global.x, request.global.y, request.global.z};
   const int64_t local[3] = {request.local.x, request.local.y, request.local.z};
@@ -67,7 +67,7 @@ KernelLaunch CudaProgram::prepare(const LaunchRequest& request) const {
 }
 
 double CudaProgram::launch(const LaunchRequest& request) {
-  KernelLaunch launch = prepare(request);
+  DriverLaunch launch = prepare(request);
   if (launch.empty) return 0;
   std::lock_guard<std::mutex> lock(mutex_);  // the timing events
   stream_.make_current();

@@ -17,7 +17,7 @@ namespace kiln::cuda {
 // buffers' pointers, then its variables as 64-bit integers) with the array of pointers to them
 // that cuLaunchKernel and a graph's kernel node read. Movable, not copyable: `arguments` points
 // into the other two.
-struct KernelLaunch {
+struct DriverLaunch {
   CUfunction function = nullptr;
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
@@ -26,11 +26,11 @@ struct KernelLaunch {
   std::vector<void*> arguments;
   bool empty = false;  // no work items: nothing to launch
 
-  KernelLaunch() = default;
-  KernelLaunch(KernelLaunch&&) = default;
-  KernelLaunch& operator=(KernelLaunch&&) = default;
-  KernelLaunch(const KernelLaunch&) = delete;
-  KernelLaunch& operator=(const KernelLaunch&) = delete;
+  DriverLaunch() = default;
+  DriverLaunch(DriverLaunch&&) = default;
+  DriverLaunch& operator=(DriverLaunch&&) = default;
+  DriverLaunch(const DriverLaunch&) = delete;
+  DriverLaunch& operator=(const DriverLaunch&) = delete;
 };
 
 class CudaProgram : public Program {
@@ -45,7 +45,7 @@ class CudaProgram : public Program {
 
   // `request` in the driver's form; throws DeviceError where the geometry exceeds CUDA's limits
   // or the compiled kernel's.
-  KernelLaunch prepare(const LaunchRequest& request) const;
+  DriverLaunch prepare(const LaunchRequest& request) const;
   const std::string& name() const { return name_; }
   CudaStream& stream() const { return stream_; }
 
