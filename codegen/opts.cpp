@@ -348,10 +348,11 @@ class OptChecker {
           if (target_.local_memory_bytes <= 0) refuse(target_.device + " has no local memory");
           if (size % opt.amount != 0)
             refuse("the amount must divide the axis' size " + std::to_string(size));
-          if (axes_.reduce_dtype.is_float() && axes_.reduce_op == ReduceOp::Sum && size > 4096)
-            refuse(
-                "a float sum of more than 4096 terms is added in blocks (its error grows like "
-                "sqrt(n)); TILE adds in order");
+          if (axes_.reduce_dtype.is_float() && axes_.reduce_op == ReduceOp::Sum &&
+              size > in_order_sum_limit(axes_.reduce_dtype))
+            refuse("a " + std::string(axes_.reduce_dtype.name()) + " sum of more than " +
+                   std::to_string(in_order_sum_limit(axes_.reduce_dtype)) +
+                   " terms is added in blocks (its error grows like sqrt(n)); TILE adds in order");
           tile = &opt;
           break;
         case OptKind::Grid:
@@ -513,6 +514,16 @@ class OptChecker {
              " bytes of local memory; " + target_.device + " has " +
              std::to_string(target_.local_memory_bytes));
     opt_ = nullptr;
+  }
+
+  // The most terms TILE adds in order. A half type's sum accumulates in float32, whose in-order
+  // error bound (n float32 roundings) stays within the half type's own rounding of the result up
+  // to 2^13 terms for float16 and 2^16 for bfloat16; float32 and float64 sums keep blocks past
+  // 4096 terms.
+  static int64_t in_order_sum_limit(DType dtype) {
+    if (dtype == dtypes::float16) return int64_t{1} << 13;
+    if (dtype == dtypes::bfloat16) return int64_t{1} << 16;
+    return 4096;
   }
 
   [[noreturn]] void refuse(const std::string& reason) const {

@@ -204,6 +204,26 @@ TEST_CASE("TC: the checks refuse what fragments cannot compute", "[opts][tensor_
   refused(matmul, tensor_core_opts(axes, {64, 64, 256, 64}), small, "bytes of local memory");
 }
 
+TEST_CASE("TC: long half sums stay in order while float32 keeps them within a half's rounding",
+          "[opts][tensor_cores]") {
+  // TILE (and so TC) adds in order: float32 results past 4096 terms keep their blocked sums,
+  // float16 ones up to 2^13 terms and bfloat16 ones up to 2^16 do not need them.
+  const OptTarget gpu = tensor_core_target(true);
+  auto takes_tensor_cores = [&](int64_t k, DType dtype) {
+    return has_opt(choose_opts(half_matmul(128, k, 64, 20, dtype), gpu).opts, OptKind::TensorCore);
+  };
+  CHECK(takes_tensor_cores(8192, dtypes::float16));
+  CHECK_FALSE(takes_tensor_cores(16384, dtypes::float16));
+  CHECK(takes_tensor_cores(16384, dtypes::bfloat16));
+  const ScheduleItem floats = only_kernel(input({64, 8192}, 21).matmul(input({8192, 64}, 22)));
+  try {
+    lower_kernel(floats, {{OptKind::Local, 1, 16}, {OptKind::Tile, 2, 16}}, gpu);
+    FAIL("TILE took a float32 sum of 8192 terms");
+  } catch (const OptError& error) {
+    CHECK_THAT(error.what(), Catch::Contains("float32 sum of more than 4096 terms"));
+  }
+}
+
 TEST_CASE("TC: a GPU with tensor cores takes it for half matmuls", "[opts][tensor_cores]") {
   const Tensor a = input({512, 256}, 5);
   const Tensor b = input({256, 384}, 6);
