@@ -109,7 +109,7 @@ struct Dialect {
   // reads buffer[index .. index + width) as one value of `vector_type(dtype, width)`, whose lanes
   // are `vector_lane(value, lane)`. `vector_widths` lists the widths, largest first (empty: no
   // vectors); with `vector_loads_aligned` the first index must be a multiple of the width.
-  // For 32-bit dtypes only (stored as they are computed).
+  // For 32-bit dtypes (stored as they are computed); 16-bit ones go through `word_buffer`.
   std::vector<int> vector_widths;
   bool vector_loads_aligned = false;
   std::function<std::string(DType, int width, const std::string& buffer, const std::string& index)>
@@ -141,6 +141,12 @@ struct Dialect {
                             int64_t stride)>
       fragment_store;
   std::string fragment_alignment;
+  // 16-bit elements (the half types, int16, uint16) join into vectors of 32-bit words, two
+  // elements a word, the first in its low half: `word_buffer(buffer, writable)` is the buffer as
+  // an array of uint32 (for vector_load, vector_store and subscripts in words). Null: 16-bit
+  // accesses stay scalar. Such a vector's first element is always at an index that is a
+  // multiple of its width.
+  std::function<std::string(const std::string& buffer, bool writable)> word_buffer;
   // Functions converting between float and the half types' bits (computed values are rounded
   // through them where they are compared or converted).
   std::string half_to_float = "kiln_half_to_float";

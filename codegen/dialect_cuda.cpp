@@ -95,6 +95,9 @@ Dialect make_cuda_dialect() {
     for (const std::string& value : values) lanes += (lanes.empty() ? "" : ", ") + value;
     return "*(" + type + "*)(" + buffer + " + " + index + ") = make_" + type + "(" + lanes + ")";
   };
+  dialect.word_buffer = [](const std::string& buffer, bool writable) {
+    return std::string("((") + (writable ? "" : "const ") + "unsigned int*)" + buffer + ")";
+  };
   // Tensor cores through NVRTC's WMMA builtins (what <mma.h> wraps, so no header is needed):
   // 16x16x16, float16 (sm_70 on) or bfloat16 (sm_80 on) inputs, float32 accumulators. A is
   // column-major, B row-major: the builtins' layout argument is 1 and 0, and the product's is 2.

@@ -121,6 +121,9 @@ Dialect opencl_dialect(bool has_fp64, bool vector_loads) {
     return "vstore" + width + "((" + vector_element_name(dtype) + width + ")(" + lanes + "), 0, " +
            buffer + " + " + index + ")";
   };
+  dialect.word_buffer = [](const std::string& buffer, bool writable) {
+    return std::string("((") + (writable ? "" : "const ") + "__global uint*)" + buffer + ")";
+  };
   const auto plain_load = dialect.load;
   const auto plain_store = dialect.store;
   dialect.load = [plain_load](DType dtype, const std::string& buffer, const std::string& index) {

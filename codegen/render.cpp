@@ -11,6 +11,7 @@
 #include "codegen/index_text.h"
 #include "codegen/render_fragments.h"
 #include "codegen/render_launch.h"
+#include "codegen/render_words.h"
 
 namespace kiln {
 namespace {
@@ -371,6 +372,13 @@ class Renderer {
     return buffer + "[" + index + "] = " + round_to_half(instr.dtype, value);
   }
 
+  // Element `lane` of the vector `head` loaded, as its compute type.
+  std::string vector_element(const LinInstr& head, const std::string& vector, int lane) const {
+    if (head.dtype.itemsize() == 2)
+      return packed_lane(dialect_, head.dtype, head.vector_width, vector, lane);
+    return dialect_.vector_lane(vector, lane);
+  }
+
   std::string load_expression(const LinInstr& instr) const {
     const std::string buffer = buffer_name(instr);
     const std::string index = sym_text(instr.index, dialect_);
@@ -437,18 +445,23 @@ class Renderer {
         names_[index] = value_name;
         if (instr.vector_width > 1) {
           // The vector, then its first lane; the other lanes' loads read theirs from it.
+          const bool words = instr.dtype.itemsize() == 2;
           out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier
-              << dialect_.vector_type(instr.dtype, instr.vector_width) << " " << value_name
-              << "_vector = "
-              << dialect_.vector_load(instr.dtype, instr.vector_width, buffer_name(instr),
-                                      sym_text(instr.index, dialect_))
+              << (words ? packed_vector_type(dialect_, instr.vector_width)
+                        : dialect_.vector_type(instr.dtype, instr.vector_width))
+              << " " << value_name << "_vector = "
+              << (words ? packed_vector_load(dialect_, instr.vector_width, buffer_name(instr),
+                                             instr.index)
+                        : dialect_.vector_load(instr.dtype, instr.vector_width, buffer_name(instr),
+                                               sym_text(instr.index, dialect_)))
               << ";\n";
           out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
-              << value_name << " = " << dialect_.vector_lane(value_name + "_vector", 0) << ";\n";
+              << value_name << " = " << vector_element(instr, value_name + "_vector", 0) << ";\n";
         } else if (instr.vector_head >= 0) {
           out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
               << value_name << " = "
-              << dialect_.vector_lane(names_[instr.vector_head] + "_vector", instr.vector_lane)
+              << vector_element(program_.instrs[instr.vector_head],
+                                names_[instr.vector_head] + "_vector", instr.vector_lane)
               << ";\n";
         } else {
           out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
@@ -498,7 +511,9 @@ class Renderer {
         if (instr.vector_width > 1) {
           std::vector<std::string> values;
           for (int src : instr.srcs) values.push_back(name_of(src));
-          statement = dialect_.vector_store(instr.dtype, buffer, element_index, values);
+          statement = instr.dtype.itemsize() == 2
+                          ? packed_vector_store(dialect_, instr.dtype, buffer, instr.index, values)
+                          : dialect_.vector_store(instr.dtype, buffer, element_index, values);
         }
         out << pad();
         if (!(instr.valid == Sym(1))) out << "if (" << sym_text(instr.valid, dialect_) << ") ";

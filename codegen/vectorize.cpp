@@ -5,24 +5,32 @@
 namespace kiln {
 namespace {
 
-// An unmasked access of a 32-bit dtype (stored as it is computed) to a kernel parameter, not yet
-// part of a vector.
-bool vectorizable(const LinInstr& instr, LinOp op) {
+// Whether elements of `dtype` are packed two to a 32-bit word in vectors (Dialect::word_buffer).
+bool packed(DType dtype) {
+  return dtype.itemsize() == 2;
+}
+
+// An unmasked access to a kernel parameter, not yet part of a vector, of a 32-bit dtype (stored
+// as it is computed) or of a 16-bit one where the dialect packs them into words.
+bool vectorizable(const LinInstr& instr, LinOp op, const Dialect& dialect) {
   const ScalarType type = instr.dtype.type();
+  const bool word =
+      type == ScalarType::Float32 || type == ScalarType::Int32 || type == ScalarType::UInt32;
   return instr.op == op && !instr.local && instr.valid == Sym(1) && instr.vector_width == 1 &&
-         instr.vector_head < 0 &&
-         (type == ScalarType::Float32 || type == ScalarType::Int32 || type == ScalarType::UInt32);
+         instr.vector_head < 0 && (word || (packed(instr.dtype) && dialect.word_buffer));
 }
 
 // The widest of the dialect's widths for which lanes 1 .. width - 1 are all in `lane_at` (and
-// the head index is aligned where the dialect wants it); 0 where none.
+// the head index is aligned where the dialect wants it, and always for packed elements, whose
+// words must not straddle two vectors' worth); 0 where none.
 int widest_complete(const Dialect& dialect, const std::map<int64_t, size_t>& lane_at,
-                    const Sym& head_index) {
+                    const LinInstr& head) {
+  const bool aligned = dialect.vector_loads_aligned || packed(head.dtype);
   for (int width : dialect.vector_widths) {
     bool complete = true;
     for (int lane = 1; lane < width && complete; ++lane) complete = lane_at.count(lane) > 0;
     if (!complete) continue;
-    if (dialect.vector_loads_aligned && mod(head_index, Sym(width)) != Sym(0)) continue;
+    if (aligned && mod(head.index, Sym(width)) != Sym(0)) continue;
     return width;
   }
   return 0;
@@ -45,19 +53,19 @@ std::vector<std::pair<size_t, std::vector<size_t>>> mark_vectors(std::vector<Lin
   const int widest = dialect.vector_widths.front();
   std::vector<std::pair<size_t, std::vector<size_t>>> marked;
   for (size_t head = 0; head < instrs.size(); ++head) {
-    if (!vectorizable(instrs[head], op)) continue;
+    if (!vectorizable(instrs[head], op, dialect)) continue;
     std::map<int64_t, size_t> lane_at;
     for (size_t later = head + 1; later < instrs.size(); ++later) {
       if (stretch_ends(instrs[later], instrs[head])) break;
-      if (!vectorizable(instrs[later], op) || instrs[later].buffer != instrs[head].buffer ||
-          instrs[later].dtype != instrs[head].dtype)
+      if (!vectorizable(instrs[later], op, dialect) ||
+          instrs[later].buffer != instrs[head].buffer || instrs[later].dtype != instrs[head].dtype)
         continue;
       const Sym offset = instrs[later].index - instrs[head].index;
       if (!offset.is_const()) continue;
       const int64_t lane = offset.const_value();
       if (lane >= 1 && lane < widest) lane_at.emplace(lane, later);
     }
-    const int width = widest_complete(dialect, lane_at, instrs[head].index);
+    const int width = widest_complete(dialect, lane_at, instrs[head]);
     if (width == 0) continue;
     instrs[head].vector_width = width;
     std::vector<size_t> lanes;
