@@ -301,8 +301,8 @@ class Chooser {
   }
 
   // Before a GROUP, on a device with vector loads: each work item reads 4 neighbouring elements
-  // per step, one 16-byte load, where the reduction reads memory in order and the steps divide
-  // the axis (a masked load is no vector). Returns the parts (1: none).
+  // per step, one 16-byte load (8 bytes of 16-bit elements), where the reduction reads memory in
+  // order and the steps divide the axis (a masked load is no vector). Returns the parts (1: none).
   int64_t choose_inner_parts(int axis, int64_t group) {
     constexpr int64_t kInner = 4;
     if (!target_.vector_loads || axes_.is_symbolic(axis) ||
@@ -320,7 +320,8 @@ class Chooser {
     std::vector<const LinInstr*> loads = global_loads(program);
     loads.erase(std::remove_if(loads.begin(), loads.end(),
                                [](const LinInstr* load) {
-                                 return !(load->valid == Sym(1)) || load->dtype.itemsize() != 4;
+                                 const size_t bytes = load->dtype.itemsize();
+                                 return !(load->valid == Sym(1)) || (bytes != 4 && bytes != 2);
                                }),
                 loads.end());
     if (!any_neighbours(loads)) return 1;

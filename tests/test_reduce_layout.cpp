@@ -143,17 +143,23 @@ TEST_CASE("GPU reductions read 16 bytes per load where their input is in order",
     }
   }
 
-  SECTION("not where the dialect has no vectors, nor for 16-bit elements") {
+  SECTION("not where the dialect has no vectors") {
     OptTarget without_vectors = gpu;
     without_vectors.vector_loads = false;
     const ScheduleItem rows = only_kernel(matrix.sum({1}));
     const std::vector<Opt> opts = choose_opts(rows, without_vectors).opts;
     INFO(opts_to_string(opts));
     CHECK(opts.at(0).kind == OptKind::Group);
-    const std::vector<Opt> half =
-        choose_opts(only_kernel(matrix.cast(dtypes::float16).realize().sum({1})), gpu).opts;
-    INFO(opts_to_string(half));
-    CHECK(half.at(0).kind == OptKind::Group);
+  }
+
+  SECTION("16-bit elements: 4 neighbours, one 8-byte load of two 32-bit words") {
+    for (DType dtype : {dtypes::float16, dtypes::bfloat16}) {
+      const ScheduleItem rows = only_kernel(matrix.cast(dtype).realize().sum({1}));
+      const std::vector<Opt> half = choose_opts(rows, gpu).opts;
+      INFO(opts_to_string(half));
+      CHECK(half.at(0) == Opt{OptKind::Upcast, 1, 4});
+      CHECK(widest_cuda_load(lower_kernel(rows, half, gpu)) == 4);
+    }
   }
 
   SECTION("a matmul keeps its tiles of outputs through local memory") {
