@@ -324,9 +324,14 @@ class Chooser {
                                  return !(load->valid == Sym(1)) || (bytes != 4 && bytes != 2);
                                }),
                 loads.end());
-    if (!any_neighbours(loads)) return 1;
+    // 16-bit elements join into words only from an index that is a multiple of the width.
+    const bool aligned = std::any_of(loads.begin(), loads.end(), [](const LinInstr* load) {
+      return load->dtype.itemsize() == 4 || mod(load->index, Sym(kInner)) == Sym(0);
+    });
+    if (!any_neighbours(loads) || !aligned) return 1;
     add(opts[opts.size() - 2],
-        "each work item reads 4 neighbouring elements per step: 16-byte loads");
+        "each work item reads 4 neighbouring elements per step: 16-byte loads (8 of 16-bit "
+        "elements)");
     return kInner;
   }
 

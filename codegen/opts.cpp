@@ -516,10 +516,11 @@ class OptChecker {
     opt_ = nullptr;
   }
 
-  // The most terms TILE adds in order. A half type's sum accumulates in float32, whose in-order
-  // error bound (n float32 roundings) stays within the half type's own rounding of the result up
-  // to 2^13 terms for float16 and 2^16 for bfloat16; float32 and float64 sums keep blocks past
-  // 4096 terms.
+  // The most terms TILE adds in order. A half type's sum accumulates in float32: its in-order
+  // error bound, n float32 roundings of the sum of the terms' magnitudes, reaches the half
+  // type's own unit roundoff times that sum at 2^13 terms for float16 and 2^16 for bfloat16
+  // (what kiln conformance's tolerances allow many times over); float32 and float64 sums keep
+  // blocks past 4096 terms.
   static int64_t in_order_sum_limit(DType dtype) {
     if (dtype == dtypes::float16) return int64_t{1} << 13;
     if (dtype == dtypes::bfloat16) return int64_t{1} << 16;

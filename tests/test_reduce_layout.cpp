@@ -160,6 +160,12 @@ TEST_CASE("GPU reductions read 16 bytes per load where their input is in order",
       CHECK(half.at(0) == Opt{OptKind::Upcast, 1, 4});
       CHECK(widest_cuda_load(lower_kernel(rows, half, gpu)) == 4);
     }
+    // Rows that start one element into a word cannot be read as words: no neighbours then.
+    const Tensor shifted = input({1024, 4097}, 13).cast(dtypes::float16).realize();
+    const std::vector<Opt> odd =
+        choose_opts(only_kernel(shifted.shrink({{0, 1024}, {1, 4097}}).sum({1})), gpu).opts;
+    INFO(opts_to_string(odd));
+    CHECK(odd.at(0).kind == OptKind::Group);
   }
 
   SECTION("a matmul keeps its tiles of outputs through local memory") {

@@ -245,7 +245,11 @@ class ClDevice : public Device {
     properties_.hardware_id = hardware_id_of(device_id_);
     if (capabilities.fp64) properties_.dtypes.insert(ScalarType::Float64);
 
-    dialect_ = opencl_dialect(capabilities.fp64, /*vector_loads=*/is_gpu_);
+    // Vectors of 16-bit elements are read as 32-bit words, the first element in the low half: a
+    // little-endian device's order.
+    const bool little_endian =
+        KILN_CL_DEVICE_VALUE(cl_bool, device_id_, CL_DEVICE_ENDIAN_LITTLE) == CL_TRUE;
+    dialect_ = opencl_dialect(capabilities.fp64, /*vector_loads=*/is_gpu_ && little_endian);
     // -w: generated code may divide by a literal 0 behind a guard, and some drivers (PoCL) print
     // the compiler's warning count on the user's stderr. Errors still come back in the build log.
     build_options_ = "-w";
