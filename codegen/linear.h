@@ -44,7 +44,8 @@ enum class LinOp : uint8_t {
   // column-major (element (m, k) at index + k * stride + m), B row-major ((k, n) at index +
   // k * stride + n). Mma: srcs[0] (a FragmentDefine) += srcs[1] * srcs[2] (FragmentLoads A, B).
   // FragmentStore: srcs[0] into the DefineLocal `buffer`, row-major ((m, n) at index + m * stride
-  // + n). `lane` is the work item's place in its warp (0..31), for dialects that emulate them.
+  // + n). Mma's and FragmentStore's `lane` is the work item's place in its warp (0..31), for
+  // dialects that emulate them.
   FragmentDefine,
   FragmentLoad,
   Mma,

@@ -56,7 +56,6 @@ std::vector<int> Lowerer::lower_tensor_core_reduce(const UOpRef& node, const Lan
     load.index = index;
     load.stride = staged.row;
     load.matrix_b = matrix_b;
-    load.lane = lane;
     return fragments[key] = emit(std::move(load));
   };
   for (int64_t tile = 0; tile < plan.tiles_per_warp; ++tile) {
