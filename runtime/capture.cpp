@@ -15,6 +15,7 @@
 #include "core/rewrite.h"
 #include "runtime/buffer.h"
 #include "runtime/debug.h"
+#include "runtime/environment.h"
 #include "runtime/launch_recorder.h"
 #include "runtime/realize.h"
 #include "runtime/registry.h"
@@ -134,13 +135,20 @@ std::map<std::string, int64_t> values_of(const Bindings& bindings) {
   return values;
 }
 
+// KILN_GRAPHS=0 launches each kernel of a replay, so that a fault of the device's graphs can be
+// told from one of the kernels.
+bool graphs_allowed() {
+  return switch_from_environment("KILN_GRAPHS", "each kernel launched",
+                                 "graphs where the device has them");
+}
+
 // The replays' graph: where every launch is a kernel of one device, and none has a size that a
 // replay changes, the device's LaunchGraph of them (CUDA graphs: one launch call per replay in
 // place of one per kernel); null otherwise. A device that fails to make one is logged, and its
 // replays launch each kernel.
 std::unique_ptr<LaunchGraph> record_replay_graph(const std::vector<RecordedLaunch>& recorded,
                                                  bool symbolic) {
-  if (symbolic || recorded.empty()) return nullptr;
+  if (symbolic || recorded.empty() || !graphs_allowed()) return nullptr;
   Device* device = nullptr;
   std::vector<GraphLaunch> launches;
   for (const RecordedLaunch& launch : recorded) {
@@ -292,8 +300,8 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
   {
     const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
     if (!state.graph_tried) {
-      state.graph_tried = true;
       state.graph = record_replay_graph(state.launches, state.symbolic);
+      state.graph_tried = true;
     }
     // The recorded request with this call's buffers.
     auto request_of = [&](const RecordedLaunch& launch) {

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <optional>
 
+#include "runtime/environment.h"
+
 namespace kiln {
 namespace {
 
@@ -13,6 +15,7 @@ OptSettings settings_from_environment() {
   OptSettings settings;
   const char* noopt = std::getenv("KILN_NOOPT");
   if (noopt && *noopt && std::string(noopt) != "0") settings.policy = OptPolicy::None;
+  settings.tensor_cores = tensor_cores_from_environment();
   const char* value = std::getenv("KILN_OPTS");
   if (!value || !*value) return settings;
   const std::string text = value;
@@ -41,6 +44,11 @@ std::mutex settings_mutex;
 std::optional<OptSettings> current_settings;
 
 }  // namespace
+
+bool tensor_cores_from_environment() {
+  return switch_from_environment("KILN_TENSOR_CORES", "no tensor cores",
+                                 "where the device has them");
+}
 
 OptSettings opt_settings() {
   std::lock_guard<std::mutex> lock(settings_mutex);
@@ -104,6 +112,7 @@ OptTarget opt_target(const Device& device, const OptSettings& settings) {
     target.is_gpu = true;
     target.native_tensor_cores = target.tensor_cores;
   }
+  if (!settings.tensor_cores) target.tensor_cores = target.native_tensor_cores = false;
   return target;
 }
 

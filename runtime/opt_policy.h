@@ -4,7 +4,8 @@
 // which proves every opt on every device), or the heuristics' choice for a GPU on a device with
 // workgroups that is not one (gpu: PoCL and lavapipe then run what a GPU would: GRID, fused rows,
 // local tiles, neighbouring reads). KILN_OPTS=default|none|random:<seed>|gpu selects one from the
-// environment.
+// environment. KILN_TENSOR_CORES=0 keeps every policy off the matrix units (TC), so that a wrong
+// result on a GPU can be traced to them or cleared of them.
 
 #include <cstdint>
 #include <string>
@@ -18,21 +19,27 @@ enum class OptPolicy { Default, None, Random, Gpu };
 
 struct OptSettings {
   OptPolicy policy = OptPolicy::Default;
-  uint64_t seed = 0;  // Random: the same seed gives each kernel the same opts
+  uint64_t seed = 0;         // Random: the same seed gives each kernel the same opts
+  bool tensor_cores = true;  // false: no policy chooses TC
   bool operator==(const OptSettings& other) const {
-    return policy == other.policy && seed == other.seed;
+    return policy == other.policy && seed == other.seed && tensor_cores == other.tensor_cores;
   }
 };
 
-// From KILN_OPTS and KILN_NOOPT on first use (an invalid value is an Error), unless set.
+// From KILN_OPTS, KILN_NOOPT and KILN_TENSOR_CORES on first use (an invalid value is an Error),
+// unless set.
 OptSettings opt_settings();
+// KILN_TENSOR_CORES: whether policies may choose TC (true when unset; an invalid value is an
+// Error).
+bool tensor_cores_from_environment();
 void set_opt_settings(const OptSettings& settings);
 std::string opt_settings_to_string(const OptSettings& settings);
 
 // What `device` offers the optimiser.
 OptTarget opt_target(const Device& device);
 // What the optimiser targets on `device` under `settings`: the device's own, or under the gpu
-// policy a GPU with the device's limits, where the device launches workgroups.
+// policy a GPU with the device's limits, where the device launches workgroups; without tensor
+// cores where the settings say so.
 OptTarget opt_target(const Device& device, const OptSettings& settings);
 // Whether the heuristics choose the opts (default and gpu), rather than none or a random list.
 inline bool uses_heuristics(const OptSettings& settings) {

@@ -136,3 +136,37 @@ TEST_CASE("a capture that throws leaves the step as it was", "[capture]") {
   CHECK(step.captured());
   check_close(values_of(step({x})[0]), values_of(x + 1));
 }
+
+TEST_CASE("KILN_GRAPHS=0 replays kernel by kernel; an invalid value is refused by name",
+          "[capture]") {
+  const char* before_value = std::getenv("KILN_GRAPHS");
+  const std::string before = before_value ? before_value : "";
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    auto doubled_sum = [](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{(in[0] * 2).sum({1}), in[0].exp()};
+    };
+    CapturedStep step(doubled_sum);
+    setenv("KILN_GRAPHS", "0", 1);
+    for (uint64_t call = 0; call < 3; ++call) {
+      const Tensor x = Tensor::rand({4, 8}, 300 + call, device);
+      const std::vector<Tensor> replayed = step({x});
+      const std::vector<Tensor> direct = doubled_sum({x});
+      for (size_t output = 0; output < direct.size(); ++output)
+        check_close(values_of(replayed[output]), values_of(direct[output]));
+    }
+    CapturedStep refused(doubled_sum);
+    setenv("KILN_GRAPHS", "yes", 1);
+    const Tensor x = Tensor::rand({4, 8}, 400, device);
+    refused({x});
+    refused({x});  // the capture
+    CHECK_THROWS_WITH(refused({x}), Catch::Contains("KILN_GRAPHS") && Catch::Contains("'yes'"));
+    // The refusal changed nothing: with a valid value the next replay runs.
+    setenv("KILN_GRAPHS", "1", 1);
+    check_close(values_of(refused({x})[0]), values_of(doubled_sum({x})[0]));
+  }
+  if (before_value)
+    setenv("KILN_GRAPHS", before.c_str(), 1);
+  else
+    unsetenv("KILN_GRAPHS");
+}

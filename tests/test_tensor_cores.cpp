@@ -353,3 +353,78 @@ TEST_CASE("TC: random opts propose it, emulated where there are no matrix units"
   for (uint64_t seed = 0; seed < 8; ++seed)
     CHECK_FALSE(has_opt(random_opts(item, cpu_target(), seed), OptKind::TensorCore));
 }
+
+TEST_CASE("TC: KILN_TENSOR_CORES=0 keeps every policy off the matrix units",
+          "[opts][tensor_cores]") {
+  const char* before_value = std::getenv("KILN_TENSOR_CORES");
+  const std::string before = before_value ? before_value : "";
+  auto restore = [&] {
+    if (before_value)
+      setenv("KILN_TENSOR_CORES", before.c_str(), 1);
+    else
+      unsetenv("KILN_TENSOR_CORES");
+  };
+  unsetenv("KILN_TENSOR_CORES");
+  CHECK(tensor_cores_from_environment());
+  setenv("KILN_TENSOR_CORES", "0", 1);
+  CHECK_FALSE(tensor_cores_from_environment());
+  setenv("KILN_TENSOR_CORES", "1", 1);
+  CHECK(tensor_cores_from_environment());
+  setenv("KILN_TENSOR_CORES", "off", 1);
+  CHECK_THROWS_WITH(tensor_cores_from_environment(), Catch::Contains("KILN_TENSOR_CORES") &&
+                                                         Catch::Contains("'off'") &&
+                                                         Catch::Contains("use 0"));
+  restore();
+
+  // Settings that differ only here are different keys of the kernel and schedule caches.
+  OptSettings without;
+  without.tensor_cores = false;
+  CHECK_FALSE(without == OptSettings{});
+
+  const ScheduleItem item = half_matmul(64, 96, 128, 15);
+  for (OptPolicy policy : {OptPolicy::Default, OptPolicy::Gpu, OptPolicy::Random}) {
+    without.policy = policy;
+    for (const std::string& name : std::vector<std::string>{"CUDA@sm_90", "CL", "VULKAN"}) {
+      std::shared_ptr<DeviceContext> context;
+      try {
+        context = open_device(name);
+      } catch (const DeviceError&) {
+        continue;  // not built or not available here
+      }
+      INFO(name << " under " << opt_settings_to_string(without));
+      const OptTarget target = opt_target(context->device(), without);
+      CHECK_FALSE(target.tensor_cores);
+      CHECK_FALSE(target.native_tensor_cores);
+      CHECK_FALSE(has_opt(choose_opts(item, target).opts, OptKind::TensorCore));
+      for (uint64_t seed = 0; seed < 8; ++seed)
+        CHECK_FALSE(has_opt(random_opts(item, target, seed), OptKind::TensorCore));
+    }
+  }
+
+  // End to end: under the gpu policy a half matmul still computes right without TC.
+  const OptSettings saved = opt_settings();
+  for (const std::string& name : devices()) {
+    std::shared_ptr<DeviceContext> context = open_device(name);
+    if (opt_target(context->device()).loop_launch || context->device().properties().compile_only)
+      continue;
+    DYNAMIC_SECTION(name) {
+      OptSettings gpu_without;
+      gpu_without.policy = OptPolicy::Gpu;
+      gpu_without.tensor_cores = false;
+      set_opt_settings(gpu_without);
+      const int64_t m = 48, k = 80, n = 64;
+      const Operand a = operand({m, k}, dtypes::float16, 21),
+                    b = operand({k, n}, dtypes::float16, 22);
+      const Tensor product = a.tensor.to(name).matmul(b.tensor.to(name)).cast(dtypes::float32);
+      const std::vector<float> got = product.to_vector<float>();
+      set_opt_settings(saved);
+      const std::vector<double> want = reference(a, b, 1, m, k, n, false);
+      REQUIRE(got.size() == want.size());
+      int wrong = 0;
+      for (size_t at = 0; at < want.size(); ++at)
+        wrong += !(std::fabs(got[at] - want[at]) <= (std::fabs(want[at]) + 1.0 / 64) / 1024);
+      CHECK(wrong == 0);
+    }
+  }
+  set_opt_settings(saved);
+}

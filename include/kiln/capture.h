@@ -21,6 +21,9 @@
 // outputs are sized for them (a variable's bounds, like its name, must match the capture's).
 // A size the step reads on the host (shape()[0], or a number computed from it) is a host value,
 // fixed at capture; dims() keeps it symbolic.
+//
+// On CUDA, a replay of fixed sizes launches its kernels as one CUDA graph; KILN_GRAPHS=0 launches
+// them one by one.
 
 #include <functional>
 #include <memory>

@@ -228,13 +228,15 @@ conformance::DeviceRun run_battery(const std::string& device,
   }
   progress.finish();
   const DeviceProperties& properties = context->device().properties();
-  run.description = properties.description + " (" + properties.driver + ")" +
-                    (jobs > 1 ? ", " + std::to_string(jobs) + " worker processes" : "") +
-                    ", opts " + opt_settings_to_string(opt_settings()) +
-                    (runner.flushes_subnormals()
-                         ? "; the device flushes float32 subnormals to zero, and results are "
-                           "compared as if subnormal inputs and results were zero"
-                         : "");
+  run.description =
+      properties.description + " (" + properties.driver + ")" +
+      (jobs > 1 ? ", " + std::to_string(jobs) + " worker processes" : "") + ", opts " +
+      opt_settings_to_string(opt_settings()) +
+      (opt_settings().tensor_cores ? "" : " without tensor cores (KILN_TENSOR_CORES=0)") +
+      (runner.flushes_subnormals()
+           ? "; the device flushes float32 subnormals to zero, and results are "
+             "compared as if subnormal inputs and results were zero"
+           : "");
   run.guards = runner.guards();
   run.compile_only = properties.compile_only;
   return run;
@@ -258,6 +260,7 @@ int conformance_main(const std::vector<std::string>& args) {
                       : options.opts == "gpu"    ? OptPolicy::Gpu
                                                  : OptPolicy::Default;
     settings.seed = options.seed;
+    settings.tensor_cores = tensor_cores_from_environment();
     set_opt_settings(settings);
     // Worker processes read it from the environment.
     setenv("KILN_OPTS", opt_settings_to_string(settings).c_str(), 1);
