@@ -148,7 +148,7 @@ bool graphs_allowed() {
 // replays launch each kernel.
 std::unique_ptr<LaunchGraph> record_replay_graph(const std::vector<RecordedLaunch>& recorded,
                                                  bool symbolic) {
-  if (symbolic || recorded.empty() || !graphs_allowed()) return nullptr;
+  if (!graphs_allowed() || symbolic || recorded.empty()) return nullptr;
   Device* device = nullptr;
   std::vector<GraphLaunch> launches;
   for (const RecordedLaunch& launch : recorded) {

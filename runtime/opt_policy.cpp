@@ -57,8 +57,11 @@ OptSettings opt_settings() {
 }
 
 void set_opt_settings(const OptSettings& settings) {
+  OptSettings effective = settings;
+  // KILN_TENSOR_CORES=0 holds for settings made in code too: it rules TC out everywhere.
+  effective.tensor_cores = settings.tensor_cores && tensor_cores_from_environment();
   std::lock_guard<std::mutex> lock(settings_mutex);
-  current_settings = settings;
+  current_settings = effective;
 }
 
 std::string opt_settings_to_string(const OptSettings& settings) {

@@ -32,6 +32,7 @@ OptSettings opt_settings();
 // KILN_TENSOR_CORES: whether policies may choose TC (true when unset; an invalid value is an
 // Error).
 bool tensor_cores_from_environment();
+// Replaces them; under KILN_TENSOR_CORES=0 TC stays off whatever `settings` say.
 void set_opt_settings(const OptSettings& settings);
 std::string opt_settings_to_string(const OptSettings& settings);
 

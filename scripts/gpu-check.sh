@@ -157,10 +157,15 @@ if ! grep -qE '^[ *]+CUDA +available' "$devices"; then
 fi
 
 # What failed, run again with the two newest paths off (KILN_TENSOR_CORES=0, KILN_GRAPHS=0): what
-# passes then points at the tensor cores or at CUDA graphs. The output goes to the end of the
-# step's log (the lent machines bring back at most 8 files).
+# passes then points at the tensor cores or at CUDA graphs (tests that ask for TC by name still
+# use it). The output goes to the end of the step's log (the lent machines bring back at most 8
+# files).
 isolated() {
   KILN_TENSOR_CORES=0 KILN_GRAPHS=0 "$@"
+}
+# The last line of LOG after its first MARK lines that matches PATTERN, else 'did not finish'.
+rerun_result() {
+  tail -n +"$(($2 + 1))" "$1" | grep -E "$3" | tail -1 | grep . || echo 'did not finish'
 }
 
 status=0
@@ -175,10 +180,11 @@ elif fits "tests on CUDA" 240; then
   note "tests on CUDA: $(grep -E 'tests passed' "$logs/tests.log" || echo 'did not finish') ($((SECONDS - step)) s)"
   grep -E '^\s+[0-9]+ - ' "$logs/tests.log" | head -20 | sed 's/^/gpu-check:   failed: /'
   if grep -qE '^\s+[0-9]+ - ' "$logs/tests.log" && fits "failed tests without TC and graphs" 60; then
+    mark="$(wc -l <"$logs/tests.log")"
     printf '\n==== the failed tests again, with KILN_TENSOR_CORES=0 KILN_GRAPHS=0 ====\n' >>"$logs/tests.log"
     isolated env KILN_DEVICE=CUDA timeout "$(limit 60)" ctest --test-dir "$build" --rerun-failed --timeout 50 \
       --output-on-failure >>"$logs/tests.log" 2>&1
-    note "  again with KILN_TENSOR_CORES=0 KILN_GRAPHS=0: $(grep -E 'tests passed' "$logs/tests.log" | tail -1)"
+    note "  again with KILN_TENSOR_CORES=0 KILN_GRAPHS=0: $(rerun_result "$logs/tests.log" "$mark" 'tests passed')"
   fi
 else
   status=1
@@ -194,13 +200,16 @@ elif fits "conformance" 200; then
   note "conformance: $(grep -E '^CUDA: ' "$logs/conformance.log" | tail -1 ||
     tail -1 "$logs/conformance.log") ($((SECONDS - step)) s)"
   grep -E '^(FAIL|ERROR) ' "$logs/conformance.log" | head -10 | sed 's/^/gpu-check:   /'
+  # At most 300 of them (as printed: --failures 1000), so that the pattern stays a sane length.
   failed="$(grep -E '^(FAIL|ERROR) ' "$logs/conformance.log" | awk '{print $2}' | sort -u | head -300)"
   if [[ -n "$failed" ]] && fits "failed cases without TC and graphs" 60; then
     pattern="^($(sed 's/[][\\.^$*+?(){}|]/\\&/g' <<<"$failed" | paste -sd'|'))\$"
-    printf '\n==== the failed cases again, with KILN_TENSOR_CORES=0 KILN_GRAPHS=0 ====\n' >>"$logs/conformance.log"
+    mark="$(wc -l <"$logs/conformance.log")"
+    printf '\n==== %d failed cases again, with KILN_TENSOR_CORES=0 KILN_GRAPHS=0 ====\n' \
+      "$(wc -l <<<"$failed")" >>"$logs/conformance.log"
     isolated timeout "$(limit 60)" "$kiln" conformance --device CUDA --jobs "$gpu_jobs" --failures 20 \
       --case-timeout 30 --filter "$pattern" >>"$logs/conformance.log" 2>&1
-    note "  again with KILN_TENSOR_CORES=0 KILN_GRAPHS=0: $(grep -E '^CUDA: ' "$logs/conformance.log" | tail -1)"
+    note "  $(wc -l <<<"$failed") of them again with KILN_TENSOR_CORES=0 KILN_GRAPHS=0: $(rerun_result "$logs/conformance.log" "$mark" '^CUDA: ')"
   fi
 else
   status=1

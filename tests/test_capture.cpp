@@ -7,6 +7,7 @@
 #include <kiln/kiln.h>
 
 #include "runtime/registry.h"
+#include "tests/scoped_settings.h"
 
 using namespace kiln;
 
@@ -139,15 +140,14 @@ TEST_CASE("a capture that throws leaves the step as it was", "[capture]") {
 
 TEST_CASE("KILN_GRAPHS=0 replays kernel by kernel; an invalid value is refused by name",
           "[capture]") {
-  const char* before_value = std::getenv("KILN_GRAPHS");
-  const std::string before = before_value ? before_value : "";
+  const kiln::testing::ScopedEnvironment graphs("KILN_GRAPHS", "0");
   for (const std::string& device : kiln::devices()) {
     INFO(device);
     auto doubled_sum = [](const std::vector<Tensor>& in) {
       return std::vector<Tensor>{(in[0] * 2).sum({1}), in[0].exp()};
     };
+    graphs.set("0");
     CapturedStep step(doubled_sum);
-    setenv("KILN_GRAPHS", "0", 1);
     for (uint64_t call = 0; call < 3; ++call) {
       const Tensor x = Tensor::rand({4, 8}, 300 + call, device);
       const std::vector<Tensor> replayed = step({x});
@@ -156,17 +156,13 @@ TEST_CASE("KILN_GRAPHS=0 replays kernel by kernel; an invalid value is refused b
         check_close(values_of(replayed[output]), values_of(direct[output]));
     }
     CapturedStep refused(doubled_sum);
-    setenv("KILN_GRAPHS", "yes", 1);
+    graphs.set("yes");
     const Tensor x = Tensor::rand({4, 8}, 400, device);
     refused({x});
     refused({x});  // the capture
     CHECK_THROWS_WITH(refused({x}), Catch::Contains("KILN_GRAPHS") && Catch::Contains("'yes'"));
     // The refusal changed nothing: with a valid value the next replay runs.
-    setenv("KILN_GRAPHS", "1", 1);
+    graphs.set("1");
     check_close(values_of(refused({x})[0]), values_of(doubled_sum({x})[0]));
   }
-  if (before_value)
-    setenv("KILN_GRAPHS", before.c_str(), 1);
-  else
-    unsetenv("KILN_GRAPHS");
 }

@@ -19,6 +19,7 @@
 #include "runtime/registry.h"
 #include "tests/codegen_helpers.h"
 #include "tests/device_launch.h"
+#include "tests/scoped_settings.h"
 
 using namespace kiln;
 using namespace kiln::testing;
@@ -356,25 +357,23 @@ TEST_CASE("TC: random opts propose it, emulated where there are no matrix units"
 
 TEST_CASE("TC: KILN_TENSOR_CORES=0 keeps every policy off the matrix units",
           "[opts][tensor_cores]") {
-  const char* before_value = std::getenv("KILN_TENSOR_CORES");
-  const std::string before = before_value ? before_value : "";
-  auto restore = [&] {
-    if (before_value)
-      setenv("KILN_TENSOR_CORES", before.c_str(), 1);
-    else
-      unsetenv("KILN_TENSOR_CORES");
-  };
-  unsetenv("KILN_TENSOR_CORES");
-  CHECK(tensor_cores_from_environment());
-  setenv("KILN_TENSOR_CORES", "0", 1);
-  CHECK_FALSE(tensor_cores_from_environment());
-  setenv("KILN_TENSOR_CORES", "1", 1);
-  CHECK(tensor_cores_from_environment());
-  setenv("KILN_TENSOR_CORES", "off", 1);
-  CHECK_THROWS_WITH(tensor_cores_from_environment(), Catch::Contains("KILN_TENSOR_CORES") &&
-                                                         Catch::Contains("'off'") &&
-                                                         Catch::Contains("use 0"));
-  restore();
+  {
+    const ScopedEnvironment variable("KILN_TENSOR_CORES", nullptr);
+    CHECK(tensor_cores_from_environment());
+    variable.set("0");
+    CHECK_FALSE(tensor_cores_from_environment());
+    {
+      // Settings made in code keep TC off too.
+      const ScopedOptSettings in_code(OptSettings{});
+      CHECK_FALSE(opt_settings().tensor_cores);
+    }
+    variable.set("1");
+    CHECK(tensor_cores_from_environment());
+    variable.set("off");
+    CHECK_THROWS_WITH(tensor_cores_from_environment(), Catch::Contains("KILN_TENSOR_CORES") &&
+                                                           Catch::Contains("'off'") &&
+                                                           Catch::Contains("use 0"));
+  }
 
   // Settings that differ only here are different keys of the kernel and schedule caches.
   OptSettings without;
@@ -391,7 +390,7 @@ TEST_CASE("TC: KILN_TENSOR_CORES=0 keeps every policy off the matrix units",
       } catch (const DeviceError&) {
         continue;  // not built or not available here
       }
-      INFO(name << " under " << opt_settings_to_string(without));
+      INFO(name << " under " << opt_settings_to_string(without) << " without tensor cores");
       const OptTarget target = opt_target(context->device(), without);
       CHECK_FALSE(target.tensor_cores);
       CHECK_FALSE(target.native_tensor_cores);
@@ -402,7 +401,6 @@ TEST_CASE("TC: KILN_TENSOR_CORES=0 keeps every policy off the matrix units",
   }
 
   // End to end: under the gpu policy a half matmul still computes right without TC.
-  const OptSettings saved = opt_settings();
   for (const std::string& name : devices()) {
     std::shared_ptr<DeviceContext> context = open_device(name);
     if (opt_target(context->device()).loop_launch || context->device().properties().compile_only)
@@ -411,13 +409,12 @@ TEST_CASE("TC: KILN_TENSOR_CORES=0 keeps every policy off the matrix units",
       OptSettings gpu_without;
       gpu_without.policy = OptPolicy::Gpu;
       gpu_without.tensor_cores = false;
-      set_opt_settings(gpu_without);
+      const ScopedOptSettings scope(gpu_without);
       const int64_t m = 48, k = 80, n = 64;
       const Operand a = operand({m, k}, dtypes::float16, 21),
                     b = operand({k, n}, dtypes::float16, 22);
       const Tensor product = a.tensor.to(name).matmul(b.tensor.to(name)).cast(dtypes::float32);
       const std::vector<float> got = product.to_vector<float>();
-      set_opt_settings(saved);
       const std::vector<double> want = reference(a, b, 1, m, k, n, false);
       REQUIRE(got.size() == want.size());
       int wrong = 0;
@@ -426,5 +423,4 @@ TEST_CASE("TC: KILN_TENSOR_CORES=0 keeps every policy off the matrix units",
       CHECK(wrong == 0);
     }
   }
-  set_opt_settings(saved);
 }

@@ -260,11 +260,13 @@ int conformance_main(const std::vector<std::string>& args) {
                       : options.opts == "gpu"    ? OptPolicy::Gpu
                                                  : OptPolicy::Default;
     settings.seed = options.seed;
-    settings.tensor_cores = tensor_cores_from_environment();
     set_opt_settings(settings);
     // Worker processes read it from the environment.
     setenv("KILN_OPTS", opt_settings_to_string(settings).c_str(), 1);
     unsetenv("KILN_NOOPT");
+  } else {
+    opt_settings();  // an invalid KILN_OPTS or KILN_TENSOR_CORES is one error here, not one per
+                     // case
   }
   std::regex filter;
   try {
