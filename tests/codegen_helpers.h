@@ -83,4 +83,15 @@ inline Tensor input(Shape shape, uint64_t seed) {
   return Tensor::rand(std::move(shape), seed, "CPU").realize();
 }
 
+// Lowering `item` with `opts` for `target` is refused: an OptError whose message has `reason`.
+inline void check_refused(const ScheduleItem& item, const std::vector<Opt>& opts,
+                          const OptTarget& target, const std::string& reason) {
+  try {
+    lower_kernel(item, opts, target);
+    FAIL("accepted " << opts_to_string(opts));
+  } catch (const OptError& error) {
+    CHECK_THAT(error.what(), Catch::Contains(reason));
+  }
+}
+
 }  // namespace kiln::testing

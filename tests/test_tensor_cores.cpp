@@ -169,40 +169,31 @@ TEST_CASE("TC: the checks refuse what fragments cannot compute", "[opts][tensor_
   const std::vector<Opt> opts = tensor_core_opts(axes, {32, 32, 64, 32});
   INFO(opts_to_string(opts));
   CHECK_NOTHROW(lower_kernel(matmul, opts, gpu));
-  auto refused = [&](const ScheduleItem& item, const std::vector<Opt>& list,
-                     const OptTarget& target, const std::string& reason) {
-    try {
-      lower_kernel(item, list, target);
-      FAIL("accepted " << opts_to_string(list));
-    } catch (const OptError& error) {
-      CHECK_THAT(error.what(), Catch::Contains(reason));
-    }
-  };
   // float32 products; a matmul of computed halves that are not the product's own inputs.
   const ScheduleItem floats = only_kernel(input({64, 64}, 3).matmul(input({64, 64}, 4)));
-  refused(floats, opts, gpu, "two float16 or two bfloat16");
+  check_refused(floats, opts, gpu, "two float16 or two bfloat16");
   // No TILE; a chunk of 8; a workgroup of 48 work items; tiles that do not split over the warps.
   std::vector<Opt> no_tile = opts;
   no_tile.erase(no_tile.end() - 2);
-  refused(matmul, no_tile, gpu, "needs a TILE");
-  refused(matmul, tensor_core_opts(axes, {32, 32, 64, 8}), gpu, "whole fragments of 16");
+  check_refused(matmul, no_tile, gpu, "needs a TILE");
+  check_refused(matmul, tensor_core_opts(axes, {32, 32, 64, 8}), gpu, "whole fragments of 16");
   const ScheduleItem odd = half_matmul(48, 32, 48, 7);
   const std::vector<Opt> twelve_by_four = tensor_core_opts(kernel_axes(odd.ast), {48, 16, 48, 16});
   REQUIRE_FALSE(twelve_by_four.empty());
-  refused(odd, twelve_by_four, gpu, "whole warps of 32");
-  refused(matmul, tensor_core_opts(axes, {16, 16, 64, 16}), gpu, "split evenly");
+  check_refused(odd, twelve_by_four, gpu, "whole warps of 32");
+  check_refused(matmul, tensor_core_opts(axes, {16, 16, 64, 16}), gpu, "split evenly");
   const ScheduleItem narrow = half_matmul(64, 32, 48, 9);
-  refused(narrow, tensor_core_opts(kernel_axes(narrow.ast), {32, 48, 96, 16}), gpu,
-          "part of one row");
+  check_refused(narrow, tensor_core_opts(kernel_axes(narrow.ast), {32, 48, 96, 16}), gpu,
+                "part of one row");
   // Outputs that are not whole 16x16 tiles.
-  refused(matmul, tensor_core_opts(axes, {8, 64, 128, 16}), gpu, "whole 16x16 tiles");
+  check_refused(matmul, tensor_core_opts(axes, {8, 64, 128, 16}), gpu, "whole 16x16 tiles");
   // Devices without fragments; the CPU.
-  refused(matmul, opts, gpu_target(), "no matrix fragments");
-  refused(matmul, opts, cpu_target(), "no workgroups");
+  check_refused(matmul, opts, gpu_target(), "no matrix fragments");
+  check_refused(matmul, opts, cpu_target(), "no workgroups");
   // Local memory: 64x64 outputs in chunks of 64 need 2 * 64 * (72 + 72) + 4 * 64 * 68 bytes.
   OptTarget small = gpu;
   small.local_memory_bytes = 32 * 1024;
-  refused(matmul, tensor_core_opts(axes, {64, 64, 256, 64}), small, "bytes of local memory");
+  check_refused(matmul, tensor_core_opts(axes, {64, 64, 256, 64}), small, "bytes of local memory");
 }
 
 TEST_CASE("TC: long half sums stay in order while float32 keeps them within a half's rounding",
