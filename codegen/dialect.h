@@ -61,6 +61,9 @@ struct Dialect {
   std::string global_fence;
   std::function<std::string(const std::string& counter)> atomic_increment;
   std::string index_type = "long long";
+  // Where index_type is 32 bits: the 64-bit type an index expression is computed in when some
+  // step of it would pass index_type's range (index_text.h); empty where index_type is 64 bits.
+  std::string wide_index_type;
   // Qualifier of a named value computed once (C's "const "; GLSL's const wants a constant
   // expression, so it has none).
   std::string value_qualifier = "const ";

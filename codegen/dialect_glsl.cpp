@@ -73,6 +73,8 @@ float kiln_div(float a, float b) {
 double kiln_div(double a, double b) { return a / b; }
 int kiln_floordiv(int a, int b) { int q = a / b; return (a - q * b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 int kiln_floormod(int a, int b) { return a - kiln_floordiv(a, b) * b; }
+int64_t kiln_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a - q * b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+int64_t kiln_floormod(int64_t a, int64_t b) { return a - kiln_floordiv(a, b) * b; }
 )";
 
 const char* const kAxes[3] = {"x", "y", "z"};
@@ -140,6 +142,7 @@ Dialect make_glsl_dialect() {
     return "atomicAdd(" + counter + "[0], 1u)";
   };
   dialect.index_type = "int";
+  dialect.wide_index_type = "int64_t";
   dialect.value_qualifier = "";
   dialect.exact_qualifier = "precise ";
   dialect.signed_overflow_wraps = true;  // GLSL integer arithmetic wraps

@@ -1,7 +1,10 @@
 #include "codegen/index_text.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace kiln {
@@ -49,12 +52,75 @@ std::string value_literal(DType dtype, const ConstArg& value, const Dialect& dia
   return dialect.cast(type, int_literal(value.int_value, dialect));
 }
 
+namespace {
+
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<int64_t>::max() : sum;
+}
+
+int64_t saturating_mul(int64_t a, int64_t b) {
+  int64_t product;
+  return __builtin_mul_overflow(a, b, &product) ? std::numeric_limits<int64_t>::max() : product;
+}
+
+int64_t magnitude_of(int64_t value) {
+  return value == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max()
+                                                      : std::abs(value);
+}
+
+// The largest magnitude any step of `value`'s text computes: a sum's terms added one by one, a
+// product of its operands' largest, the operands of every other kind.
+int64_t largest_step(const Sym& value) {
+  const int64_t own = std::max(magnitude_of(value.vmin()), magnitude_of(value.vmax()));
+  switch (value.kind()) {
+    case SymKind::Const:
+    case SymKind::Var:
+      return own;
+    case SymKind::Sum: {
+      int64_t running = magnitude_of(value.sum_constant()), largest = own;
+      for (const auto& [atom, coefficient] : value.sum_terms()) {
+        const int64_t atom_step = largest_step(atom);
+        const int64_t term = saturating_mul(atom_step, magnitude_of(coefficient));
+        running = saturating_add(running, term);
+        largest = std::max({largest, atom_step, term, running});
+      }
+      return largest;
+    }
+    default:
+      break;
+  }
+  const int64_t left = largest_step(value.operands()[0]);
+  const int64_t right = largest_step(value.operands()[1]);
+  int64_t largest = std::max({own, left, right});
+  if (value.kind() == SymKind::Mul) largest = std::max(largest, saturating_mul(left, right));
+  return largest;
+}
+
+std::string sym_text_in(const Sym& value, const Dialect& dialect, bool wide);
+
+}  // namespace
+
 std::string sym_text(const Sym& value, const Dialect& dialect) {
+  // Where index_type is 32 bits (GLSL) and some step would pass its range (a flat index of more
+  // than 2^31 work items taken modulo a size), the arithmetic is done in wide_index_type and the
+  // value converted back: the result itself is an index into a buffer, which fits.
+  if (dialect.wide_index_type.empty() || largest_step(value) <= std::numeric_limits<int32_t>::max())
+    return sym_text_in(value, dialect, false);
+  const std::string text = sym_text_in(value, dialect, true);
+  const SymKind kind = value.kind();
+  if (kind == SymKind::Lt || kind == SymKind::Eq || kind == SymKind::And) return text;
+  return dialect.cast(dialect.index_type, text);
+}
+
+namespace {
+
+std::string sym_text_in(const Sym& value, const Dialect& dialect, bool wide) {
   switch (value.kind()) {
     case SymKind::Const:
       return int_literal(value.const_value(), dialect);
     case SymKind::Var:
-      return value.var_name();
+      return wide ? dialect.cast(dialect.wide_index_type, value.var_name()) : value.var_name();
     case SymKind::Sum: {
       std::string text = "(";
       bool first = true;
@@ -62,8 +128,8 @@ std::string sym_text(const Sym& value, const Dialect& dialect) {
         if (!first) text += " + ";
         first = false;
         text += coefficient == 1
-                    ? sym_text(atom, dialect)
-                    : sym_text(atom, dialect) + " * " + int_literal(coefficient, dialect);
+                    ? sym_text_in(atom, dialect, wide)
+                    : sym_text_in(atom, dialect, wide) + " * " + int_literal(coefficient, dialect);
       }
       if (value.sum_constant() != 0) text += " + " + int_literal(value.sum_constant(), dialect);
       return text + ")";
@@ -73,8 +139,8 @@ std::string sym_text(const Sym& value, const Dialect& dialect) {
   }
   const Sym& left = value.operands()[0];
   const Sym& right = value.operands()[1];
-  const std::string a = sym_text(left, dialect);
-  const std::string b = sym_text(right, dialect);
+  const std::string a = sym_text_in(left, dialect, wide);
+  const std::string b = sym_text_in(right, dialect, wide);
   switch (value.kind()) {
     case SymKind::Mul:
       return "(" + a + " * " + b + ")";
@@ -98,5 +164,7 @@ std::string sym_text(const Sym& value, const Dialect& dialect) {
       return "0";
   }
 }
+
+}  // namespace
 
 }  // namespace kiln

@@ -77,10 +77,13 @@ int64_t loop_iterations(const LinearProgram& program) {
   for (const LinInstr& instr : program.instrs) {
     if (instr.op == LinOp::LoopBegin) {
       enclosing.push_back(trips);
+      const int64_t entries = trips;
       const int64_t end = instr.loop_end.vmax();
       trips = trips > INT64_MAX / std::max<int64_t>(end, 1) ? INT64_MAX
                                                             : trips * std::max<int64_t>(end, 0);
-      total = total > INT64_MAX - trips ? INT64_MAX : total + trips;
+      // Each entry tests the condition once more than it has trips (lavapipe counts those too).
+      const int64_t tests = trips > INT64_MAX - entries ? INT64_MAX : trips + entries;
+      total = total > INT64_MAX - tests ? INT64_MAX : total + tests;
     } else if (instr.op == LinOp::LoopEnd && !enclosing.empty()) {
       trips = enclosing.back();
       enclosing.pop_back();

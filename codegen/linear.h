@@ -144,7 +144,8 @@ struct LinearProgram {
 };
 
 // The loop iterations one work item runs, every loop counted (a loop nested in another once per
-// trip of the outer one); symbolic loops at the variables' largest values.
+// trip of the outer one), with one more per entry of a loop (its last test of the condition,
+// which lavapipe counts against its limit); symbolic loops at the variables' largest values.
 int64_t loop_iterations(const LinearProgram& program);
 
 // The global and local sizes a program is dispatched with, per hardware dimension (x, y, z), for

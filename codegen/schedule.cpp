@@ -1,6 +1,7 @@
 #include "codegen/schedule.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -164,6 +165,60 @@ class DeviceOf {
   std::unordered_map<const UOp*, std::string> known_;  // "" for a graph of constants
 };
 
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
+}
+
+int64_t saturating_mul(int64_t a, int64_t b) {
+  int64_t product;
+  return __builtin_mul_overflow(a, b, &product) ? INT64_MAX : product;
+}
+
+// The loop iterations a work item computing one element of `node` runs, the realized sources
+// read as buffers: a reduction runs its loop once per element it reduces, and the loops of its
+// source's kernel inside each of those. A symbolic length counts at its largest value.
+int64_t loop_work_of(const UOp& node, const std::unordered_map<const UOp*, int64_t>& loop_work,
+                     const std::unordered_set<const UOp*>& realized) {
+  int64_t inside = 0;
+  for (const UOpRef& src : node.srcs()) {
+    if (realized.count(src.get())) continue;
+    auto found = loop_work.find(src.get());
+    if (found != loop_work.end()) inside = saturating_add(inside, found->second);
+  }
+  if (node.op() != Op::Reduce) return inside;
+  const SymShape source_shape = node.src()->sym_shape();
+  int64_t length = 1;
+  for (int axis : node.reduce_arg().axes)
+    length = saturating_mul(length, std::max<int64_t>(source_shape[axis].vmax(), 0));
+  // One more per entry: a loop tests its condition once after the last trip.
+  return saturating_mul(length, saturating_add(inside, 1));
+}
+
+// Keeps the loops of the kernel computing `node` within `limit` iterations per work item (a
+// device that stops long loops, lavapipe, would give a short result; 0: no limit): the source
+// whose kernel loops the most is realized, until the rest fit. Fused nested reductions
+// (x.sum(1).sum(), a matmul then a sum) become one kernel per reduction where together they would
+// pass the limit. Records the node's loop work.
+void bound_loop_work(const UOp& node, int64_t limit,
+                     std::unordered_map<const UOp*, int64_t>& loop_work,
+                     std::unordered_set<const UOp*>& realized) {
+  int64_t work = loop_work_of(node, loop_work, realized);
+  while (limit > 0 && work > limit) {
+    const UOp* busiest = nullptr;
+    for (const UOpRef& src : node.srcs()) {
+      if (realized.count(src.get()) || src->op() == Op::Buffer) continue;
+      auto found = loop_work.find(src.get());
+      if (found == loop_work.end() || found->second == 0) continue;
+      if (!busiest || found->second > loop_work.at(busiest)) busiest = src.get();
+    }
+    if (!busiest) break;  // the node's own loop alone: bound_reduce_length splits it
+    realized.insert(busiest);
+    work = loop_work_of(node, loop_work, realized);
+  }
+  loop_work[&node] = work;
+}
+
 }  // namespace
 
 std::vector<UOpRef> split_large_reductions(const std::vector<UOpRef>& roots) {
@@ -235,6 +290,7 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
   std::unordered_map<const UOp*, bool> holds_reduce;
   std::unordered_map<const UOp*, KernelSize> size_of;
   std::unordered_map<const UOp*, std::string> device_of;
+  std::unordered_map<const UOp*, int64_t> loop_work;
   for (const UOpRef& ref : order) {
     const UOp* node = ref.get();
     std::string& node_device = device_of[node];
@@ -272,6 +328,9 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
         if (size.buffers <= max_inputs()) break;
       }
     }
+    if (node->op() != Op::Buffer)
+      bound_loop_work(*node, limits(node_device.empty() ? device : node_device).max_reduce_length,
+                      loop_work, realized);
     bool reduce_inside = node->op() == Op::Reduce;
     for (const UOpRef& src : node->srcs()) {
       if (!realized.count(src.get()) && holds_reduce[src.get()]) reduce_inside = true;

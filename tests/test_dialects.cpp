@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "codegen/index_text.h"
 #include "codegen/render.h"
 #include "codegen/vectorize.h"
 #include "runtime/registry.h"
@@ -201,6 +202,21 @@ TEST_CASE("the CUDA and GLSL dialects render kiln's spellings", "[dialects]") {
   CHECK(contains(c,
                  "(void** restrict buffers, const long long* restrict variables, long long "
                  "begin, long long end) {"));
+}
+
+TEST_CASE("GLSL computes an index in 64 bits where a step of it passes 2^31", "[dialects]") {
+  // A cumsum of 100,000 elements indexed (gidx0 * 13107 + r0 * 115 + r1) % 65535 with gidx0 up
+  // to 327674: the product alone passes 2^31 (a 32-bit int wrapped it, and 78,525 sums were wrong).
+  const Sym gidx = Sym::var("gidx0", 0, 327674), r0 = Sym::var("r0", 0, 113),
+            r1 = Sym::var("r1", 0, 114);
+  const Sym wide = mod(gidx * 13107 + r0 * 115 + r1, Sym(65535));
+  const std::string glsl = sym_text(wide, glsl_dialect());
+  CHECK(glsl.rfind("int(", 0) == 0);
+  CHECK(contains(glsl, "int64_t(gidx0)"));
+  CHECK_FALSE(contains(sym_text(wide, c_dialect()), "int64_t"));  // long long already
+  // Within 32 bits the index is left as it was.
+  const Sym narrow = mod(r0 * 115 + r1, Sym(65535));
+  CHECK_FALSE(contains(sym_text(narrow, glsl_dialect()), "int64_t"));
 }
 
 TEST_CASE("every dtype's ops render and compile as CUDA C++ and GLSL", "[dialects]") {

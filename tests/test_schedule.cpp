@@ -200,6 +200,38 @@ TEST_CASE("reductions longer than the device may loop are split", "[schedule]") 
 
 namespace {
 
+// The loop iterations per output a kernel's nested reductions run at most: each reduction's
+// length times (one plus the loops of the reductions inside it).
+int64_t nested_loop_work(const UOpRef& node) {
+  int64_t inside = 0;
+  for (const UOpRef& src : node->srcs()) inside += nested_loop_work(src);
+  if (node->op() != Op::Reduce) return inside;
+  int64_t length = 1;
+  for (int axis : node->reduce_arg().axes) length *= node->src()->shape()[axis];
+  return length * (inside + 1);
+}
+
+}  // namespace
+
+TEST_CASE("fused nested reductions stay inside the device's loop limit together", "[schedule]") {
+  // lavapipe stops a work item's loops after 65535 iterations in all: x.sum(1).sum() of (255, 256)
+  // fused is 255 * 257 iterations, each reduction alone far fewer. Past the limit the inner
+  // reduction is realized; within it the two stay one kernel.
+  const Tensor big = input({255, 256}, 1), small = input({16, 16}, 2);
+  const std::vector<Tensor> nested = {big.sum({1}).sum(), big.sum({0}).sum(), big.max({1}).sum(),
+                                      (big * big).sum({1}).sqrt().sum(),
+                                      input({1, 256}, 3).matmul(input({256, 255}, 4)).sum()};
+  for (const Tensor& reduction : nested) {
+    CHECK(schedule_of(reduction).items.size() == 1);
+    const Schedule bounded = schedule_of(reduction, limits_of(128, 16383));
+    CHECK(bounded.items.size() == 2);
+    for (const ScheduleItem& item : bounded.items) CHECK(nested_loop_work(item.ast) <= 16383);
+  }
+  CHECK(schedule_of(small.sum({1}).sum(), limits_of(128, 16383)).items.size() == 1);
+}
+
+namespace {
+
 bool computes(const Schedule& schedule, Op op) {
   for (const ScheduleItem& item : schedule.items) {
     if (item.kind != ScheduleItem::Kind::Kernel) continue;

@@ -58,8 +58,10 @@ void add_shape_cases(BatteryBuilder& builder);
 void add_graph_cases_to(BatteryBuilder& builder);
 // Ops over a variable leading size, run at several values (battery_symbolic.cpp).
 void add_symbolic_cases(BatteryBuilder& builder);
-// Cases for defects found once (battery_regressions.cpp).
+// Cases for defects found once (battery_regressions.cpp), and those at a device's loop and index
+// limits (battery_regressions_limits.cpp).
 void add_regression_cases(BatteryBuilder& builder);
+void add_limit_regression_cases(BatteryBuilder& builder);
 
 }  // namespace detail
 }  // namespace kiln::conformance
