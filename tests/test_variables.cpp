@@ -231,6 +231,65 @@ TEST_CASE("cat and pad and arange along a variable size build each kernel once",
   CHECK(Tensor::arange(Dim(3), dtypes::float32).to_vector<float>() == std::vector<float>{0, 1, 2});
 }
 
+TEST_CASE("gather and index_select keep variable sizes, captured or not", "[variables]") {
+  // A table whose length varies (a cache's first n rows) read at positions whose count varies:
+  // one kernel for every value, and a captured step replays right at other values (it once read
+  // zeros, read past the table, or kept the capture call's shape).
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    constexpr int64_t kRows = 40, kWidth = 3;
+    const std::vector<float> data = ramp(kRows * kWidth, 0.37f);
+    const Tensor table = Tensor::from_vector(data, {kRows, kWidth}, device);
+    const Variable length("length", 1, kRows), count("count", 1, 16);
+    auto positions_for = [](int64_t rows, int64_t wanted) {
+      // In range and out of it (negative, and past the current length).
+      std::vector<int32_t> at(static_cast<size_t>(wanted));
+      for (int64_t index = 0; index < wanted; ++index)
+        at[static_cast<size_t>(index)] =
+            static_cast<int32_t>(index % 5 == 4 ? (index % 2 ? -1 : rows) : (index * 7) % rows);
+      return at;
+    };
+    auto expected = [&](const std::vector<int32_t>& at, int64_t rows) {
+      std::vector<double> values;
+      for (int32_t row : at) {
+        for (int64_t column = 0; column < kWidth; ++column)
+          values.push_back(row >= 0 && row < rows ? data[static_cast<size_t>(row * kWidth + column)]
+                                                  : 0.0);
+      }
+      return values;
+    };
+    auto step_function = [&](const std::vector<Tensor>& in) {
+      const Tensor rows_so_far = in[0];
+      const Tensor gather_index =
+          in[1].reshape({in[1].dims()[0], Dim(1)}).expand({in[1].dims()[0], Dim(kWidth)});
+      return std::vector<Tensor>{rows_so_far.index_select(0, in[1]),
+                                 rows_so_far.gather(0, gather_index)};
+    };
+    CapturedStep step(step_function);
+    int64_t built = -1;
+    for (auto [rows, wanted] : std::vector<std::pair<int64_t, int64_t>>{
+             {10, 5}, {10, 5}, {10, 5}, {40, 16}, {3, 1}, {25, 9}}) {
+      INFO("length " << rows << ", count " << wanted);
+      const std::vector<int32_t> at = positions_for(rows, wanted);
+      const Tensor keys = table.shrink({{0, length.bind(rows)}, {0, kWidth}});
+      const Tensor positions =
+          Tensor::from_vector(at, {wanted}, device).reshape({count.bind(wanted)});
+      const std::vector<double> want = expected(at, rows);
+      const std::vector<Tensor> direct = step_function({keys, positions});
+      CHECK(direct[0].shape_string() == "(count=" + std::to_string(wanted) + ", 3)");
+      check_close(direct[0].to_vector<float>(), want);
+      check_close(direct[1].to_vector<float>(), want);
+      const std::vector<Tensor> replayed = step({keys, positions});
+      CHECK(replayed[0].shape_string() == "(count=" + std::to_string(wanted) + ", 3)");
+      check_close(replayed[0].to_vector<float>(), want);
+      check_close(replayed[1].to_vector<float>(), want);
+      // Captured and uncaptured, one set of kernels serves every value.
+      if (step.captured() && built < 0) built = kernels_built(device);
+      if (built >= 0) CHECK(kernels_built(device) == built);
+    }
+  }
+}
+
 TEST_CASE("a variable may be zero and sizes mix with numbers", "[variables]") {
   for (const std::string& device : kiln::devices()) {
     INFO(device);
