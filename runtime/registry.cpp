@@ -215,6 +215,7 @@ void load_plugin(Registry& registry, const std::string& path) {
 
 Registry& registry() {
   static Registry* instance = [] {
+    debug_level();  // junk in KILN_DEBUG is an Error here, before any plugin is loaded
     auto* created = new Registry();  // lives for the process: plugins are never unloaded
     for (const std::string& path : plugin_files()) load_plugin(*created, path);
     return created;
@@ -243,16 +244,44 @@ std::string describe_devices(const Registry& state) {
 
 }  // namespace
 
+// The one grammar of device names, so that a typo is never read as some device: NAME (letters,
+// digits and _, starting with a letter; any case), NAME:N (N a decimal index without leading
+// zeros; NAME:0 is NAME) or NAME@TARGET (a compile-only device; TARGET letters, digits and _,
+// such as sm_90). Anything else is a DeviceError listing the valid forms.
 std::string canonical_device_name(const std::string& name) {
+  auto is_word = [](const std::string& text) {
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
+      return std::isalnum(c) != 0 || c == '_';
+    });
+  };
   const size_t at = name.find('@');
+  const size_t colon = name.find(':');
+  const std::string base = name.substr(0, std::min(at, colon));
+  bool valid = is_word(base) && std::isalpha(static_cast<unsigned char>(base[0])) != 0;
+  std::string index, target;
+  if (valid && at != std::string::npos) {
+    target = name.substr(at + 1);
+    valid = colon == std::string::npos && is_word(target);
+  } else if (valid && colon != std::string::npos) {
+    index = name.substr(colon + 1);
+    valid = !index.empty() && std::all_of(index.begin(), index.end(), [](unsigned char c) {
+      return std::isdigit(c) != 0;
+    }) && (index == "0" || index[0] != '0');
+  }
+  if (!valid) {
+    Registry& state = registry();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    throw DeviceError("[device] '" + name +
+                      "' is not a device name: use NAME (CPU, CL), NAME:N for the device of "
+                      "index N (CL:1; a decimal number without leading zeros) or NAME@TARGET for "
+                      "a compile-only device (CUDA@sm_90); " +
+                      describe_devices(state));
+  }
   std::string upper;
-  for (char c : name.substr(0, at))
-    upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (upper.size() > 2 && upper.substr(upper.size() - 2) == ":0") upper.resize(upper.size() - 2);
+  for (char c : base) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (!index.empty() && index != "0") upper += ":" + index;
   if (at == std::string::npos) return upper;
-  std::string target;
-  for (char c : name.substr(at + 1))
-    target += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : target) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return upper + "@" + target;
 }
 
