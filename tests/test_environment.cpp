@@ -20,7 +20,7 @@ using kiln::test::ChildResult;
 using kiln::test::run_child;
 using kiln::testing::ScopedEnvironment;
 
-TEST_CASE("switches are 0 or 1 and numbers digits in range; junk names the variable",
+TEST_CASE("switches are 0 or 1 and numbers digits in range and junk names the variable",
           "[environment]") {
   const ScopedEnvironment variable("KILN_TEST_SETTING", nullptr);
   CHECK(switch_from_environment("KILN_TEST_SETTING", "off", "on") == true);
