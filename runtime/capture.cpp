@@ -82,7 +82,7 @@ Tensor private_copy(const Tensor& input) {
 }
 
 std::string input_text(size_t index, const Tensor& input) {
-  return "input " + std::to_string(index) + " (" + describe(input) + " on " + input.device() + ")";
+  return "input " + std::to_string(index) + " (" + describe(input) + ")";
 }
 
 // A size with each bound variable's value left out ("n[1,64]"): what a replay's input must match.
@@ -115,9 +115,17 @@ void bind_input(size_t index, const Tensor& input, const SymShape& captured,
   bool same_shape = dims.size() == captured.size();
   for (size_t dim = 0; same_shape && dim < dims.size(); ++dim)
     same_shape = size_pattern(dims[dim].sym()) == size_pattern(captured[dim]);
-  if (!same_shape)
+  if (!same_shape) {
+    // Two shapes may print alike where only a variable's bounds differ: show them with bounds.
+    std::string given = "(", wanted = "(";
+    for (size_t dim = 0; dim < dims.size(); ++dim)
+      given += (dim ? ", " : "") + size_pattern(dims[dim].sym());
+    for (size_t dim = 0; dim < captured.size(); ++dim)
+      wanted += (dim ? ", " : "") + size_pattern(captured[dim]);
     throw ShapeError("[CapturedStep] " + input_text(index, input) + " has another shape" +
-                     expected + " (a variable size is passed bound: Variable::bind)");
+                     expected + " (with each variable's bounds: " + given + ") given, " + wanted +
+                     ") captured; a variable size is passed bound: Variable::bind)");
+  }
   for (const Dim& dim : dims) {
     for (const Sym& variable : dim.sym().variable_nodes()) {
       auto [known, fresh] = bindings.emplace(variable.var_name(), variable);

@@ -15,8 +15,12 @@
 namespace kiln {
 namespace {
 
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '1'};
-constexpr uint64_t kHeaderBytes = 24;  // magic, payload size, payload checksum
+// Version 2 adds the key's hash: an entry's file name is its key, but a file renamed or copied
+// over another (or a hash-colliding name) must not hand one kernel's binary to another, which the
+// payload checksum alone cannot tell. Version 1 entries fail the magic and are rebuilt.
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '2'};
+constexpr uint64_t kHeaderBytes = 32;  // magic, key hash, payload size, payload checksum
+constexpr uint64_t kChecksumSeed = 1469598103934665603ull;
 
 uint64_t fnv1a(const void* data, size_t size, uint64_t seed) {
   uint64_t hash = seed;
@@ -73,13 +77,19 @@ std::optional<std::vector<uint8_t>> DiskCache::load(const std::string& key) cons
   const std::streamoff file_size = file.tellg();
   file.seekg(0);
   char magic[8];
-  uint64_t size = 0, checksum = 0;
+  uint64_t key_hash = 0, size = 0, checksum = 0;
   file.read(magic, 8);
+  file.read(reinterpret_cast<char*>(&key_hash), 8);
   file.read(reinterpret_cast<char*>(&size), 8);
   file.read(reinterpret_cast<char*>(&checksum), 8);
   if (!file || std::memcmp(magic, kMagic, 8) != 0) {
     if (debug_level() >= 1)
       logger().warn("cache entry {} is corrupt (bad header); rebuilding", key);
+    return std::nullopt;
+  }
+  if (key_hash != fnv1a(key.data(), key.size(), kChecksumSeed)) {
+    if (debug_level() >= 1)
+      logger().warn("cache entry {} holds another kernel's binary; rebuilding", key);
     return std::nullopt;
   }
   const uint64_t payload_bytes = static_cast<uint64_t>(file_size) - kHeaderBytes;
@@ -94,7 +104,7 @@ std::optional<std::vector<uint8_t>> DiskCache::load(const std::string& key) cons
   }
   std::vector<uint8_t> binary(size);
   file.read(reinterpret_cast<char*>(binary.data()), static_cast<std::streamsize>(size));
-  if (!file || fnv1a(binary.data(), binary.size(), 1469598103934665603ull) != checksum) {
+  if (!file || fnv1a(binary.data(), binary.size(), key_hash) != checksum) {
     if (debug_level() >= 1) logger().warn("cache entry {} is corrupt (checksum); rebuilding", key);
     return std::nullopt;
   }
@@ -113,12 +123,15 @@ void DiskCache::store(const std::string& key, const std::vector<uint8_t>& binary
     const int open_error = errno;
     return warn_unwritable("creating " + temporary + ": " + std::strerror(open_error));
   }
+  const uint64_t key_hash = fnv1a(key.data(), key.size(), kChecksumSeed);
   const uint64_t size = binary.size();
-  const uint64_t checksum = fnv1a(binary.data(), binary.size(), 1469598103934665603ull);
+  // Seeded with the key's hash, so that the checksum also ties the payload to the key.
+  const uint64_t checksum = fnv1a(binary.data(), binary.size(), key_hash);
   char header[kHeaderBytes];
   std::memcpy(header, kMagic, 8);
-  std::memcpy(header + 8, &size, 8);
-  std::memcpy(header + 16, &checksum, 8);
+  std::memcpy(header + 8, &key_hash, 8);
+  std::memcpy(header + 16, &size, 8);
+  std::memcpy(header + 24, &checksum, 8);
   bool written = write_all(descriptor, header, sizeof(header)) &&
                  write_all(descriptor, binary.data(), binary.size());
   int write_error = errno;
@@ -150,7 +163,7 @@ void DiskCache::warn_unwritable(const std::string& reason) const {
 
 std::string kernel_cache_key(const std::string& compiler_identity, const std::string& source) {
   const std::string material = compiler_identity + '\0' + source;
-  const uint64_t first = fnv1a(material.data(), material.size(), 1469598103934665603ull);
+  const uint64_t first = fnv1a(material.data(), material.size(), kChecksumSeed);
   const uint64_t second =
       fnv1a(material.data(), material.size(), 0x84222325cbf29ce4ull ^ material.size());
   char text[33];

@@ -2,8 +2,9 @@
 // The on-disk cache of compiled kernels, shared by processes.
 //
 // Entries live in KILN_CACHE_DIR (default $XDG_CACHE_HOME/kiln, else ~/.cache/kiln), one file per
-// key. A file holds a header (magic, payload size, payload checksum) and the binary; a file that
-// fails the check is treated as missing and rewritten. Writers write a private temporary file
+// key. A file holds a header (magic, a hash of the key, payload size, payload checksum) and the
+// binary; a file that fails the check, another key's entry included, is treated as missing and
+// rewritten. Writers write a private temporary file
 // and rename it into place, so readers never see a partial entry and two processes compiling the
 // same kernel both end with a valid file. A folder that cannot be written is reported once (a
 // warning at the default log level) and otherwise ignored: kernels are then compiled every time.

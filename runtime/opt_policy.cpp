@@ -13,8 +13,9 @@ namespace {
 
 OptSettings settings_from_environment() {
   OptSettings settings;
-  const char* noopt = std::getenv("KILN_NOOPT");
-  if (noopt && *noopt && std::string(noopt) != "0") settings.policy = OptPolicy::None;
+  if (switch_from_environment("KILN_NOOPT", "the heuristics' opts", "no opts for any kernel",
+                              /*unset=*/false))
+    settings.policy = OptPolicy::None;
   settings.tensor_cores = tensor_cores_from_environment();
   const char* value = std::getenv("KILN_OPTS");
   if (!value || !*value) return settings;

@@ -1,6 +1,8 @@
 #include "runtime/registry.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 
 #include <kiln/error.h>
 #include <kiln/tensor.h>
@@ -9,7 +11,9 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -81,6 +85,71 @@ std::string device_name_of_file(const std::string& file) {
   return name;
 }
 
+// The ELF header of `path`, when the file holds one.
+std::optional<ElfW(Ehdr)> read_elf_header(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  ElfW(Ehdr) header{};
+  if (!file.read(reinterpret_cast<char*>(&header), sizeof(header))) return std::nullopt;
+  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0) return std::nullopt;
+  return header;
+}
+
+// Why `path` cannot be a plugin for this process, or nothing when it may be dlopened. dlopen maps
+// each segment the program headers name without checking that the file holds it, and a page
+// past the end of a truncated file is a SIGBUS on first touch, inside dlopen, that no error
+// return can report; so the file is checked first: an ELF shared object of this process's class,
+// byte order and machine (those of libkiln itself), whose segments all lie inside the file.
+std::optional<std::string> plugin_file_problem(const std::string& path) {
+  std::error_code error;
+  const uintmax_t file_size = std::filesystem::file_size(path, error);
+  if (error) return "cannot read the file: " + error.message();
+  const std::optional<ElfW(Ehdr)> header = read_elf_header(path);
+  if (!header) return "not a shared object (no ELF header)";
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<const void*>(&read_elf_header), &self) && self.dli_fname) {
+    if (const std::optional<ElfW(Ehdr)> own = read_elf_header(self.dli_fname)) {
+      if (header->e_ident[EI_CLASS] != own->e_ident[EI_CLASS] ||
+          header->e_ident[EI_DATA] != own->e_ident[EI_DATA] || header->e_machine != own->e_machine)
+        return "an ELF file for another machine or word size (machine " +
+               std::to_string(header->e_machine) + ", class " +
+               std::to_string(header->e_ident[EI_CLASS]) + "; this process: machine " +
+               std::to_string(own->e_machine) + ", class " +
+               std::to_string(own->e_ident[EI_CLASS]) + ")";
+    }
+  }
+  if (header->e_type != ET_DYN) return "an ELF file that is not a shared object";
+  if (header->e_phentsize != sizeof(ElfW(Phdr)) || header->e_phnum == 0)
+    return "a malformed ELF file (no program headers)";
+  const uintmax_t headers_end =
+      uintmax_t{header->e_phoff} + uintmax_t{header->e_phnum} * sizeof(ElfW(Phdr));
+  if (headers_end > file_size)
+    return "a truncated ELF file (" + std::to_string(file_size) +
+           " bytes; its program headers end at byte " + std::to_string(headers_end) + ")";
+  std::ifstream file(path, std::ios::binary);
+  file.seekg(static_cast<std::streamoff>(header->e_phoff));
+  for (int index = 0; index < header->e_phnum; ++index) {
+    ElfW(Phdr) segment{};
+    if (!file.read(reinterpret_cast<char*>(&segment), sizeof(segment)))
+      return "cannot read the file's program headers";
+    if (segment.p_type != PT_LOAD) continue;
+    const uintmax_t end = uintmax_t{segment.p_offset} + uintmax_t{segment.p_filesz};
+    if (end < segment.p_offset || end > file_size)
+      return "a truncated ELF file (" + std::to_string(file_size) + " bytes; segment " +
+             std::to_string(index) + " ends at byte " + std::to_string(end) +
+             "): copied or written only in part? Install it again";
+  }
+  return std::nullopt;
+}
+
+// Why the plugin's table cannot be used, or nothing. The registry calls through every one of
+// these pointers; a null one would be a SIGSEGV in every program that loads kiln.
+std::optional<std::string> plugin_entry_problem(const PluginEntry& entry) {
+  if (!entry.name || !*entry.name) return std::string("its table has no device name");
+  if (!entry.probe) return std::string("its table has no probe function");
+  if (!entry.create) return std::string("its table has no create function");
+  return std::nullopt;  // create_compile_only is optional: null where there is none
+}
+
 void load_plugin(Registry& registry, const std::string& path) {
   const std::string file = std::filesystem::path(path).filename().string();
   auto fail = [&](const std::string& reason) {
@@ -91,6 +160,8 @@ void load_plugin(Registry& registry, const std::string& path) {
     registry.records.push_back(record);
     if (debug_level() >= 1) logger().info("plugin {} skipped: {}", path, reason);
   };
+  if (const std::optional<std::string> problem = plugin_file_problem(path))
+    return fail("failed to load: " + *problem);
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return fail(std::string("failed to load: ") + dlerror());
   using EntryFunction = const PluginEntry* (*)();
@@ -106,6 +177,8 @@ void load_plugin(Registry& registry, const std::string& path) {
                 std::string("(layout fingerprint ") + std::to_string(entry->layout) + ", kiln's " +
                 std::to_string(plugin_layout_fingerprint()) + "): rebuild it");
   }
+  if (const std::optional<std::string> problem = plugin_entry_problem(*entry))
+    return fail("unusable plugin: " + *problem);
   // A plugin found twice (KILN_PLUGIN_PATH and beside libkiln): the first one wins.
   for (const LoadedPlugin& loaded : registry.plugins) {
     if (std::string(loaded.entry->name) == entry->name) return;
@@ -142,6 +215,7 @@ void load_plugin(Registry& registry, const std::string& path) {
 
 Registry& registry() {
   static Registry* instance = [] {
+    debug_level();  // junk in KILN_DEBUG is an Error here, before any plugin is loaded
     auto* created = new Registry();  // lives for the process: plugins are never unloaded
     for (const std::string& path : plugin_files()) load_plugin(*created, path);
     return created;
@@ -170,16 +244,44 @@ std::string describe_devices(const Registry& state) {
 
 }  // namespace
 
+// The one grammar of device names, so that a typo is never read as some device: NAME (letters,
+// digits and _, starting with a letter; any case), NAME:N (N a decimal index without leading
+// zeros; NAME:0 is NAME) or NAME@TARGET (a compile-only device; TARGET letters, digits and _,
+// such as sm_90). Anything else is a DeviceError listing the valid forms.
 std::string canonical_device_name(const std::string& name) {
+  auto is_word = [](const std::string& text) {
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
+      return std::isalnum(c) != 0 || c == '_';
+    });
+  };
   const size_t at = name.find('@');
+  const size_t colon = name.find(':');
+  const std::string base = name.substr(0, std::min(at, colon));
+  bool valid = is_word(base) && std::isalpha(static_cast<unsigned char>(base[0])) != 0;
+  std::string index, target;
+  if (valid && at != std::string::npos) {
+    target = name.substr(at + 1);
+    valid = colon == std::string::npos && is_word(target);
+  } else if (valid && colon != std::string::npos) {
+    index = name.substr(colon + 1);
+    valid = !index.empty() && std::all_of(index.begin(), index.end(), [](unsigned char c) {
+      return std::isdigit(c) != 0;
+    }) && (index == "0" || index[0] != '0');
+  }
+  if (!valid) {
+    Registry& state = registry();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    throw DeviceError("[device] '" + name +
+                      "' is not a device name: use NAME (CPU, CL), NAME:N for the device of "
+                      "index N (CL:1; a decimal number without leading zeros) or NAME@TARGET for "
+                      "a compile-only device (CUDA@sm_90); " +
+                      describe_devices(state));
+  }
   std::string upper;
-  for (char c : name.substr(0, at))
-    upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (upper.size() > 2 && upper.substr(upper.size() - 2) == ":0") upper.resize(upper.size() - 2);
+  for (char c : base) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (!index.empty() && index != "0") upper += ":" + index;
   if (at == std::string::npos) return upper;
-  std::string target;
-  for (char c : name.substr(at + 1))
-    target += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : target) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return upper + "@" + target;
 }
 

@@ -60,38 +60,51 @@ Tensor make_tensor(UOpRef node, const std::string& device) {
   return Tensor(std::make_shared<TensorState>(std::move(node), device));
 }
 
+// Every use of a handle reaches its state through here, so an empty (default-constructed) tensor
+// is caught at its first use, whichever op that is, rather than dereferencing null.
+TensorState& Tensor::state(const char* use) const {
+  if (!state_) {
+    throw Error(std::string("[Tensor] the tensor is empty (default-constructed); assign it a "
+                            "value first (it was used for its ") +
+                use + ")");
+  }
+  return *state_;
+}
+
 std::shared_ptr<const UOp> Tensor::node() const {
-  return state_->node();
+  return state("graph").node();
 }
 const Shape& Tensor::shape() const {
-  return state_->shape();
+  return state("shape").shape();
 }
 DimShape Tensor::dims() const {
+  const TensorState& held = state("dims");
   DimShape dims;
-  if (const SymShape* symbolic = state_->sym_shape()) {
+  if (const SymShape* symbolic = held.sym_shape()) {
     for (const Sym& size : *symbolic) dims.emplace_back(size);
   } else {
-    for (int64_t size : state_->shape()) dims.emplace_back(size);
+    for (int64_t size : held.shape()) dims.emplace_back(size);
   }
   return dims;
 }
 
 std::string Tensor::shape_string() const {
-  if (const SymShape* symbolic = state_->sym_shape()) return kiln::shape_string(*symbolic);
-  return kiln::shape_string(state_->shape());
+  const TensorState& held = state("shape");
+  if (const SymShape* symbolic = held.sym_shape()) return kiln::shape_string(*symbolic);
+  return kiln::shape_string(held.shape());
 }
 
 DType Tensor::dtype() const {
-  return state_->dtype();
+  return state("dtype").dtype();
 }
 const std::string& Tensor::device() const {
-  return state_->device();
+  return state("device").device();
 }
 int64_t Tensor::numel() const {
-  return numel_of(state_->shape());
+  return numel_of(state("shape").shape());
 }
 int64_t Tensor::ndim() const {
-  return static_cast<int64_t>(state_->shape().size());
+  return static_cast<int64_t>(state("shape").shape().size());
 }
 
 Tensor Tensor::from_bytes(const void* data, size_t nbytes, DType dtype, Shape shape,
@@ -238,10 +251,11 @@ Tensor Tensor::eye(int64_t n, DType dtype, const std::string& device) {
 }
 
 const Tensor& Tensor::realize() const {
-  const UOpRef node = state_->node();
+  TensorState& held = state("value");
+  const UOpRef node = held.node();
   if (is_buffer_view(*node)) return *this;
-  std::vector<UOpRef> results = realize_nodes({node}, state_->device());
-  state_->set_node(results[0]);
+  std::vector<UOpRef> results = realize_nodes({node}, held.device());
+  held.set_node(results[0]);
   return *this;
 }
 
@@ -284,7 +298,7 @@ T Tensor::item() const {
 
 Tensor Tensor::to(const std::string& device) const {
   const std::string name = resolve_device(device);
-  if (name == state_->device()) return *this;
+  if (name == state("device").device()) return *this;
   return make_tensor(UOp::make(Op::Copy, dtype(), {node()}, name, shape()), name);
 }
 

@@ -96,7 +96,26 @@ std::vector<int> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, 
   return {unique.begin(), unique.end()};
 }
 
+std::string relabel_error(const Error& error, const char* op, const std::string& operands) {
+  std::string text = error.what();
+  // "[where] variable 'n' ..." -> "variable 'n' ...".
+  if (!text.empty() && text[0] == '[') {
+    const size_t close = text.find("] ");
+    if (close != std::string::npos) text = text.substr(close + 2);
+  }
+  return std::string("[") + op + "] " + text + " (operands: " + operands + ")";
+}
+
+void check_defined(const Tensor& tensor, const char* op) {
+  if (!tensor.defined()) {
+    throw Error(std::string("[") + op +
+                "] the tensor is empty (default-constructed); assign it a value first");
+  }
+}
+
 void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
+  check_defined(a, op);
+  check_defined(b, op);
   if (a.device() != b.device()) {
     throw DeviceError(std::string("[") + op +
                       "] operands are on different devices: " + describe(a) + " and " +

@@ -76,6 +76,10 @@ Tensor Tensor::gather(int64_t axis, const Tensor& index) const {
 
 Tensor Tensor::index_select(int64_t axis, const Tensor& index) const {
   const int dim = normalize_axis(axis, ndim(), "index_select");
+  check_same_device(*this, index, "index_select");
+  if (!index.dtype().is_int())
+    throw DTypeError("[index_select] the index must be an integer tensor, got " + describe(index) +
+                     " for " + describe(*this));
   if (index.ndim() != 1)
     throw ShapeError("[index_select] the index must be 1-dimensional, got " + describe(index) +
                      " for " + describe(*this));

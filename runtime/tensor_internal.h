@@ -76,7 +76,27 @@ void check_fill_value(double value, DType dtype, const char* op, const std::stri
 // Negative axes count from the end; throws ShapeError naming `op` when out of range.
 int normalize_axis(int64_t axis, int64_t ndim, const char* op);
 std::vector<int> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, const char* op);
+// Throws an Error naming `op` when `tensor` is empty (default-constructed).
+void check_defined(const Tensor& tensor, const char* op);
+// Both operands defined and on one device; throws naming `op` otherwise.
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+
+// An op built from other ops (cat from pad and where, matmul from a multiply and a sum) checks
+// its operands itself, but an inner op may still refuse what it is given (two variables of one
+// name with different bounds). Runs `build` and rethrows such an error labelled with `op`, the op
+// the user called, and the operands as the user gave them (`operands()`), since neither the
+// inner op's name nor its internal shapes are anything the user wrote.
+std::string relabel_error(const Error& error, const char* op, const std::string& operands);
+template <typename Build, typename Describe>
+Tensor built_from_ops(const char* op, const Describe& operands, const Build& build) {
+  try {
+    return build();
+  } catch (const ShapeError& error) {
+    throw ShapeError(relabel_error(error, op, operands()));
+  } catch (const DTypeError& error) {
+    throw DTypeError(relabel_error(error, op, operands()));
+  }
+}
 
 // Graph builders.
 UOpRef cast_node(const UOpRef& node, DType dtype);

@@ -374,27 +374,35 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t axis) {
                        " would be longer than the 2^60 elements a tensor may hold");
     total += tensor.shape()[dim];
   }
+  auto operands = [&] {
+    std::string text;
+    for (const Tensor& tensor : tensors) text += (text.empty() ? "" : ", ") + describe(tensor);
+    return text;
+  };
   // Each part padded to the full length along the axis and selected where it lies: one fused
   // kernel (a select, not a sum, so that -0.0 stays -0.0). Along a symbolic size the offsets are
   // expressions, so one kernel serves every value.
-  Dim length = 0;
-  for (const Tensor& tensor : tensors) length = length + tensor.dims()[dim];
-  std::optional<Tensor> result;
-  Dim offset = 0;
-  for (const Tensor& tensor : tensors) {
-    const Dim size = tensor.dims()[dim];
-    std::vector<std::pair<Dim, Dim>> padding(first.ndim(), {Dim(0), Dim(0)});
-    padding[dim] = {offset, length - offset - size};
-    offset = offset + size;
-    const Tensor part = tensor.cast(dtype).pad(padding);
-    if (!result) {
-      result = part;
-      continue;
+  return built_from_ops("cat", operands, [&] {
+    Dim length = 0;
+    for (const Tensor& tensor : tensors) length = length + tensor.dims()[dim];
+    std::optional<Tensor> result;
+    Dim offset = 0;
+    for (const Tensor& tensor : tensors) {
+      const Dim size = tensor.dims()[dim];
+      std::vector<std::pair<Dim, Dim>> padding(first.ndim(), {Dim(0), Dim(0)});
+      padding[dim] = {offset, length - offset - size};
+      offset = offset + size;
+      const Tensor part = tensor.cast(dtype).pad(padding);
+      if (!result) {
+        result = part;
+        continue;
+      }
+      const Tensor inside =
+          Tensor::ones(tensor.dims(), dtypes::bool_, tensor.device()).pad(padding);
+      result = where(inside, part, *result);
     }
-    const Tensor inside = Tensor::ones(tensor.dims(), dtypes::bool_, tensor.device()).pad(padding);
-    result = where(inside, part, *result);
-  }
-  return *result;
+    return *result;
+  });
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t axis) {

@@ -274,15 +274,19 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const Shape right_batch(right.shape().begin(), right.shape().end() - 2);
   broadcast_shapes(left_batch, right_batch, "matmul");
   const DType dtype = promote_types(a.dtype(), b.dtype());
-  // (..., m, k, 1) * (..., 1, k, n) summed over k.
-  const Tensor products = left.cast(dtype).unsqueeze(-1) * right.cast(dtype).unsqueeze(-3);
-  const int last = static_cast<int>(products.ndim()) - 2;
-  Tensor result = make_tensor(
-      drop_reduced_axes(reduce_node(node_of(products), ReduceOp::Sum, {last}), {last}, false),
-      a.device());
-  if (a.ndim() == 1) result = result.squeeze(-2);
-  if (b.ndim() == 1) result = result.squeeze(-1);
-  return result;
+  return built_from_ops(
+      "matmul", [&] { return describe(a) + " @ " + describe(b); },
+      [&] {
+        // (..., m, k, 1) * (..., 1, k, n) summed over k.
+        const Tensor products = left.cast(dtype).unsqueeze(-1) * right.cast(dtype).unsqueeze(-3);
+        const int last = static_cast<int>(products.ndim()) - 2;
+        Tensor result = make_tensor(
+            drop_reduced_axes(reduce_node(node_of(products), ReduceOp::Sum, {last}), {last}, false),
+            a.device());
+        if (a.ndim() == 1) result = result.squeeze(-2);
+        if (b.ndim() == 1) result = result.squeeze(-1);
+        return result;
+      });
 }
 
 Tensor Tensor::matmul(const Tensor& other) const {

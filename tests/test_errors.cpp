@@ -82,3 +82,108 @@ TEST_CASE("operands stay usable after an error", "[errors]") {
   CHECK(before.shape() == Shape{2, 3});
   CHECK(before.to_vector<float>() == std::vector<float>{0, 2, 4, 6, 8, 10});
 }
+
+TEST_CASE("errors of composite ops name the op called and the shapes given", "[errors]") {
+  // cat and matmul are built from where, pad and a multiply; index_select from gather. Their
+  // errors once carried the inner op's name ([where], [mul], [gather]) and its internal shapes.
+  const Variable wide("n", 1, 64), narrow("n", 1, 32);  // one name, two bounds
+  const Tensor a = matrix(3, 4).reshape({wide.bind(3), 4});
+  const Tensor b = matrix(3, 4).reshape({narrow.bind(3), 4});
+  try {
+    cat({a, b}, 1);
+    FAIL("cat took two variables of one name with different bounds");
+  } catch (const ShapeError& error) {
+    const std::string text = error.what();
+    INFO(text);
+    CHECK(text.rfind("[cat] ", 0) == 0);
+    CHECK_THAT(text, Contains("[1, 64]") && Contains("[1, 32]") && Contains("(n=3, 4)"));
+    CHECK_THAT(text, !Contains("[where]"));
+  }
+  try {
+    matmul(a, b.transpose());
+    FAIL("matmul took two variables of one name with different bounds");
+  } catch (const ShapeError& error) {
+    const std::string text = error.what();
+    INFO(text);
+    CHECK(text.rfind("[matmul] ", 0) == 0);
+    CHECK_THAT(text, Contains("(n=3, 4)") && Contains("(4, n=3)") && !Contains("[mul]"));
+  }
+  const Tensor table = matrix(10, 128);
+  const Tensor float_index = Tensor::from_vector<float>({1, 2, 3, 4}, {4});
+  try {
+    table.index_select(0, float_index);
+    FAIL("index_select took a float index");
+  } catch (const DTypeError& error) {
+    const std::string text = error.what();
+    INFO(text);
+    CHECK(text.rfind("[index_select] ", 0) == 0);
+    CHECK_THAT(text, Contains("float32(4,)") && Contains("float32(10, 128)"));
+    CHECK_THAT(text, !Contains("(4, 128)") && !Contains("[gather]"));
+  }
+}
+
+TEST_CASE("capture errors print each input once and a replay's bounds", "[errors][capture]") {
+  CapturedStep step([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2}; });
+  const Tensor x = matrix(8, 4);
+  step({x});
+  step({x});
+  REQUIRE(step.captured());
+  try {
+    step({matrix(4, 8)});
+    FAIL("a replay took an input of another shape");
+  } catch (const ShapeError& error) {
+    const std::string text = error.what();
+    INFO(text);
+    const std::string device = x.device();  // the default device: KILN_DEVICE may name another
+    CHECK_THAT(text, Contains("input 0 (float32(4, 8) on " + device + ")") &&
+                         !Contains("on " + device + " on " + device));
+  }
+
+  // Captured with a variable of bounds [1, 64]; replayed with one of the same name and value
+  // but bounds [1, 32]: the shapes print alike, so the message shows the bounds.
+  const Variable wide("rows", 1, 64), narrow("rows", 1, 32);
+  CapturedStep symbolic(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1}; });
+  const Tensor rows = matrix(5, 4).reshape({wide.bind(5), 4});
+  symbolic({rows});
+  symbolic({rows});
+  REQUIRE(symbolic.captured());
+  try {
+    symbolic({matrix(5, 4).reshape({narrow.bind(5), 4})});
+    FAIL("a replay took a variable of other bounds");
+  } catch (const ShapeError& error) {
+    const std::string text = error.what();
+    INFO(text);
+    CHECK_THAT(text, Contains("rows[1,32]") && Contains("rows[1,64]"));
+  }
+}
+
+TEST_CASE("an empty (default-constructed) tensor is assigned before use", "[errors][tensor]") {
+  Tensor total;  // an accumulator
+  CHECK_FALSE(total.defined());
+  const Tensor copy = total;
+  CHECK_FALSE(copy.defined());
+  std::vector<Tensor> parts(2);
+  CHECK_FALSE(parts[1].defined());
+
+  const std::string empty = "the tensor is empty (default-constructed); assign it a value first";
+  CHECK_THROWS_AS(total.shape(), Error);
+  CHECK_THROWS_WITH(total.shape(), Contains(empty));
+  CHECK_THROWS_WITH(total.dtype(), Contains(empty));
+  CHECK_THROWS_WITH(total.to_vector<float>(), Contains(empty));
+  CHECK_THROWS_WITH(total.realize(), Contains(empty));
+  CHECK_THROWS_WITH(total.exp(), Contains(empty));
+  CHECK_THROWS_WITH(total.sum(), Contains(empty));
+  CHECK_THROWS_WITH(total * 2, Contains(empty));
+  CHECK_THROWS_WITH(total + matrix(2, 2), Contains("[add] " + empty));
+  CHECK_THROWS_WITH(matrix(2, 2) - total, Contains("[sub] " + empty));
+  CHECK_THROWS_WITH(matmul(total, matrix(2, 2)), Contains("[matmul] " + empty));
+  CHECK_THROWS_WITH(cat({matrix(2, 2), total}, 0), Contains("[cat] " + empty));
+
+  for (int step = 1; step <= 3; ++step) {
+    const Tensor term = Tensor::full({2}, step);
+    total = total.defined() ? total + term : term;
+  }
+  CHECK(total.defined());
+  CHECK(total.to_vector<float>() == std::vector<float>{6, 6});
+}

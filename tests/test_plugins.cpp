@@ -6,6 +6,10 @@
 //   libkiln_device_wrongabi.so  a plugin built for another ABI version
 //   libkiln_device_wronglayout.so  the right version, other struct layouts
 //   libkiln_device_nodevice.so  a plugin whose probe finds no device
+//   libkiln_device_truncated.so  a plugin cut short, as an interrupted copy leaves it: dlopen
+//                                would map segments past its end (SIGBUS on first touch)
+//   libkiln_device_nullname.so, _nullprobe.so, _nullcreate.so  the right ABI with a null
+//                                pointer in the table
 
 #include <catch2/catch.hpp>
 
@@ -38,6 +42,14 @@ class BrokenPluginFolder {
     fs::copy_file(KILN_TEST_PLUGIN_WRONG_ABI, path_ / "libkiln_device_wrongabi.so");
     fs::copy_file(KILN_TEST_PLUGIN_WRONG_LAYOUT, path_ / "libkiln_device_wronglayout.so");
     fs::copy_file(KILN_TEST_PLUGIN_NO_DEVICE, path_ / "libkiln_device_nodevice.so");
+    // The ELF and program headers survive (the first page); the code and data segments do not.
+    const fs::path truncated = path_ / "libkiln_device_truncated.so";
+    fs::copy_file(KILN_TEST_PLUGIN_NO_DEVICE, truncated);
+    REQUIRE(fs::file_size(truncated) > 3 * 4096);
+    fs::resize_file(truncated, 4096);
+    fs::copy_file(KILN_TEST_PLUGIN_NULL_NAME, path_ / "libkiln_device_nullname.so");
+    fs::copy_file(KILN_TEST_PLUGIN_NULL_PROBE, path_ / "libkiln_device_nullprobe.so");
+    fs::copy_file(KILN_TEST_PLUGIN_NULL_CREATE, path_ / "libkiln_device_nullcreate.so");
     // The `kiln` tool has no suppression hook of its own; a sanitized child reads this file.
     std::ofstream(path_ / "lsan_suppressions.txt") << __lsan_default_suppressions();
   }
@@ -83,6 +95,31 @@ TEST_CASE("KILN_DEVICE naming an unusable plugin's device fails with the reason"
                                   Catch::Contains("NOENTRY: not a kiln plugin") &&
                                   Catch::Contains("WRONGABI: plugin ABI version"));
   }
+  SECTION("a truncated plugin is refused before dlopen maps it") {
+    const ChildResult result = run_child(folder.environment("TRUNCATED"), KILN_TEST_OPEN_DEVICE);
+    INFO(result.output);
+    CHECK(result.exit_code == 3);
+    CHECK_THAT(result.output, Catch::Contains("TRUNCATED is unavailable: failed to load") &&
+                                  Catch::Contains("a truncated ELF file (4096 bytes"));
+  }
+  SECTION("a plugin whose table lacks a function is refused before it is called") {
+    const ChildResult probe = run_child(folder.environment("NULLPROBE"), KILN_TEST_OPEN_DEVICE);
+    INFO(probe.output);
+    CHECK(probe.exit_code == 3);
+    CHECK_THAT(probe.output, Catch::Contains("NULLPROBE is unavailable: unusable plugin") &&
+                                 Catch::Contains("no probe function"));
+    const ChildResult create = run_child(folder.environment("NULLCREATE"), KILN_TEST_OPEN_DEVICE);
+    INFO(create.output);
+    CHECK(create.exit_code == 3);
+    CHECK_THAT(create.output, Catch::Contains("NULLCREATE is unavailable: unusable plugin") &&
+                                  Catch::Contains("no create function"));
+    // A table without a name is listed under its file's name.
+    const ChildResult name = run_child(folder.environment("NULLNAME"), KILN_TEST_OPEN_DEVICE);
+    INFO(name.output);
+    CHECK(name.exit_code == 3);
+    CHECK_THAT(name.output, Catch::Contains("NULLNAME is unavailable: unusable plugin") &&
+                                Catch::Contains("no device name"));
+  }
   SECTION("a device the plugins do not know") {
     const ChildResult result = run_child(folder.environment("NOSUCHDEVICE"), KILN_TEST_OPEN_DEVICE);
     INFO(result.output);
@@ -112,5 +149,9 @@ TEST_CASE("kiln devices lists each broken plugin with its reason", "[plugins]") 
                                 Catch::Contains("rebuild it"));
   CHECK_THAT(result.output,
              Catch::Contains("NODEVICE") && Catch::Contains("no NODEVICE hardware here"));
+  CHECK_THAT(result.output, Catch::Contains("TRUNCATED") && Catch::Contains("truncated ELF file"));
+  CHECK_THAT(result.output, Catch::Contains("NULLNAME") && Catch::Contains("no device name"));
+  CHECK_THAT(result.output, Catch::Contains("NULLPROBE") && Catch::Contains("no probe function"));
+  CHECK_THAT(result.output, Catch::Contains("NULLCREATE") && Catch::Contains("no create function"));
 }
 #endif

@@ -14,8 +14,11 @@
 #include "runtime/caching_allocator.h"
 #include "runtime/device_context.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/opt_policy.h"
 #include "runtime/registry.h"
 #include "tests/child_process.h"
+#include "tests/codegen_helpers.h"
+#include "tests/device_launch.h"
 
 using namespace kiln;
 using Catch::Matchers::Contains;
@@ -132,7 +135,7 @@ TEST_CASE("the disk cache detects a corrupt entry", "[runtime][cache]") {
     // 4 GiB claimed, 9 bytes there: loading must not allocate (and zero) the claim first.
     std::fstream file(cache.path_of(key), std::ios::in | std::ios::out | std::ios::binary);
     const uint64_t claimed = uint64_t{1} << 32;
-    file.seekp(8);
+    file.seekp(16);  // the payload size, after the magic and the key hash
     file.write(reinterpret_cast<const char*>(&claimed), sizeof(claimed));
     file.close();
     const long peak_before = peak_resident_kilobytes();
@@ -167,6 +170,56 @@ TEST_CASE("a cached binary the driver refuses is compiled again", "[runtime][cac
   REQUIRE(rewritten);
   CHECK(*rewritten != garbage);
   std::filesystem::remove(DiskCache::instance().path_of(key));
+}
+
+TEST_CASE("a cache entry holding another kernel's entry is rebuilt", "[runtime][cache]") {
+  // Two kernels with constants no other run uses, so that both are compiled afresh here: x * c
+  // and x + c. Then the first one's valid entry is copied over the second one's file, as a stray
+  // copy or rename would leave it: the second kernel must still compute x + c (Vulkan's entry
+  // points are all `main`, so it once ran x * c), and its file must be rewritten with its own
+  // binary.
+  const double constant = 1000 + ::getpid() % 100000;
+  const Tensor x = testing::input({64}, 7);
+  const std::vector<float> values = x.to_vector<float>();
+  int devices_run = 0;
+  for (const std::string& name : devices()) {
+    std::shared_ptr<DeviceContext> context = open_device(name);
+    if (context->device().properties().compile_only) continue;
+    ++devices_run;
+    DYNAMIC_SECTION(name) {
+      const Dialect& dialect = context->device().dialect();
+      const OptTarget target = opt_target(context->device());
+      auto render = [&](const LinearProgram& program) {
+        return render_kernel(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect);
+      };
+      const LinearProgram times = lower_kernel(testing::only_kernel(x * constant), {}, target);
+      const LinearProgram plus = lower_kernel(testing::only_kernel(x + constant), {}, target);
+      const std::string identity = context->device().compiler().identity();
+      const std::string times_key = kernel_cache_key(identity, render(times));
+      const std::string plus_key = kernel_cache_key(identity, render(plus));
+      REQUIRE(times_key != plus_key);
+      context->compile(render(times), times.name);  // on disk only, not in the process
+      context->compile(render(plus), plus.name);
+      const DiskCache& cache = DiskCache::instance();
+      const std::optional<std::vector<uint8_t>> times_binary = cache.load(times_key);
+      REQUIRE(times_binary);
+      std::filesystem::copy_file(cache.path_of(times_key), cache.path_of(plus_key),
+                                 std::filesystem::copy_options::overwrite_existing);
+      CHECK_FALSE(cache.load(plus_key).has_value());  // another key's entry is no entry
+
+      const std::vector<float> got = testing::values_of<float>(
+          testing::launch_program(*context, plus, {testing::bytes_of(values)}).at(0));
+      std::vector<float> want;
+      for (float value : values) want.push_back(static_cast<float>(value + constant));
+      CHECK(got == want);
+      const std::optional<std::vector<uint8_t>> rewritten = cache.load(plus_key);
+      REQUIRE(rewritten);
+      CHECK(*rewritten != *times_binary);
+      std::filesystem::remove(cache.path_of(times_key));
+      std::filesystem::remove(cache.path_of(plus_key));
+    }
+  }
+  CHECK(devices_run > 0);
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #include "devices/cpu/host_memory.h"
 #include "devices/cpu/shared_object.h"
 #include "devices/cpu/thread_pool.h"
+#include "runtime/environment.h"
 #include "runtime/plugin.h"
 
 namespace kiln::cpu {
@@ -102,10 +103,9 @@ class CpuProgram : public Program {
 };
 
 int thread_count() {
-  if (const char* configured = std::getenv("KILN_CPU_THREADS");
-      configured && std::atoi(configured) > 0) {
-    return std::atoi(configured);
-  }
+  const int64_t configured = integer_from_environment(
+      "KILN_CPU_THREADS", 1, 4096, 0, "the CPU device's threads; unset: one per core");
+  if (configured > 0) return static_cast<int>(configured);
   return std::max(1u, std::thread::hardware_concurrency());
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "codegen/dialect.h"
+#include "runtime/environment.h"
 #include "runtime/plugin.h"
 
 namespace kiln::null_device {
@@ -67,8 +68,8 @@ class NullDevice : public Device {
 
 ProbeResult probe() {
   ProbeResult result;
-  const char* enabled = std::getenv("KILN_NULL_DEVICE");
-  if (!enabled || std::strcmp(enabled, "1") != 0) {
+  // Junk is an Error, which the registry lists as this plugin's reason.
+  if (!switch_from_environment("KILN_NULL_DEVICE", "not loaded", "loaded", /*unset=*/false)) {
     result.reason =
         "the null device is a template for new devices; set KILN_NULL_DEVICE=1 to load it";
     return result;

@@ -328,8 +328,20 @@ class ClDevice : public Device {
   std::unique_ptr<ClAllocator> allocator_;
 };
 
+// PoCL's own kernel cache (~/.cache/pocl) is shared by processes without a lock that holds for
+// every step: processes building one kernel at once, cold, abort inside PoCL
+// (pocl_binary.c: Assertion 'len > 0'). kiln keeps the binaries in its own cache, written
+// atomically, so PoCL's is only a second copy: it is turned off for this process, where PoCL
+// reads it, before the first OpenCL call opens the platforms. A value the user set is kept
+// (setenv does not overwrite), so POCL_KERNEL_CACHE=1 still turns it on for debugging PoCL.
+// Other drivers ignore the variable.
+void turn_off_pocl_kernel_cache() {
+  ::setenv("POCL_KERNEL_CACHE", "0", /*overwrite=*/0);
+}
+
 ProbeResult probe() {
   ProbeResult result;
+  turn_off_pocl_kernel_cache();
   const std::vector<ClDeviceId> devices = all_devices();
   if (devices.empty()) {
     result.reason =

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include "runtime/environment.h"
+
 namespace kiln::vulkan {
 namespace {
 
@@ -76,8 +78,9 @@ VkAllocator::VkAllocator(VkDevice device, const PhysicalDeviceInfo& info, Comman
       find_memory_type(memory, type_bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | host);
   // KILN_VULKAN_STAGING=1 copies through the staging buffers anyway: a discrete GPU's path,
   // tested on lavapipe.
-  const char* staging_requested = std::getenv("KILN_VULKAN_STAGING");
-  const bool force_staging = staging_requested && std::string(staging_requested) == "1";
+  const bool force_staging =
+      switch_from_environment("KILN_VULKAN_STAGING", "mapped copies where the memory allows them",
+                              "copies through staging buffers", /*unset=*/false);
   if (local_host >= 0 && !force_staging &&
       info.properties.deviceType != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
     const uint32_t heap = memory.memoryTypes[local_host].heapIndex;

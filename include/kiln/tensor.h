@@ -55,6 +55,13 @@ using OneAxis = std::enable_if_t<std::is_integral_v<Axis> && !std::is_same_v<Axi
 
 class Tensor {
  public:
+  // An empty tensor, for a variable assigned later (`Tensor total; ... total = x.sum();`). It
+  // holds no value: it may only be assigned, copied, destroyed and asked `defined()`; every other
+  // use throws a kiln::Error saying the tensor is empty.
+  Tensor() = default;
+  // False for an empty (default-constructed) tensor, true for every other.
+  bool defined() const { return state_ != nullptr; }
+
   // ---- creation ----
   template <typename T>
   static Tensor from_vector(const std::vector<T>& data, Shape shape,
@@ -280,6 +287,8 @@ class Tensor {
   static Tensor from_bytes(const void* data, size_t nbytes, DType dtype, Shape shape,
                            const std::string& device);
   void copy_to_host(void* out, DType dtype) const;
+  // The state behind the handle; throws an Error naming `use` when the tensor is empty.
+  TensorState& state(const char* use) const;
   std::shared_ptr<TensorState> state_;
 };
 

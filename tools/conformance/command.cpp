@@ -50,8 +50,8 @@ options:
   --verbose        with --fuzz: print every graph as kiln C++
   --compile-only   render and compile every case's kernels for the device, run nothing: a
                    case passes when its kernels compile (for a GPU this machine lacks)
-  --arch ARCH      with --compile-only, the target (e.g. sm_90 for CUDA; default: the GPU's, else
-                   the plugin's default); the device is then NAME@ARCH
+  --arch ARCH      with --compile-only (which needs it), the target (e.g. sm_90 for CUDA); the
+                   device is then NAME@ARCH
   --jobs N         run the battery in N worker processes, so N kernels compile at once
                    (default: the number of CPUs, at most 8; 1 runs everything in this process)
   --case-timeout S a worker process still on one case after S seconds (a kernel that never
@@ -160,6 +160,9 @@ bool parse(const std::vector<std::string>& args, Options& options) {
   if (options.compile_only) {
     if (options.devices.empty() || options.fuzz > 0)
       throw std::invalid_argument("--compile-only needs --device NAME and the battery");
+    // A device name takes a target after '@' (NAME@TARGET); none is not a device name.
+    if (options.arch.empty())
+      throw std::invalid_argument("--compile-only needs --arch ARCH (e.g. sm_90 for CUDA)");
     // NAME@ARCH: the plugin's compile-only device.
     for (std::string& device : options.devices) {
       if (device == "all") throw std::invalid_argument("--compile-only takes named devices");
