@@ -8,7 +8,9 @@
 #include <kiln/error.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -25,7 +27,12 @@ namespace kiln {
 
 struct CapturedStep::State {
   Function function;
-  int calls = 0;
+  // 0 before the warm-up, 1 before the capture, 2 once captured: from then on the capture is
+  // only read (a replay's graph is made under the realize lock), so replays need no lock.
+  std::atomic<int> calls{0};
+  // Held through the warm-up and the capture, so that threads calling a fresh step wait for
+  // them rather than change the state beside them.
+  std::recursive_mutex capture_mutex;
 
   // The capture.
   struct Input {
@@ -51,6 +58,11 @@ struct CapturedStep::State {
   // device, and the programs the graph launches, alive until it is gone.
   std::unique_ptr<LaunchGraph> graph;
   bool graph_tried = false;
+
+  // The second call: the step run while recording every launch.
+  std::vector<Tensor> capture(const std::vector<Tensor>& inputs);
+  // A later call: the captured launches again, on this call's buffers.
+  std::vector<Tensor> replay(const std::vector<Tensor>& inputs);
 };
 
 namespace {
@@ -175,80 +187,77 @@ std::unique_ptr<LaunchGraph> record_replay_graph(const std::vector<RecordedLaunc
   }
 }
 
+// The step's function run as written, its outputs realized.
+std::vector<Tensor> run_as_written(const CapturedStep::Function& function,
+                                   const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> outputs = function(inputs);
+  for (const Tensor& output : outputs) output.realize();
+  return outputs;
+}
+
+// Whether a capture is recording this call: this thread's, or one whose buffers the inputs are.
+bool inside_capture(const std::vector<Tensor>& inputs) {
+  std::vector<UOpRef> nodes;
+  for (const Tensor& input : inputs) nodes.push_back(input.node());
+  return recorder_for(nodes) != nullptr;
+}
+
 }  // namespace
 
-CapturedStep::CapturedStep(Function function) : state_(std::make_unique<State>()) {
-  state_->function = std::move(function);
-}
-
-CapturedStep::~CapturedStep() = default;
-
-bool CapturedStep::captured() const {
-  return state_->calls >= 2;
-}
-
-size_t CapturedStep::kernels() const {
-  size_t count = 0;
-  for (const RecordedLaunch& launch : state_->launches) count += launch.program != nullptr;
-  return count;
-}
-
-std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) {
-  State& state = *state_;
-  if (state.calls == 0) {  // warm-up: compiles what the step needs
-    std::vector<Tensor> outputs = state.function(inputs);
-    for (const Tensor& output : outputs) output.realize();
-    state.calls = 1;
-    return outputs;
+// The second call: the step run while recording every launch, built aside and kept only when
+// it succeeds.
+std::vector<Tensor> CapturedStep::State::capture(const std::vector<Tensor>& inputs) {
+  State& state = *this;
+  std::vector<Tensor> private_inputs;
+  std::vector<State::Input> captured_inputs;
+  for (const Tensor& input : inputs) {
+    private_inputs.push_back(private_copy(input));
+    captured_inputs.push_back({input.shape(), private_inputs.back().node()->sym_shape(),
+                               input.dtype(), input.device(),
+                               buffer_behind(*private_inputs.back().node())});
   }
-
-  if (state.calls == 1) {  // capture: built aside, kept only when it succeeds
-    std::vector<Tensor> private_inputs;
-    std::vector<State::Input> captured_inputs;
-    for (const Tensor& input : inputs) {
-      private_inputs.push_back(private_copy(input));
-      captured_inputs.push_back({input.shape(), private_inputs.back().node()->sym_shape(),
-                                 input.dtype(), input.device(),
-                                 buffer_behind(*private_inputs.back().node())});
-    }
-    LaunchRecorder recorder;
-    std::vector<Tensor> outputs;
-    {
-      const RecordingScope recording(recorder);
-      outputs = state.function(private_inputs);
-      for (const Tensor& output : outputs) output.realize();
-    }
-    std::vector<State::Output> captured_outputs;
-    for (size_t index = 0; index < outputs.size(); ++index) {
-      const UOpRef node = outputs[index].node();
-      if (node->op() != Op::Buffer && !(node->op() == Op::View && node->src()->op() == Op::Buffer))
-        throw InternalError("[CapturedStep] output " + std::to_string(index) +
-                            " is, realized, not a view of a buffer: " + node->to_string());
-      captured_outputs.push_back({node, outputs[index].device(), buffer_behind(*node)});
-    }
-    for (const RecordedLaunch& launch : recorder.launches)
-      state.written.insert(launch.buffers[launch.program ? 0 : 1].get());
-    for (const RecordedLaunch& launch : recorder.launches) {
-      for (size_t at = 0; at < launch.bound.size(); ++at) {
-        for (size_t other = 0; other < at; ++other) {
-          if (launch.bound[at].var_name() == launch.bound[other].var_name())
-            throw ShapeError("[CapturedStep] a kernel of the step reads variable '" +
-                             launch.bound[at].var_name() +
-                             "' at two values; a captured step binds each variable once");
-        }
+  LaunchRecorder recorder;
+  for (const State::Input& input : captured_inputs)
+    recorder.step_buffers.insert(input.buffer.get());
+  std::vector<Tensor> outputs;
+  {
+    const RecordingScope recording(recorder);
+    outputs = state.function(private_inputs);
+    for (const Tensor& output : outputs) output.realize();
+  }
+  std::vector<State::Output> captured_outputs;
+  for (size_t index = 0; index < outputs.size(); ++index) {
+    const UOpRef node = outputs[index].node();
+    if (node->op() != Op::Buffer && !(node->op() == Op::View && node->src()->op() == Op::Buffer))
+      throw InternalError("[CapturedStep] output " + std::to_string(index) +
+                          " is, realized, not a view of a buffer: " + node->to_string());
+    captured_outputs.push_back({node, outputs[index].device(), buffer_behind(*node)});
+  }
+  for (const RecordedLaunch& launch : recorder.launches) {
+    for (size_t at = 0; at < launch.bound.size(); ++at) {
+      for (size_t other = 0; other < at; ++other) {
+        if (launch.bound[at].var_name() == launch.bound[other].var_name())
+          throw ShapeError("[CapturedStep] a kernel of the step reads variable '" +
+                           launch.bound[at].var_name() +
+                           "' at two values; a captured step binds each variable once");
       }
     }
-    for (const State::Input& input : captured_inputs) {
-      for (const Sym& size : input.sym_shape) state.symbolic |= !size.is_const();
-    }
-    state.inputs = std::move(captured_inputs);
-    state.outputs = std::move(captured_outputs);
-    state.launches = std::move(recorder.launches);
-    state.calls = 2;
-    return outputs;
   }
+  for (const State::Input& input : captured_inputs) {
+    for (const Sym& size : input.sym_shape) state.symbolic |= !size.is_const();
+  }
+  for (const RecordedLaunch& launch : recorder.launches)
+    state.written.insert(launch.buffers[launch.program ? 0 : 1].get());
+  state.inputs = std::move(captured_inputs);
+  state.outputs = std::move(captured_outputs);
+  state.launches = std::move(recorder.launches);
+  state.calls.store(2, std::memory_order_release);
+  return outputs;
+}
 
-  // Replay.
+// A later call: the captured launches again on this call's buffers.
+std::vector<Tensor> CapturedStep::State::replay(const std::vector<Tensor>& inputs) {
+  State& state = *this;
   if (inputs.size() != state.inputs.size())
     throw ShapeError("[CapturedStep] the step was captured with " +
                      std::to_string(state.inputs.size()) + " input(s), got " +
@@ -376,6 +385,41 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
                     output.device));
   }
   return outputs;
+}
+
+CapturedStep::CapturedStep(Function function) : state_(std::make_unique<State>()) {
+  state_->function = std::move(function);
+}
+
+CapturedStep::~CapturedStep() = default;
+
+bool CapturedStep::captured() const {
+  return state_->calls >= 2;
+}
+
+size_t CapturedStep::kernels() const {
+  size_t count = 0;
+  for (const RecordedLaunch& launch : state_->launches) count += launch.program != nullptr;
+  return count;
+}
+
+std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) {
+  State& state = *state_;
+  // Called inside another step's capture (from its function, or from a thread that works on its
+  // buffers): run as written, so that the outer capture records these kernels with its own. A
+  // replay would launch outside any realize, unseen by the outer recorder.
+  if (inside_capture(inputs)) return run_as_written(state.function, inputs);
+  if (state.calls.load(std::memory_order_acquire) < 2) {
+    const std::lock_guard<std::recursive_mutex> lock(state.capture_mutex);
+    const int calls = state.calls.load(std::memory_order_relaxed);
+    if (calls == 0) {  // warm-up: compiles what the step needs
+      std::vector<Tensor> outputs = run_as_written(state.function, inputs);
+      state.calls.store(1, std::memory_order_release);
+      return outputs;
+    }
+    if (calls == 1) return state.capture(inputs);
+  }
+  return state.replay(inputs);
 }
 
 }  // namespace kiln

@@ -1,21 +1,59 @@
 #include "runtime/launch_recorder.h"
 
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include "runtime/realize.h"
+
 namespace kiln {
 namespace {
 
 thread_local LaunchRecorder* current = nullptr;
 
+// Every recorder in use, in any thread. Changed and read under the realize lock, so a realize
+// never meets a recorder whose capture has ended; the count lets realizes skip the graph walk
+// while nothing captures.
+std::vector<LaunchRecorder*>& active_recorders() {
+  static std::vector<LaunchRecorder*> recorders;
+  return recorders;
+}
+std::atomic<int> recorders_in_use{0};
+
 }  // namespace
 
-LaunchRecorder* active_recorder() {
-  return current;
+void LaunchRecorder::record(RecordedLaunch launch) {
+  step_buffers.insert(launch.buffers[launch.program ? 0 : 1].get());
+  launches.push_back(std::move(launch));
 }
 
-RecordingScope::RecordingScope(LaunchRecorder& recorder) : previous_(current) {
-  current = &recorder;
+LaunchRecorder* recorder_for(const std::vector<UOpRef>& roots) {
+  if (current) return current;
+  if (recorders_in_use.load(std::memory_order_acquire) == 0) return nullptr;
+  const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
+  for (const UOpRef& node : toposort(roots)) {
+    if (node->op() != Op::Buffer) continue;
+    const Buffer* buffer = static_cast<const Buffer*>(node->storage().get());
+    for (LaunchRecorder* recorder : active_recorders()) {
+      if (recorder->step_buffers.count(buffer)) return recorder;
+    }
+  }
+  return nullptr;
+}
+
+RecordingScope::RecordingScope(LaunchRecorder& recorder)
+    : recorder_(&recorder), previous_(current) {
+  const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
+  active_recorders().push_back(recorder_);
+  recorders_in_use.fetch_add(1, std::memory_order_release);
+  current = recorder_;
 }
 
 RecordingScope::~RecordingScope() {
+  const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
+  std::vector<LaunchRecorder*>& recorders = active_recorders();
+  recorders.erase(std::find(recorders.begin(), recorders.end(), recorder_));
+  recorders_in_use.fetch_sub(1, std::memory_order_release);
   current = previous_;
 }
 

@@ -3,10 +3,12 @@
 // launch and each copy between devices, in order, with the buffers they used.
 
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "codegen/linear.h"
 #include "core/symbolic.h"
+#include "core/uop.h"
 #include "runtime/buffer.h"
 #include "runtime/device.h"
 
@@ -30,14 +32,21 @@ struct RecordedLaunch {
 
 struct LaunchRecorder {
   std::vector<RecordedLaunch> launches;
+  // The step's buffers: its inputs (private copies) and every buffer a recorded launch wrote. A
+  // realize in another thread that reads one of them is part of the step, and is recorded too.
+  std::unordered_set<const Buffer*> step_buffers;
+
+  void record(RecordedLaunch launch);
 };
 
-// The recorder of the realizes this thread makes, or null when none records.
-LaunchRecorder* active_recorder();
+// The recorder of the realize of `roots`: this thread's, else that of a capture running in
+// another thread whose buffers the graph reads; null when none records. Call it holding the
+// realize lock (lock_realizations), which also guards every recorder's contents.
+LaunchRecorder* recorder_for(const std::vector<UOpRef>& roots);
 
-// Records this thread's realizes into `recorder` for its lifetime. While recording, a graph does
-// not read values realized before (realized_value()): every kernel of the step must run, to be
-// recorded.
+// Records this thread's realizes into `recorder` for its lifetime, and those of other threads
+// that read the step's buffers. While recording, a graph does not read values realized before
+// (realized_value()): every kernel of the step must run, to be recorded.
 class RecordingScope {
  public:
   explicit RecordingScope(LaunchRecorder& recorder);
@@ -46,6 +55,7 @@ class RecordingScope {
   RecordingScope& operator=(const RecordingScope&) = delete;
 
  private:
+  LaunchRecorder* recorder_;
   LaunchRecorder* previous_;
 };
 

@@ -38,13 +38,13 @@ void fuse_rows_on(Schedule& schedule, DeviceContext& context, const OptSettings&
   fuse_row_reductions(schedule, max_row_lanes(target), max_buffers > 0 ? max_buffers : 128);
 }
 
-void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel) {
+void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel, LaunchRecorder* recorder) {
   const PreparedKernel& prepared = *kernel.prepared;
   const LinearProgram& program = prepared.program;
   const int64_t items = work_items(program, kernel.values);
   // A kernel without work runs nothing; a capture still records it when other values of its
   // variables would give it work.
-  if (items == 0 && (program.variables.empty() || !active_recorder())) return;
+  if (items == 0 && (program.variables.empty() || !recorder)) return;
   Program& compiled = prepared.loaded();
   LaunchRequest request;
   request.buffers.push_back(buffer_of(*item.output).memory());
@@ -59,7 +59,7 @@ void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel) {
   KernelStats& stats = prepared.context->stats();
   request.wait = debug_level() >= 2 || tracing_enabled() || stats.time_kernels;
   request.work_per_item = prepared.work_per_item;
-  if (LaunchRecorder* recorder = active_recorder()) {
+  if (recorder) {
     RecordedLaunch launch;
     launch.program = &compiled;
     launch.request = request;
@@ -72,7 +72,7 @@ void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel) {
       launch.buffers.push_back(std::static_pointer_cast<Buffer>(input->storage()));
     for (const std::shared_ptr<Buffer>& scratch : prepared.scratch())
       launch.buffers.push_back(scratch);
-    recorder->launches.push_back(std::move(launch));
+    recorder->record(std::move(launch));
   }
   if (items == 0) return;
   const bool timed = debug_level() >= 2;
@@ -90,19 +90,19 @@ void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel) {
   }
 }
 
-void run_copy(const ScheduleItem& item) {
+void run_copy(const ScheduleItem& item, LaunchRecorder* recorder) {
   Buffer& source = buffer_of(*item.inputs[0]);
   Buffer& destination = buffer_of(*item.output);
   // A compile-only device computes no values: there is nothing to move.
   if (source.context().device().properties().compile_only ||
       destination.context().device().properties().compile_only)
     return;
-  if (LaunchRecorder* recorder = active_recorder()) {
+  if (recorder) {
     RecordedLaunch copy;
     copy.buffers = {std::static_pointer_cast<Buffer>(item.inputs[0]->storage()),
                     std::static_pointer_cast<Buffer>(item.output->storage())};
     copy.written_numel = sym_prod(item.output->sym_shape());
-    recorder->launches.push_back(std::move(copy));
+    recorder->record(std::move(copy));
   }
   copy_between_devices(source, destination);
 }
@@ -130,7 +130,8 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
   if (debug_level() >= 5) logger().info("graph:\n{}", graph_to_string(roots));
   // A capture schedules without reading values realized before, and KILN_DEBUG=3 prints each
   // schedule: both schedule afresh.
-  const bool cached = !active_recorder() && debug_level() < 3;
+  LaunchRecorder* const recorder = recorder_for(roots);
+  const bool cached = !recorder && debug_level() < 3;
   const OptSettings settings = opt_settings();
   GraphWalk walk;
   const SchedulePlan* plan = nullptr;
@@ -162,7 +163,7 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
           uses_heuristics(settings) && opt_target(kernel_device, settings).prefers_grid();
       return limits;
     };
-    schedule = create_schedule(roots, device, make_buffer, limits_of, !active_recorder());
+    schedule = create_schedule(roots, device, make_buffer, limits_of, !recorder);
     fuse_rows_on(schedule, *context, settings);
     if (debug_level() >= 3) logger().info("schedule:\n{}", schedule_to_string(schedule));
     // Lower and check every kernel before running any, so a dtype error changes nothing.
@@ -177,12 +178,12 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
   for (size_t index = 0; index < schedule.items.size(); ++index) {
     ScheduleItem& item = schedule.items[index];
     if (item.kind == ScheduleItem::Kind::Copy) {
-      run_copy(item);
+      run_copy(item, recorder);
     } else if (prepared[index].prepared->context->device().properties().compile_only) {
       const PreparedKernel& kernel = *prepared[index].prepared;
       kernel.context->compile(kernel.source, kernel.program.name);
     } else {
-      run_kernel(item, prepared[index]);
+      run_kernel(item, prepared[index], recorder);
       Device& kernel_device = prepared[index].prepared->context->device();
       if (std::find(launched_on.begin(), launched_on.end(), &kernel_device) == launched_on.end())
         launched_on.push_back(&kernel_device);
