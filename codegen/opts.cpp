@@ -101,7 +101,11 @@ bool mentions(const Sym& value, const std::string& var) {
 void find_matmul_shape(const UOpRef& ast, const UOpRef& reduce, KernelAxes& axes) {
   const Shape& source_shape = reduce->src()->shape();
   const int reduce_axis = reduce->reduce_arg().axes[0];
-  if (std::count(source_shape.begin(), source_shape.end(), 0) > 0) return;  // nothing to stage
+  // Nothing to stage where either side is empty (an output shrunk to nothing after the reduction
+  // still holds it).
+  if (std::count(source_shape.begin(), source_shape.end(), 0) > 0 ||
+      std::count(axes.output.begin(), axes.output.end(), 0) > 0)
+    return;
   // Every path from the output down to the Reduce must carry the output index there the same
   // way (elementwise ops keep it, Views map it).
   std::vector<Sym> probes;

@@ -15,6 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/registry.h"
+#include "tests/scoped_settings.h"
+
 using namespace kiln;
 
 namespace {
@@ -151,4 +154,32 @@ TEST_CASE("host scalars and bool tensors follow the documented dtypes", "[robust
   CHECK((x * 1e39).to_vector<float>() == std::vector<float>{INFINITY, INFINITY});
   CHECK((x < 1e39).to_vector<bool>() == std::vector<bool>{true, true});
   CHECK((x * 1e39).dtype() == dtypes::float32);
+}
+
+TEST_CASE("a reduction whose output is shrunk to nothing gives an empty result",
+          "[robustness][reduce]") {
+  // The kernel's output axes are empty while its reduction is not: finding its matmul shape
+  // threw "[Sym::var] variable 'probe0' has empty range [0, -1]" on every device and policy.
+  for (const std::string& device : kiln::devices()) {
+    for (OptPolicy policy : {OptPolicy::Default, OptPolicy::Gpu, OptPolicy::Random}) {
+      INFO(device << ", policy " << static_cast<int>(policy));
+      OptSettings settings;
+      settings.policy = policy;
+      settings.seed = 3;
+      const testing::ScopedOptSettings scoped(settings);
+      const Tensor a = Tensor::arange(0, 24, 1, dtypes::float32, device).reshape({4, 6});
+      const Tensor b = Tensor::arange(0, 30, 1, dtypes::float32, device).reshape({6, 5});
+      const Tensor matmul = (a.matmul(b) + 1).shrink({{0, 0}, {0, 5}});
+      CHECK(matmul.shape() == Shape{0, 5});
+      CHECK(matmul.to_vector<float>().empty());
+      CHECK((a.sum({1}) * 2).shrink({{1, 1}}).to_vector<float>().empty());
+      CHECK(a.max({1}, true).expand({4, 3}).shrink({{0, 4}, {2, 2}}).to_vector<float>().empty());
+      // An empty operand: an empty product, and a sum of nothing is 0.
+      CHECK((a + 1).shrink({{2, 2}, {0, 6}}).matmul(b + 1).to_vector<float>().empty());
+      CHECK((a + 1).shrink({{2, 2}, {0, 6}}).sum({1}).sum().to_vector<float>() ==
+            std::vector<float>{0});
+      CHECK((a + 1).shrink({{0, 4}, {3, 3}}).sum({1}).to_vector<float>() ==
+            std::vector<float>{0, 0, 0, 0});
+    }
+  }
 }
