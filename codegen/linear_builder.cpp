@@ -88,10 +88,47 @@ std::optional<int> LinearBuilder::folded(Op op, DType dtype, const std::vector<i
 
 int LinearBuilder::alu(Op op, DType dtype, std::vector<int> srcs) {
   if (const std::optional<int> constant = folded(op, dtype, srcs)) return *constant;
+  if (op == Op::Pow && !dtype.is_float()) return integer_pow(srcs[0], srcs[1], dtype);
   LinInstr instr{LinOp::Alu, dtype};
   instr.alu = op;
   instr.srcs = std::move(srcs);
   return emit(std::move(instr));
+}
+
+int LinearBuilder::integer_pow(int base, int exponent, DType dtype) {
+  const LinInstr& given = program_.instrs[exponent];
+  const bool known = given.op == LinOp::Const;
+  const uint64_t known_bits = static_cast<uint64_t>(given.value.int_value);
+  const bool is_signed = dtype.is_signed_int();
+  const bool known_negative = known && is_signed && given.value.int_value < 0;
+  const int width = static_cast<int>(dtype.itemsize()) * 8;
+  int top = is_signed ? width - 1 : width;  // a negative exponent's bits are not a power's
+  if (known) top = known_negative ? 0 : 64 - __builtin_clzll(known_bits | 1);
+  const int zero = constant(dtype, make_const(0, dtype));
+  const int one = constant(dtype, make_const(1, dtype));
+  int result = one, power = base;
+  bool multiplied = false;
+  for (int bit = 0; bit < top; ++bit) {
+    if (!known) {
+      const int mask = constant(dtype, make_const(std::ldexp(1.0, bit), dtype));
+      const int set = alu(Op::CmpNe, dtypes::bool_, {alu(Op::And, dtype, {exponent, mask}), zero});
+      result = alu(Op::Where, dtype, {set, alu(Op::Mul, dtype, {result, power}), result});
+    } else if ((known_bits >> bit) & 1) {
+      result = multiplied ? alu(Op::Mul, dtype, {result, power}) : power;
+      multiplied = true;
+    }
+    if (bit + 1 < top) power = alu(Op::Mul, dtype, {power, power});
+  }
+  if (!is_signed || (known && !known_negative)) return result;
+  const int minus_one = constant(dtype, make_const(-1, dtype));
+  const int unit = alu(Op::Or, dtypes::bool_, {alu(Op::CmpEq, dtypes::bool_, {base, one}),
+                                               alu(Op::CmpEq, dtypes::bool_, {base, minus_one})});
+  const int odd = alu(Op::CmpNe, dtypes::bool_, {alu(Op::And, dtype, {exponent, one}), zero});
+  const int unit_power = alu(Op::Where, dtype, {odd, base, alu(Op::Mul, dtype, {base, base})});
+  const int reciprocal = alu(Op::Where, dtype, {unit, unit_power, zero});
+  if (known) return reciprocal;
+  const int negative = alu(Op::CmpLt, dtypes::bool_, {exponent, zero});
+  return alu(Op::Where, dtype, {negative, reciprocal, result});
 }
 
 int LinearBuilder::masked(int value, const Sym& valid, DType dtype) {

@@ -57,6 +57,11 @@ class LinearBuilder {
   LinearProgram program_;
 
  private:
+  // An integer power (no dialect has one) as multiplies: squares and selects per bit of the
+  // exponent (only its set bits where it is a constant), wrapping as the multiplies do; a
+  // negative exponent gives 1 / base^-n truncated toward zero (1 for a base of 1, +-1 for -1,
+  // else 0), as the folder computes it (core/const_fold.h).
+  int integer_pow(int base, int exponent, DType dtype);
   // A constant for an op whose operands are all constants (none of its work left to the device
   // compiler); nullopt otherwise.
   std::optional<int> folded(Op op, DType dtype, const std::vector<int>& srcs);

@@ -32,15 +32,21 @@ ConstArg float_const(double value, DType dtype) {
   return arg;
 }
 
+// A value of a half type as its 16 bits hold it: kernels round it so where it is stored,
+// compared or converted, and so does the folder.
+double stored_value(const TypedConst& operand) {
+  return round_to_stored_dtype(operand.value.float_value, operand.dtype);
+}
+
 double as_double(const TypedConst& operand) {
-  if (operand.dtype.is_float()) return operand.value.float_value;
+  if (operand.dtype.is_float()) return stored_value(operand);
   if (operand.dtype.is_unsigned())
     return static_cast<double>(static_cast<uint64_t>(operand.value.int_value));
   return static_cast<double>(operand.value.int_value);
 }
 
 bool is_true(const TypedConst& operand) {
-  return operand.dtype.is_float() ? operand.value.float_value != 0 : operand.value.int_value != 0;
+  return operand.dtype.is_float() ? stored_value(operand) != 0 : operand.value.int_value != 0;
 }
 
 // Float to integer: truncate toward zero, saturate at the dtype's range, NaN gives 0.
@@ -245,6 +251,20 @@ std::optional<ConstArg> int_binary(Op op, uint64_t a, uint64_t b, DType operand,
       return int_const(a | b, result);
     case Op::Xor:
       return int_const(a ^ b, result);
+    case Op::Pow: {
+      // Exact modulo 2^width (codegen/linear_builder.h's integer_pow computes the same).
+      if (is_signed && sb < 0) {
+        if (sa == 1) return int_const(1, result);
+        if (sa == -1) return int_const((b & 1) ? ~uint64_t{0} : 1, result);
+        return int_const(0, result);
+      }
+      uint64_t product = 1, power = a;
+      for (uint64_t left = b; left != 0; left >>= 1) {
+        if (left & 1) product *= power;
+        power *= power;
+      }
+      return int_const(product, result);
+    }
     case Op::Shl:
       if (b >= static_cast<uint64_t>(width)) return std::nullopt;
       return int_const(a << b, result);
@@ -258,8 +278,12 @@ std::optional<ConstArg> int_binary(Op op, uint64_t a, uint64_t b, DType operand,
 
 std::optional<ConstArg> fold_cast(const TypedConst& from, DType to) {
   if (to.is_bool()) return int_const(is_true(from), to);
-  if (to.is_float()) return float_const(as_double(from), to);
-  if (from.dtype.is_float()) return float_to_int(from.value.float_value, to);
+  if (to.is_float()) {
+    ConstArg arg;
+    arg.float_value = round_to_stored_dtype(round_to_float_dtype(as_double(from), to), to);
+    return arg;
+  }
+  if (from.dtype.is_float()) return float_to_int(stored_value(from), to);
   return int_const(static_cast<uint64_t>(from.value.int_value), to);
 }
 
@@ -268,6 +292,13 @@ std::optional<ConstArg> fold_cast(const TypedConst& from, DType to) {
 double round_to_float_dtype(double value, DType dtype) {
   if (dtype == dtypes::float64) return value;
   return static_cast<double>(static_cast<float>(value));
+}
+
+double round_to_stored_dtype(double value, DType dtype) {
+  const float narrow = static_cast<float>(value);
+  if (dtype == dtypes::float16) return half_bits_to_float(float_to_half_bits(narrow));
+  if (dtype == dtypes::bfloat16) return bfloat16_bits_to_float(float_to_bfloat16_bits(narrow));
+  return value;
 }
 
 ConstArg make_const(double value, DType dtype) {
@@ -311,8 +342,11 @@ std::optional<ConstArg> fold_constant(Op op, DType result,
   if (operand.is_float()) {
     if (operand == dtypes::float64)
       return float_binary<double>(op, a.value.float_value, b.value.float_value, result);
-    return float_binary<float>(op, static_cast<float>(a.value.float_value),
-                               static_cast<float>(b.value.float_value), result);
+    // A comparison of half values compares them as stored (rounded to 16 bits).
+    const bool stored = is_comparison(op);
+    return float_binary<float>(op, static_cast<float>(stored ? stored_value(a) : a.value.float_value),
+                               static_cast<float>(stored ? stored_value(b) : b.value.float_value),
+                               result);
   }
   return int_binary(op, static_cast<uint64_t>(a.value.int_value),
                     static_cast<uint64_t>(b.value.int_value), operand, result);

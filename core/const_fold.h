@@ -29,6 +29,11 @@ std::optional<ConstArg> fold_constant(Op op, DType result, const std::vector<Typ
 // range it becomes +-inf: a float32 tensor times 1e39 is inf, never a compile error.
 double round_to_float_dtype(double value, DType dtype);
 
+// `value` as a float dtype stores it: float16 and bfloat16 rounded to their 16 bits (to nearest
+// even, past the range +-inf), other dtypes unchanged. Where a value is stored, compared or
+// converted (a cast, a read back), kernels round a half value so; the folder does the same.
+double round_to_stored_dtype(double value, DType dtype);
+
 // A constant of `dtype` holding `value`: floats rounded to the dtype, integers wrapped modulo 2^64
 // as a cast would, bools 0 or 1.
 ConstArg make_const(double value, DType dtype);

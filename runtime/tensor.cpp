@@ -136,7 +136,9 @@ Tensor Tensor::from_vector(const std::vector<T>& data, Shape shape, const std::s
 
 Tensor Tensor::full(Shape shape, double value, DType dtype, const std::string& device) {
   check_shape(shape, "full");
-  return make_tensor(const_node(value, dtype, shape), resolve_device(device));
+  // A tensor's elements are stored values: a half type's are its 16 bits (70000 is float16's inf).
+  return make_tensor(const_node(round_to_stored_dtype(value, dtype), dtype, shape),
+                     resolve_device(device));
 }
 
 Tensor Tensor::full(const DimShape& shape, double value, DType dtype, const std::string& device) {
@@ -150,7 +152,8 @@ Tensor Tensor::full(const DimShape& shape, double value, DType dtype, const std:
   check_shape(values, "full");
   SymShape sizes;
   for (const Dim& size : shape) sizes.push_back(size.sym());
-  return make_tensor(symbolic_const_node(value, dtype, sizes), resolve_device(device));
+  return make_tensor(symbolic_const_node(round_to_stored_dtype(value, dtype), dtype, sizes),
+                     resolve_device(device));
 }
 
 Tensor Tensor::zeros(const DimShape& shape, DType dtype, const std::string& device) {

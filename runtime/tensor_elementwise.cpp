@@ -69,7 +69,7 @@ std::vector<UOpRef> broadcast_operands(const Shape& shape, const std::vector<UOp
 Tensor binary_op(Op op, const Tensor& a, const Tensor& b, const char* name) {
   check_same_device(a, b, name);
   DType dtype = promote_types(a.dtype(), b.dtype());
-  if (op == Op::Pow) dtype = float_dtype_for(dtype);
+  if (op == Op::Pow && dtype.is_bool()) dtype = dtypes::int32;  // integers raise exactly
   check_operand_dtype(op, dtype, name, [&] { return describe(a) + " and " + describe(b); });
   const Shape shape = broadcast_operand_shapes(a, b, name);
   std::vector<UOpRef> operands =
@@ -85,8 +85,7 @@ DType scalar_result_dtype(DType tensor_dtype, double scalar) {
 
 Tensor scalar_op(Op op, const Tensor& a, double scalar, bool scalar_first, const char* name) {
   DType dtype = scalar_result_dtype(a.dtype(), scalar);
-  if (dtype.is_bool() && is_arithmetic(op)) dtype = dtypes::int32;
-  if (op == Op::Pow) dtype = float_dtype_for(dtype);
+  if (dtype.is_bool() && (is_arithmetic(op) || op == Op::Pow)) dtype = dtypes::int32;
   check_operand_dtype(op, dtype, name, [&] { return describe(a) + " and a scalar"; });
   UOpRef tensor = cast_node(node_of(a), dtype);
   UOpRef constant = const_like(scalar, dtype, tensor);

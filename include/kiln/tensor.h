@@ -152,6 +152,11 @@ class Tensor {
   // and so does a bound past the end of an integer dtype's range on its own side. Bounds that
   // leave an integer tensor no value (uint8 clamped to [300, 400]) are a DTypeError.
   Tensor clamp(double low, double high) const;
+  // Floats raise as C's pow. Integers raise exactly in their own dtype (bool in int32), wrapping
+  // modulo 2^bits as integer multiplication does (pow(int64 3, 35) is 50031545098999707); a
+  // negative exponent gives 1 / x^-n truncated toward zero, as integer division: 1 for x = 1,
+  // +-1 for x = -1, else 0. An integral host exponent keeps an integer tensor's dtype (it is taken
+  // in that dtype, as any host scalar); a fractional one gives float32.
   Tensor pow(const Tensor& exponent) const;
   Tensor pow(double exponent) const;
   Tensor cast(DType dtype) const;

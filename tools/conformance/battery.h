@@ -62,6 +62,8 @@ void add_symbolic_cases(BatteryBuilder& builder);
 // limits (battery_regressions_limits.cpp).
 void add_regression_cases(BatteryBuilder& builder);
 void add_limit_regression_cases(BatteryBuilder& builder);
+// Half-type constants and integer powers (battery_regressions_values.cpp).
+void add_value_regression_cases(BatteryBuilder& builder);
 
 }  // namespace detail
 }  // namespace kiln::conformance

@@ -234,7 +234,7 @@ void add_binary(BatteryBuilder& builder) {
       const bool bitwise =
           spec.op == Binary::And || spec.op == Binary::Or || spec.op == Binary::Xor;
       if (bitwise && dtype.is_float()) continue;
-      const DType compute = spec.op == Binary::Pow ? float_for(dtype) : dtype;
+      const DType compute = spec.op == Binary::Pow ? pow_dtype_for(dtype) : dtype;
       const DType out = ref::binary_dtype(spec.op, compute);
       const Tolerance tolerance =
           spec.ulps == 0 ? exact_tolerance(false) : tolerance_for(out, spec.ulps);
@@ -256,7 +256,7 @@ void add_scalar(BatteryBuilder& builder) {
                               spec.op == Binary::Mul || spec.op == Binary::Div ||
                               spec.op == Binary::Mod;
       DType compute = scalar_op_dtype(dtype, spec.scalar, arithmetic);
-      if (spec.op == Binary::Pow) compute = float_for(compute);
+      if (spec.op == Binary::Pow) compute = pow_dtype_for(compute);
       const DType out = ref::binary_dtype(spec.op, compute);
       const Tolerance tolerance =
           spec.ulps == 0 ? exact_tolerance(false) : tolerance_for(out, spec.ulps);

@@ -336,6 +336,7 @@ void add_regression_cases(BatteryBuilder& builder) {
   add_long_sum_cases(builder);
   add_long_reduce_cases(builder);
   add_limit_regression_cases(builder);
+  add_value_regression_cases(builder);
 }
 
 }  // namespace kiln::conformance::detail

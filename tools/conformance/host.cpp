@@ -342,6 +342,10 @@ DType float_for(DType dtype) {
   return dtype.is_float() ? dtype : dtypes::float32;
 }
 
+DType pow_dtype_for(DType dtype) {
+  return dtype.is_bool() ? dtypes::int32 : dtype;
+}
+
 DType scalar_op_dtype(DType tensor, double scalar, bool arithmetic) {
   const bool integral = std::isfinite(scalar) && std::trunc(scalar) == scalar;
   if (!tensor.is_float() && !integral) return dtypes::float32;

@@ -80,6 +80,8 @@ bool same_value(DType dtype, const Scalar& a, const Scalar& b);
 DType promote(DType a, DType b);
 // The dtype float-only math computes in: floats keep theirs, everything else float32.
 DType float_for(DType dtype);
+// The dtype pow computes in: integers keep theirs (an exact, wrapping power), bool becomes int32.
+DType pow_dtype_for(DType dtype);
 // The dtype a tensor-scalar op computes in (a host scalar keeps the tensor's dtype, except that a
 // non-integral scalar with an integer or bool tensor gives float32, and bool arithmetic int32).
 DType scalar_op_dtype(DType tensor, double scalar, bool arithmetic);

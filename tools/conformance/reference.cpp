@@ -277,10 +277,23 @@ Scalar binary_value(Binary op, DType dtype, const Scalar& left, const Scalar& ri
       return int_scalar(dtype, ua | ub);
     case Binary::Xor:
       return int_scalar(dtype, ua ^ ub);
-    case Binary::Pow:
-      break;
+    case Binary::Pow: {
+      // Exact, modulo 2^bits (int_scalar wraps the 64-bit product); a negative exponent gives
+      // 1 / a^-b truncated toward zero (0 for a base of 0, as integer division by zero).
+      if (is_signed && b < 0) {
+        if (a == 1) return int_scalar(dtype, 1);
+        if (a == -1) return int_scalar(dtype, (ub & 1) ? ~uint64_t{0} : 1);
+        return int_scalar(dtype, 0);
+      }
+      uint64_t product = 1, base = ua;
+      for (uint64_t left = ub; left != 0; left >>= 1) {
+        if (left & 1) product *= base;
+        base *= base;
+      }
+      return int_scalar(dtype, product);
+    }
   }
-  throw std::invalid_argument("reference: pow on integers (computes in float)");
+  throw std::invalid_argument("reference: unknown integer op");
 }
 
 Shape broadcast_shape(const Shape& a, const Shape& b) {
@@ -340,7 +353,7 @@ Expected binary_in(Binary op, DType compute, const HostTensor& a, const HostTens
 
 Expected binary(Binary op, const HostTensor& a, const HostTensor& b) {
   DType compute = promote(a.dtype, b.dtype);
-  if (op == Binary::Pow) compute = float_for(compute);
+  if (op == Binary::Pow) compute = pow_dtype_for(compute);
   return binary_in(op, compute, a, b);
 }
 
@@ -348,7 +361,7 @@ Expected binary_scalar(Binary op, const HostTensor& a, double scalar, bool scala
   const bool arithmetic = op == Binary::Add || op == Binary::Sub || op == Binary::Mul ||
                           op == Binary::Div || op == Binary::Mod;
   DType compute = scalar_op_dtype(a.dtype, scalar, arithmetic);
-  if (op == Binary::Pow) compute = float_for(compute);
+  if (op == Binary::Pow) compute = pow_dtype_for(compute);
   HostTensor constant(compute, {});
   // A float constant is used at the precision kernels compute in (float32 for the half types).
   constant.data[0] =
