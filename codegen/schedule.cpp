@@ -7,6 +7,8 @@
 #include <unordered_set>
 
 #include "codegen/bound_reduce.h"
+#include "core/const_fold.h"
+#include "core/graph_build.h"
 #include "core/rewrite.h"
 
 namespace kiln {
@@ -63,6 +65,33 @@ UOpRef split_rule(const UOpRef& node) {
   ShapeTracker back =
       ShapeTracker::contiguous({Sym(1), Sym(1)}).reshape(to_sym_shape(node->shape()));
   return make_view(total_reduce, back, node->shape());
+}
+
+// A sum, max or min of a constant is a constant: folded rather than computed, which also keeps a
+// reduction of 2^40 ones from needing 2^26 partial sums where a device bounds its loops (lavapipe:
+// more than one buffer may hold). Products and empty reductions are left to the kernels.
+UOpRef fold_constant_reduce(const UOpRef& node) {
+  const UOpRef& src = node->src();
+  if (src->op() != Op::Const || src->is_symbolic() || node->is_symbolic()) return nullptr;
+  const DType dtype = node->dtype();
+  if (dtype.is_bool() || src->numel() == 0) return nullptr;
+  const ConstArg& value = src->const_arg();
+  const ReduceOp op = node->reduce_arg().op;
+  if (op == ReduceOp::Max || op == ReduceOp::Min)
+    return UOp::make(Op::Const, dtype, {}, value, node->shape());
+  if (op != ReduceOp::Sum) return nullptr;
+  const int64_t count = src->numel() / node->numel();
+  ConstArg folded;
+  if (dtype.is_float()) {
+    folded = make_const(value.float_value * static_cast<double>(count), dtype);
+  } else {
+    // Integers wrap as the kernel's sum would: (value * count) modulo 2^bits.
+    const std::optional<ConstArg> product = fold_constant(
+        Op::Mul, dtype, {{dtype, value}, {dtype, make_const(static_cast<double>(count), dtype)}});
+    if (!product) return nullptr;
+    folded = *product;
+  }
+  return UOp::make(Op::Const, dtype, {}, folded, node->shape());
 }
 
 // A large full reduction that stays one kernel (GRID) reduces one flat axis, which its workgroups
@@ -249,6 +278,7 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
       input_roots,
       [&](const UOpRef& node) -> UOpRef {
         if (node->op() != Op::Reduce) return nullptr;
+        if (UOpRef folded = fold_constant_reduce(node)) return folded;
         const bool one_kernel =
             limits(device_of_node(node)).grid_reductions && node->dtype().itemsize() >= 4 &&
             !(node->dtype().is_float() && node->reduce_arg().op == ReduceOp::Prod);

@@ -176,7 +176,7 @@ std::unique_ptr<LaunchGraph> record_replay_graph(const std::vector<RecordedLaunc
     Device& own = launch.buffers[0]->context().device();
     if (device && device != &own) return nullptr;
     device = &own;
-    launches.push_back({launch.program, launch.request});
+    launches.push_back({launch.program.get(), launch.request});
   }
   try {
     return device->record_graph(launches);

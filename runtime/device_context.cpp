@@ -1,6 +1,9 @@
 #include "runtime/device_context.h"
 
+#include <kiln/memory.h>
+
 #include <chrono>
+#include <iterator>
 
 #include "runtime/debug.h"
 #include "runtime/kernel_cache.h"
@@ -14,15 +17,20 @@ DeviceContext::DeviceContext(std::unique_ptr<Device> device)
 
 DeviceContext::~DeviceContext() {
   programs_.clear();
+  recent_.clear();
   allocator_.reset();  // cached blocks go back to the driver before the driver goes
 }
 
-Program& DeviceContext::program(const std::string& source, const std::string& kernel_name) {
+std::shared_ptr<Program> DeviceContext::program(const std::string& source,
+                                                const std::string& kernel_name) {
+  // Declared before the lock, so destroyed after it: a Vulkan program waits for its last launch.
+  std::list<CachedProgram> dropped;
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = programs_.find(source);
   if (found != programs_.end()) {
     stats_.memory_hits++;
-    return *found->second;
+    recent_.splice(recent_.begin(), recent_, found->second);
+    return found->second->program;
   }
   const std::string key = kernel_cache_key(device_->compiler().identity(), source);
   std::unique_ptr<Program> loaded;
@@ -40,9 +48,37 @@ Program& DeviceContext::program(const std::string& source, const std::string& ke
     }
   }
   if (!loaded) loaded = load(compile_and_store(key, source, kernel_name), kernel_name);
-  Program& result = *loaded;
-  programs_.emplace(source, std::move(loaded));
+  std::shared_ptr<Program> result = std::move(loaded);
+  recent_.push_front(CachedProgram{source, result});
+  programs_.emplace(source, recent_.begin());
+  trim_programs(dropped);
   return result;
+}
+
+size_t DeviceContext::program_count() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return programs_.size();
+}
+
+void DeviceContext::clear_programs() {
+  std::list<CachedProgram> dropped;  // destroyed after the lock, as in program()
+  std::lock_guard<std::mutex> lock(mutex_);
+  programs_.clear();
+  dropped.swap(recent_);
+}
+
+void DeviceContext::trim_programs(std::list<CachedProgram>& dropped) {
+  const size_t limit = kernel_cache_limit();
+  while (recent_.size() > limit) {
+    programs_.erase(recent_.back().source);
+    dropped.splice(dropped.end(), recent_, std::prev(recent_.end()));
+  }
+}
+
+void DeviceContext::trim_programs() {
+  std::list<CachedProgram> dropped;
+  std::lock_guard<std::mutex> lock(mutex_);
+  trim_programs(dropped);
 }
 
 void DeviceContext::compile(const std::string& source, const std::string& kernel_name) {

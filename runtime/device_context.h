@@ -3,6 +3,7 @@
 // kernels (in memory, backed by the disk cache).
 
 #include <atomic>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,11 +36,18 @@ class DeviceContext {
   CachingAllocator& allocator() { return *allocator_; }
 
   // The loaded program for this source: from memory, else the disk cache, else compiled now.
-  Program& program(const std::string& source, const std::string& kernel_name);
+  // The context keeps the kernel_cache_limit() programs used last (kiln/memory.h); a program
+  // it drops lives on while a caller (a launch, a captured step) still holds it.
+  std::shared_ptr<Program> program(const std::string& source, const std::string& kernel_name);
   // Compiles the source into the disk cache unless it is there already; loads nothing (for a
   // compile-only device).
   void compile(const std::string& source, const std::string& kernel_name);
   KernelStats& stats() { return stats_; }
+  // Programs held in memory, dropping them all (clear_cache), and dropping those past a new
+  // kernel_cache_limit().
+  size_t program_count();
+  void clear_programs();
+  void trim_programs();
 
  private:
   // The driver's program for `binary`. A driver out of memory (a module's code and constants
@@ -49,10 +57,20 @@ class DeviceContext {
   std::vector<uint8_t> compile_and_store(const std::string& key, const std::string& source,
                                          const std::string& kernel_name);
 
+  // Most recently used first; programs_ finds a source's entry in it.
+  struct CachedProgram {
+    std::string source;
+    std::shared_ptr<Program> program;
+  };
+  // Moves the least recently used programs beyond kernel_cache_limit() to `dropped`, which the
+  // caller destroys after releasing mutex_. Under mutex_.
+  void trim_programs(std::list<CachedProgram>& dropped);
+
   std::unique_ptr<Device> device_;
   std::unique_ptr<CachingAllocator> allocator_;
   std::mutex mutex_;
-  std::unordered_map<std::string, std::unique_ptr<Program>> programs_;
+  std::list<CachedProgram> recent_;
+  std::unordered_map<std::string, std::list<CachedProgram>::iterator> programs_;
   KernelStats stats_;
 };
 

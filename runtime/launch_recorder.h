@@ -15,7 +15,7 @@
 namespace kiln {
 
 struct RecordedLaunch {
-  Program* program = nullptr;  // null for a copy between devices
+  std::shared_ptr<Program> program;  // null for a copy between devices; held for the replays
   LaunchRequest request;       // as launched (its buffers are replaced on replay)
   // A kernel's buffers in the request's order (its output first); a copy's source, then its
   // destination.

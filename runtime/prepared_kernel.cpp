@@ -1,8 +1,12 @@
 #include "runtime/prepared_kernel.h"
 
 #include <kiln/error.h>
+#include <kiln/memory.h>
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
+#include <list>
 #include <map>
 #include <mutex>
 #include <set>
@@ -37,6 +41,26 @@ void check_loop_iterations(const LinearProgram& program, Device& device) {
                     "separately (.realize()) or use another device");
 }
 
+// A dialect whose indices are 32-bit (GLSL: subscripts and push constants are ints) holds a
+// variable's value in its index type: a variable whose bound passes that range is refused here,
+// naming it, rather than failing in the shader compiler or wrapping.
+void check_variable_bounds(const LinearProgram& program, const UnboundKernel& unbound,
+                           Device& device) {
+  if (device.dialect().wide_index_type.empty()) return;
+  const int64_t limit = std::numeric_limits<int32_t>::max();
+  for (const Sym& variable : program.variables) {
+    if (variable.vmax() <= limit) continue;
+    auto bound = unbound.bound.find(variable.var_name());  // the user's Variable
+    const std::string name =
+        bound == unbound.bound.end() ? variable.var_name() : bound->second.var_name();
+    throw DeviceError("[realize] variable '" + name + "' has bound " +
+                      std::to_string(variable.vmax()) + "; " + device.name() +
+                      " holds a kernel's variables as 32-bit integers, so its bounds must be at "
+                      "most " +
+                      std::to_string(limit) + " (2^31 - 1); give the Variable a smaller bound");
+  }
+}
+
 void check_dtypes(const LinearProgram& program, Device& device) {
   std::set<ScalarType> needed;
   for (const KernelParam& param : program.params) needed.insert(param.dtype.type());
@@ -53,29 +77,72 @@ void check_dtypes(const LinearProgram& program, Device& device) {
 
 // Lowered and rendered kernels, by device and kernel: the ast with its buffers replaced by
 // numbered placeholders, which hash-consing turns into one node per distinct kernel. A warm
-// realize then skips lowering and rendering (most of its overhead).
+// realize then skips lowering and rendering (most of its overhead). Holds the
+// kernel_cache_limit() kernels used last; schedules and captures keep theirs alive.
 class PreparedKernelCache {
  public:
   std::shared_ptr<const PreparedKernel> find(DeviceContext* context, const UOp* key) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = entries_.find({context, key});
-    return found == entries_.end() ? nullptr : found->second.prepared;
+    if (found == entries_.end()) return nullptr;
+    recent_.splice(recent_.begin(), recent_, found->second);
+    return found->second->prepared;
   }
   void insert(DeviceContext* context, UOpRef key, std::shared_ptr<const PreparedKernel> prepared) {
+    std::list<Entry> dropped;  // destroyed after the lock: their scratch buffers free memory
     std::lock_guard<std::mutex> lock(mutex_);
-    if (entries_.size() >= kMaxEntries) entries_.clear();  // compiled programs stay cached below
-    const UOp* address = key.get();                        // read before the move below
-    entries_[{context, address}] = Entry{std::move(key), std::move(prepared)};
+    const std::pair<DeviceContext*, const UOp*> address{context, key.get()};
+    if (auto found = entries_.find(address); found != entries_.end()) {
+      dropped.splice(dropped.end(), recent_, found->second);
+      entries_.erase(found);
+    }
+    recent_.push_front(Entry{context, std::move(key), std::move(prepared)});
+    entries_.emplace(address, recent_.begin());
+    trim(dropped);
+  }
+  size_t count(const DeviceContext* context) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<size_t>(
+        std::count_if(recent_.begin(), recent_.end(),
+                      [&](const Entry& entry) { return entry.context == context; }));
+  }
+  void clear(const DeviceContext* context) {
+    std::list<Entry> dropped;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto entry = recent_.begin(); entry != recent_.end();) {
+      const auto next = std::next(entry);
+      if (entry->context == context) {
+        entries_.erase({entry->context, entry->key.get()});
+        dropped.splice(dropped.end(), recent_, entry);
+      }
+      entry = next;
+    }
+  }
+  void trim() {
+    std::list<Entry> dropped;
+    std::lock_guard<std::mutex> lock(mutex_);
+    trim(dropped);
   }
 
  private:
-  static constexpr size_t kMaxEntries = 4096;
   struct Entry {
+    DeviceContext* context = nullptr;
     UOpRef key;  // keeps the key node alive, so its address is not reused
     std::shared_ptr<const PreparedKernel> prepared;
   };
+  // Moves the entries beyond the limit to `dropped`. Under mutex_.
+  void trim(std::list<Entry>& dropped) {
+    const size_t limit = kernel_cache_limit();
+    while (recent_.size() > limit) {
+      const auto last = std::prev(recent_.end());
+      entries_.erase({last->context, last->key.get()});
+      dropped.splice(dropped.end(), recent_, last);
+    }
+  }
+
   std::mutex mutex_;
-  std::map<std::pair<DeviceContext*, const UOp*>, Entry> entries_;
+  std::list<Entry> recent_;  // most recently used first
+  std::map<std::pair<DeviceContext*, const UOp*>, std::list<Entry>::iterator> entries_;
 };
 
 PreparedKernelCache& prepared_kernels() {
@@ -118,15 +185,27 @@ double estimate_flops(const LinearProgram& program) {
   return flops * static_cast<double>(program.global_size.vmax());
 }
 
-Program& PreparedKernel::loaded() const {
-  Program* program = loaded_.load(std::memory_order_acquire);
-  if (program) {
+std::shared_ptr<Program> PreparedKernel::loaded() const {
+  std::lock_guard<std::mutex> lock(loaded_mutex_);
+  if (std::shared_ptr<Program> program = loaded_.lock()) {
     context->stats().memory_hits++;
-    return *program;
+    return program;
   }
-  program = &context->program(source, this->program.name);
-  loaded_.store(program, std::memory_order_release);
-  return *program;
+  std::shared_ptr<Program> program = context->program(source, this->program.name);
+  loaded_ = program;
+  return program;
+}
+
+size_t prepared_kernel_count(const DeviceContext* context) {
+  return prepared_kernels().count(context);
+}
+
+void clear_prepared_kernels(const DeviceContext* context) {
+  prepared_kernels().clear(context);
+}
+
+void trim_prepared_kernels() {
+  prepared_kernels().trim();
 }
 
 const std::vector<std::shared_ptr<Buffer>>& PreparedKernel::scratch() const {
@@ -209,6 +288,7 @@ KernelLaunch prepare_kernel(const ScheduleItem& item) {
   prepared->program = vectorize_stores(std::move(prepared->program), context->device().dialect());
   if (debug_level() >= 5)
     logger().info("after vectorize_stores:\n{}", prepared->program.to_string());
+  check_variable_bounds(prepared->program, unbound, context->device());
   check_dtypes(prepared->program, context->device());
   check_loop_iterations(prepared->program, context->device());
   prepared->source = render_kernel(prepared->program, context->device().dialect());

@@ -26,9 +26,10 @@ struct PreparedKernel {
   // Where the program has variables: its launch geometry alone (see RecordedLaunch).
   std::shared_ptr<const LinearProgram> geometry;
 
-  // The loaded program, found once: the context keeps every program it loads for its lifetime,
-  // and looking it up by source hashes the whole text.
-  Program& loaded() const;
+  // The loaded program. Remembered without owning it: looking it up by source hashes the whole
+  // text, but the context may drop it (kernel_cache_limit()), and then it is looked up again.
+  // The caller holds it for as long as it launches it.
+  std::shared_ptr<Program> loaded() const;
 
   // The buffers of the program's scratch parameters (KernelParam::scratch), in order: made and
   // zero-filled at the first launch, then kept (a GRID kernel leaves its counter at zero).
@@ -36,7 +37,8 @@ struct PreparedKernel {
   std::shared_ptr<DeviceContext> scratch_context;  // where they live; set where there are any
 
  private:
-  mutable std::atomic<Program*> loaded_{nullptr};
+  mutable std::mutex loaded_mutex_;
+  mutable std::weak_ptr<Program> loaded_;
   mutable std::mutex scratch_mutex_;
   mutable std::vector<std::shared_ptr<Buffer>> scratch_;
   mutable bool scratch_made_ = false;
@@ -53,6 +55,12 @@ struct KernelLaunch {
 // Prepares the kernel of a schedule item, from the cache where its structure was seen before
 // with the same opt settings. Throws (DTypeError, DeviceError) where the device cannot run it.
 KernelLaunch prepare_kernel(const ScheduleItem& item);
+
+// Prepared kernels in memory, and dropping them: those of a device (clear_cache), or the least
+// recently used beyond kernel_cache_limit() (kiln/memory.h).
+size_t prepared_kernel_count(const DeviceContext* context);
+void clear_prepared_kernels(const DeviceContext* context);
+void trim_prepared_kernels();
 
 // Arithmetic operations the kernel performs, counting loop trips (for the GFLOP/s figure).
 double estimate_flops(const LinearProgram& program);

@@ -45,7 +45,7 @@ void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel, LaunchReco
   // A kernel without work runs nothing; a capture still records it when other values of its
   // variables would give it work.
   if (items == 0 && (program.variables.empty() || !recorder)) return;
-  Program& compiled = prepared.loaded();
+  const std::shared_ptr<Program> compiled = prepared.loaded();  // held while it launches
   LaunchRequest request;
   request.buffers.push_back(buffer_of(*item.output).memory());
   for (const UOpRef& input : item.inputs) request.buffers.push_back(buffer_of(*input).memory());
@@ -61,7 +61,7 @@ void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel, LaunchReco
   request.work_per_item = prepared.work_per_item;
   if (recorder) {
     RecordedLaunch launch;
-    launch.program = &compiled;
+    launch.program = compiled;
     launch.request = request;
     launch.request.wait = false;  // a replay waits for nothing
     launch.written_numel = sym_prod(item.output->sym_shape());
@@ -77,7 +77,7 @@ void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel, LaunchReco
   if (items == 0) return;
   const bool timed = debug_level() >= 2;
   const Clock::time_point launched = Clock::now();
-  const double seconds = compiled.launch(request);
+  const double seconds = compiled->launch(request);
   if (request.wait) stats.kernel_nanoseconds += static_cast<int64_t>(seconds * 1e9);
   trace_event(program.name, "kernel", launched, seconds, "global " + std::to_string(items));
   if (timed) {

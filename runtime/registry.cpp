@@ -291,6 +291,17 @@ std::vector<DeviceRecord> device_records() {
   return state.records;
 }
 
+std::vector<std::shared_ptr<DeviceContext>> open_devices() {
+  Registry& state = registry();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  std::vector<std::shared_ptr<DeviceContext>> contexts;
+  for (const auto& [name, context] : state.open) {
+    if (std::find(contexts.begin(), contexts.end(), context) == contexts.end())
+      contexts.push_back(context);
+  }
+  return contexts;
+}
+
 std::shared_ptr<DeviceContext> open_device(const std::string& requested) {
   Registry& state = registry();
   const std::string name = canonical_device_name(requested);

@@ -28,6 +28,9 @@ std::vector<DeviceRecord> device_records();
 // "NAME@TARGET" opens the NAME plugin's compile-only device for TARGET, e.g. "CUDA@sm_90".
 std::shared_ptr<DeviceContext> open_device(const std::string& name);
 
+// The devices opened so far.
+std::vector<std::shared_ptr<DeviceContext>> open_devices();
+
 // "cl:0" -> "CL", "cpu" -> "CPU", "CL:1" -> "CL:1", "cuda@SM_90" -> "CUDA@sm_90".
 std::string canonical_device_name(const std::string& name);
 

@@ -1,7 +1,10 @@
 #include "runtime/schedule_cache.h"
 
+#include <kiln/memory.h>
+
 #include <cstring>
 #include <functional>
+#include <iterator>
 
 #include "runtime/buffer.h"
 
@@ -135,9 +138,9 @@ Schedule instantiate(const SchedulePlan& plan, const GraphWalk& walk,
 
 const SchedulePlan* ScheduleCache::find(const GraphWalk& walk, const std::string& device,
                                         const OptSettings& settings) const {
-  auto [begin, end] = entries_.equal_range(walk.hash);
+  auto [begin, end] = by_hash_.equal_range(walk.hash);
   for (auto found = begin; found != end; ++found) {
-    const Entry& entry = found->second;
+    const Entry& entry = *found->second;
     if (entry.device != device || !(entry.settings == settings) || entry.roots != walk.roots ||
         entry.nodes.size() != walk.nodes.size())
       continue;
@@ -149,6 +152,7 @@ const SchedulePlan* ScheduleCache::find(const GraphWalk& walk, const std::string
     }
     if (!same) continue;
     ++hits_;
+    recent_.splice(recent_.begin(), recent_, found->second);
     return &entry.plan;
   }
   return nullptr;
@@ -162,6 +166,7 @@ void ScheduleCache::record(const GraphWalk& walk, const std::string& device,
   for (size_t index = 0; index < walk.leaves.size(); ++index)
     source_of.emplace(walk.leaves[index].get(), static_cast<int>(index));
   Entry entry;
+  entry.hash = walk.hash;
   entry.device = device;
   entry.settings = settings;
   entry.roots = walk.roots;
@@ -206,10 +211,28 @@ void ScheduleCache::record(const GraphWalk& walk, const std::string& device,
     }
     entry.nodes.push_back(std::move(key));
   }
-  // Dropping every plan now and then keeps the cache bounded; a loop's graphs come back at
-  // once, and their kernels stay prepared below.
-  if (entries_.size() >= kMaxEntries) entries_.clear();
-  entries_.emplace(walk.hash, std::move(entry));
+  recent_.push_front(std::move(entry));
+  by_hash_.emplace(walk.hash, recent_.begin());
+  trim();
+}
+
+void ScheduleCache::clear() {
+  by_hash_.clear();
+  recent_.clear();
+}
+
+void ScheduleCache::trim() {
+  const size_t limit = kernel_cache_limit();
+  while (recent_.size() > limit) {
+    const auto last = std::prev(recent_.end());
+    auto [begin, end] = by_hash_.equal_range(last->hash);
+    for (auto found = begin; found != end; ++found) {
+      if (found->second != last) continue;
+      by_hash_.erase(found);
+      break;
+    }
+    recent_.pop_back();
+  }
 }
 
 ScheduleCache& schedule_cache() {

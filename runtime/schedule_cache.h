@@ -12,6 +12,7 @@
 // bound per realize), nor graphs of more than a few thousand nodes.
 
 #include <forward_list>
+#include <list>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -69,10 +70,12 @@ struct SchedulePlan {
 Schedule instantiate(const SchedulePlan& plan, const GraphWalk& walk,
                      std::vector<KernelLaunch>& kernels);
 
-// Keyed by the walk, the realize device and the opt settings; bounded. Used under the realize
-// lock only (lock_realizations), so it takes no lock of its own.
+// Keyed by the walk, the realize device and the opt settings; holds the kernel_cache_limit()
+// plans used last (kiln/memory.h). Used under the realize lock only (lock_realizations), so it
+// takes no lock of its own.
 class ScheduleCache {
  public:
+  // The plan is valid until the next record() or clear().
   const SchedulePlan* find(const GraphWalk& walk, const std::string& device,
                            const OptSettings& settings) const;
   // Records the schedule made for a walk that find() missed. Does nothing where it cannot be
@@ -80,20 +83,24 @@ class ScheduleCache {
   // an item's).
   void record(const GraphWalk& walk, const std::string& device, const OptSettings& settings,
               const Schedule& schedule, const std::vector<KernelLaunch>& kernels);
-  size_t size() const { return entries_.size(); }
+  size_t size() const { return recent_.size(); }
   int64_t hits() const { return hits_; }  // plans found, since the process began
-  void clear() { entries_.clear(); }
+  void clear();
+  // Drops the least recently used plans beyond kernel_cache_limit().
+  void trim();
 
  private:
-  static constexpr size_t kMaxEntries = 1024;
   struct Entry {
+    size_t hash = 0;
     std::string device;
     OptSettings settings;
     std::vector<KeyNode> nodes;
     std::vector<int> roots;
     SchedulePlan plan;
   };
-  std::unordered_multimap<size_t, Entry> entries_;
+  // Most recently used first; by_hash finds a walk's candidates in it.
+  mutable std::list<Entry> recent_;
+  std::unordered_multimap<size_t, std::list<Entry>::iterator> by_hash_;
   mutable int64_t hits_ = 0;
 };
 

@@ -10,6 +10,10 @@
 namespace kiln {
 namespace {
 
+// Names become identifiers in kernel source, where compilers limit their length (glslang
+// rejected a 3,000-character one).
+constexpr size_t kMaxNameLength = 64;
+
 bool is_identifier(const std::string& name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
   for (char c : name) {
@@ -26,6 +30,11 @@ Variable::Variable(std::string name, int64_t min_value, int64_t max_value)
     throw ShapeError("[Variable] name '" + name_ +
                      "' is not an identifier; use letters, digits and _, not starting with a "
                      "digit");
+  }
+  if (name_.size() > kMaxNameLength) {
+    throw ShapeError("[Variable] name '" + name_.substr(0, 16) + "...' has " +
+                     std::to_string(name_.size()) + " characters; a name has at most " +
+                     std::to_string(kMaxNameLength));
   }
   if (min_value < 0 || min_value > max_value) {
     throw ShapeError("[Variable] variable '" + name_ + "' has bounds [" +

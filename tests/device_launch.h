@@ -25,7 +25,7 @@ inline std::vector<std::vector<uint8_t>> launch_program(
   const std::string source =
       render_kernel(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect);
   INFO(source);
-  Program& compiled = context.program(source, program.name);
+  const std::shared_ptr<Program> compiled = context.program(source, program.name);
   Allocator& memory = context.allocator().driver();
   LaunchRequest request;
   std::vector<size_t> sizes;
@@ -51,7 +51,7 @@ inline std::vector<std::vector<uint8_t>> launch_program(
   request.wait = true;
   std::vector<std::vector<uint8_t>> outputs;
   for (int launch = 0; launch < times; ++launch) {
-    compiled.launch(request);
+    compiled->launch(request);
     outputs.emplace_back(sizes[0]);
     memory.copy_out(outputs.back().data(), request.buffers[0], sizes[0]);
   }

@@ -413,7 +413,7 @@ TEST_CASE("OpenCL vector loads and stores compute what scalar ones compute", "[d
       CHECK(vectors == (dialect == &with_vectors));
       if (case_.tensor.ndim() == 2 && case_.opts.size() == 2)  // the matmul tile
         CHECK(contains(source, "vstore") == (dialect == &with_vectors));
-      Program& compiled = context->program(source, program.name);
+      const std::shared_ptr<Program> compiled = context->program(source, program.name);
       LaunchRequest request;
       std::vector<size_t> sizes;
       for (size_t param = 0; param < program.params.size(); ++param) {
@@ -429,7 +429,7 @@ TEST_CASE("OpenCL vector loads and stores compute what scalar ones compute", "[d
       request.global = {global[0], global[1], global[2]};
       request.local = {local[0], local[1], local[2]};
       request.wait = true;
-      compiled.launch(request);
+      compiled->launch(request);
       outputs.emplace_back(sizes[0]);
       memory.copy_out(outputs.back().data(), request.buffers[0], sizes[0]);
       for (size_t param = 0; param < sizes.size(); ++param)

@@ -73,6 +73,18 @@ class CacheLimitGuard {
   size_t limit_;
 };
 
+// Restores the kernel cache limit when the test ends, however it ends.
+class KernelCacheLimitGuard {
+ public:
+  KernelCacheLimitGuard() : limit_(kernel_cache_limit()) {}
+  ~KernelCacheLimitGuard() { set_kernel_cache_limit(limit_); }
+  KernelCacheLimitGuard(const KernelCacheLimitGuard&) = delete;
+  KernelCacheLimitGuard& operator=(const KernelCacheLimitGuard&) = delete;
+
+ private:
+  size_t limit_;
+};
+
 }  // namespace
 
 TEST_CASE("loaded CPU kernels hold no file descriptor", "[resources]") {
@@ -260,4 +272,57 @@ TEST_CASE("the default cache limit is a quarter of the device's memory, at most 
   CHECK(cache_limit("CPU") == default_cache_limit(memory));
   CHECK(cache_limit() == cache_limit(default_device()));
   CHECK_THROWS_AS(cache_limit("NOSUCHDEVICE"), DeviceError);
+}
+
+// Issue 26 item 17: every distinct kernel used to stay in memory for the life of the process.
+TEST_CASE("the in-memory kernel caches keep kernel_cache_limit() kernels, clear_cache drops them",
+          "[resources][memory][kernel_cache]") {
+  KernelCacheLimitGuard restore;
+  CHECK(kernel_cache_limit() == 128);  // the documented default
+  for (const std::string& device : devices()) {
+    INFO(device);
+    const size_t bound = 4;
+    set_kernel_cache_limit(bound);
+    CHECK(kernel_cache_limit() == bound);
+    const Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3}, device);
+    // A captured step records a kernel that the loop below evicts: its replays still run it.
+    CapturedStep step([](const std::vector<Tensor>& inputs) {
+      return std::vector<Tensor>{(inputs[0] * 7.5).sum()};
+    });
+    for (int call = 0; call < 3; ++call) CHECK(step({x})[0].item<float>() == 45.0f);
+    REQUIRE(step.captured());
+    // Distinct constants give distinct kernels, each with its own schedule.
+    constexpr int kKernels = 12;
+    for (int round = 0; round < 2; ++round) {
+      for (int index = 0; index < kKernels; ++index) {
+        INFO("round " << round << ", kernel " << index);
+        REQUIRE((x + (2001.0 + index)).sum().item<float>() == 6.0f + 3 * (2001.0f + index));
+        const KernelCacheSizes sizes = kernel_cache_sizes(device);
+        CHECK(sizes.programs <= bound);
+        CHECK(sizes.prepared_kernels <= bound);
+        CHECK(sizes.schedules <= bound);
+      }
+    }
+    CHECK(kernel_cache_sizes(device).programs > 0);
+    CHECK(step({x})[0].item<float>() == 45.0f);
+    const Tensor other = Tensor::from_vector<float>({2, 4, 6}, {3}, device);
+    CHECK(step({other})[0].item<float>() == 90.0f);
+
+    // A smaller limit drops what is past it now.
+    CHECK(set_kernel_cache_limit(2) == bound);
+    KernelCacheSizes sizes = kernel_cache_sizes(device);
+    CHECK(sizes.programs <= 2);
+    CHECK(sizes.prepared_kernels <= 2);
+    CHECK(sizes.schedules <= 2);
+
+    set_kernel_cache_limit(bound);
+    clear_cache(device);
+    sizes = kernel_cache_sizes(device);
+    CHECK(sizes.programs == 0);
+    CHECK(sizes.prepared_kernels == 0);
+    CHECK(sizes.schedules == 0);
+    CHECK(step({x})[0].item<float>() == 45.0f);
+    CHECK((x + 2001.0).sum().item<float>() == 6009.0f);
+    CHECK(kernel_cache_sizes(device).programs == 1);
+  }
 }

@@ -9,7 +9,9 @@
 #include "codegen/render.h"
 #include "codegen/schedule.h"
 #include "core/uop.h"
+#include "runtime/opt_policy.h"
 #include "tests/codegen_helpers.h"
+#include "tests/scoped_settings.h"
 
 using namespace kiln;
 using namespace kiln::testing;
@@ -284,5 +286,30 @@ TEST_CASE("a value realized on one device is not read on another", "[schedule]")
     CHECK(sum.to(std::string("CPU")).to_vector<float>() == (on_cpu + 1).to_vector<float>());
     elsewhere.realize();
     CHECK(elsewhere.node()->storage()->device() == other);
+  }
+}
+
+// Issue 26 item 16: on VULKAN, whose loop limit splits a reduction into pieces of 16,383, the sum
+// of 2^40 ones needed 2^26 partial sums, a buffer larger than the device binds (an
+// OutOfMemoryError); the CPU computed it, 22 s. A reduction of a constant is a constant.
+TEST_CASE("a sum, max or min of a constant is folded, however long, on every device and policy",
+          "[schedule][fold]") {
+  const int64_t huge = int64_t{1} << 40;
+  for (const std::string& device : devices()) {
+    for (const OptPolicy policy : {OptPolicy::Default, OptPolicy::Gpu}) {
+      INFO(device << ", policy " << static_cast<int>(policy));
+      ScopedOptSettings settings({policy, 0});
+      const Tensor ones = Tensor::ones({huge}, dtypes::float32, device);
+      CHECK(kernel_count(ones.sum()) == 1);  // storing the constant
+      CHECK(ones.sum().item<float>() == static_cast<float>(huge));
+      const Tensor twos = Tensor::full({3, int64_t{1} << 38}, 2.0, dtypes::float32, device);
+      CHECK(twos.sum(1).to_vector<float>() ==
+            std::vector<float>(3, static_cast<float>(int64_t{1} << 39)));
+      CHECK(twos.max().item<float>() == 2.0f);
+      CHECK(Tensor::full({huge}, -3.0, dtypes::float32, device).min().item<float>() == -3.0f);
+      // Integers wrap as a computed sum does: 2^40 * 3 modulo 2^32 is 0 in int32.
+      CHECK(Tensor::full({huge}, 3, dtypes::int32, device).sum().item<int32_t>() == 0);
+      CHECK(Tensor::full({7}, 3, dtypes::int32, device).sum().item<int32_t>() == 21);
+    }
   }
 }

@@ -440,3 +440,52 @@ TEST_CASE("two values of one name in one shape stay apart", "[variables]") {
     CHECK(out.to_vector<float>() == std::vector<float>(static_cast<size_t>(rows * columns), 2.0f));
   }
 }
+
+// Issue 26 item 15: a 3,000-character name was accepted, then failed in the shader compiler.
+TEST_CASE("a Variable's name is an identifier of at most 64 characters", "[variables][errors]") {
+  try {
+    Variable long_name(std::string(3000, 'a'), 1, 10);
+    FAIL("a 3,000-character name was accepted");
+  } catch (const ShapeError& error) {
+    CHECK_THAT(error.what(), Catch::Matchers::Contains("at most 64"));
+    CHECK_THAT(error.what(), Catch::Matchers::Contains("3000 characters"));
+  }
+  CHECK_THROWS_AS(Variable(std::string(65, 'n'), 1, 10), ShapeError);
+  const Variable longest(std::string(64, 'n'), 1, 10);
+  for (const std::string& device : devices()) {
+    INFO(device);
+    const Tensor x = Tensor::ones({longest.bind(5)}, dtypes::float32, device).contiguous();
+    CHECK((x * 2).to_vector<float>() == std::vector<float>(5, 2.0f));
+  }
+}
+
+// Issue 26 item 15: a bound of 2^42 made `x * 2` a CompileError on VULKAN (its 64-bit launch
+// index written into a GLSL int). A device that holds variables in 32 bits refuses the bound by
+// name; the others compute.
+TEST_CASE("a variable bound past what a device indexes computes, or is refused by name",
+          "[variables][errors]") {
+  const Variable n("huge_n", 1, int64_t{1} << 42);
+  for (const std::string& device : devices()) {
+    INFO(device);
+    try {
+      const Tensor x = Tensor::ones({n.bind(5)}, dtypes::float32, device).contiguous();
+      const std::vector<float> values = (x * 2).to_vector<float>();
+      CHECK(values == std::vector<float>(5, 2.0f));
+      CHECK(device != "VULKAN");
+    } catch (const CompileError& error) {
+      FAIL("a CompileError: " << error.what());
+    } catch (const DeviceError& error) {
+      CHECK(device == "VULKAN");
+      CHECK_THAT(error.what(), Catch::Matchers::Contains("'huge_n'"));
+      CHECK_THAT(error.what(), Catch::Matchers::Contains("4398046511104"));
+      CHECK_THAT(error.what(), Catch::Matchers::Contains("2147483647"));
+    }
+  }
+  // A bound that fits runs on every device.
+  const Variable fits("fits_n", 1, (int64_t{1} << 31) - 1);
+  for (const std::string& device : devices()) {
+    INFO(device);
+    const Tensor x = Tensor::ones({fits.bind(5)}, dtypes::float32, device).contiguous();
+    CHECK((x * 2).to_vector<float>() == std::vector<float>(5, 2.0f));
+  }
+}
