@@ -42,7 +42,9 @@ const char* const kHeader = R"(#version 450
 // (the divisor through its exponent bits: a compiler that sees (a / 4) / (b / 4) folds it back).
 // Vulkan allows a quotient 2.5 ulp off (NVIDIA's 6 / 3.734 was 2 off): one correction step with
 // the exact remainder fma(-q, b, a) brings it within kiln's 1 ulp (skipped where q is 0, infinite
-// or NaN, or 1 / b overflows: a subnormal b on a device that keeps subnormals).
+// or NaN, or 1 / b overflows: a subnormal b on a device that keeps subnormals). A dividend past
+// 2^126 is taken a quarter and the quotient times 4 (exact): where the driver's fma does not fuse
+// (lavapipe's), q * b near FLT_MAX rounded to inf and made FLT_MAX / 9.36 -inf.
 // Signed `%` is undefined for negative operands in GLSL, so index arithmetic divides and multiplies
 // back.
 const char* const kHelpers =
@@ -61,16 +63,19 @@ float kiln_pow(float a, float b) {
   return kiln_pow_positive(a, b);
 }
 float kiln_div(float a, float b) {
-  precise float n = a, d = b;
+  precise float n = a, d = b, scale = 1.0;
   if (abs(d) > 8.50705917e37 && !isinf(d)) { n = n * 0.25; d = uintBitsToFloat(floatBitsToUint(d) - 0x01000000u); }
+  if (abs(n) > 8.50705917e37 && !isinf(n)) { n = n * 0.25; scale = 4.0; }
   precise float q = n / d;
   precise float y = 1.0 / d;
-  if (isinf(q) || isnan(q) || q == 0.0 || isinf(y)) return q;
+  if (isinf(q) || isnan(q) || q == 0.0 || isinf(y)) return q * scale;
   precise float r = fma(-q, d, n);
   precise float refined = fma(r, y, q);
-  return refined;
+  return refined * scale;
 }
 double kiln_div(double a, double b) { return a / b; }
+bool kiln_lt(int a, int b) { return a < b; }
+bool kiln_lt(int64_t a, int64_t b) { ivec2 x = unpackInt2x32(a), y = unpackInt2x32(b); return x.y < y.y || (x.y == y.y && uint(x.x) < uint(y.x)); }
 int kiln_floordiv(int a, int b) { int q = a / b; return (a - q * b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 int kiln_floormod(int a, int b) { return a - kiln_floordiv(a, b) * b; }
 int64_t kiln_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a - q * b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
@@ -183,11 +188,18 @@ Dialect make_glsl_dialect() {
       // C's remainder (the dividend's sign); GLSL's % is undefined for negative operands.
       {{Op::Mod, OperandClass::Signed}, "($0 - $1 * ($0 / $1))"},
       // Ordered signed comparisons add a zero the compiler cannot see: lavapipe (Mesa 22.3)
-      // answered int64_t(x) < 5 false for every 32-bit x, where the constant stood alone.
-      {{Op::CmpLt, OperandClass::Signed}, "($0 < $1 + kiln_push.izero)"},
-      {{Op::CmpLe, OperandClass::Signed}, "($0 <= $1 + kiln_push.izero)"},
-      {{Op::CmpGt, OperandClass::Signed}, "($0 > $1 + kiln_push.izero)"},
-      {{Op::CmpGe, OperandClass::Signed}, "($0 >= $1 + kiln_push.izero)"},
+      // answered int64_t(x) < 5 false for every 32-bit x, where the constant stood alone. It also
+      // found a sum of int64 zeros < 0 true: 64-bit ones compare their 32-bit words (kiln_lt).
+      {{Op::CmpLt, OperandClass::Signed}, "kiln_lt($0, $1 + kiln_push.izero)"},
+      {{Op::CmpLe, OperandClass::Signed}, "(!kiln_lt($1 + kiln_push.izero, $0))"},
+      {{Op::CmpGt, OperandClass::Signed}, "kiln_lt($1 + kiln_push.izero, $0)"},
+      {{Op::CmpGe, OperandClass::Signed}, "(!kiln_lt($0, $1 + kiln_push.izero))"},
+      // Unsigned ones too: lavapipe proved uint8 < 0 false, then folded false * x to 0 for a NaN
+      // or infinite x, though the multiply is `precise`.
+      {{Op::CmpLt, OperandClass::Unsigned}, "($0 < $1 + uint(kiln_push.izero))"},
+      {{Op::CmpLe, OperandClass::Unsigned}, "($0 <= $1 + uint(kiln_push.izero))"},
+      {{Op::CmpGt, OperandClass::Unsigned}, "($0 > $1 + uint(kiln_push.izero))"},
+      {{Op::CmpGe, OperandClass::Unsigned}, "($0 >= $1 + uint(kiln_push.izero))"},
   };
   dialect.math_prefix = "";
   dialect.float32_math_suffix = "";

@@ -3,6 +3,7 @@
 // float32. Each failed on every device on the head it was found on; every case is built twice,
 // from constants (folded on the host) and from a buffer (computed by a kernel).
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -132,11 +133,62 @@ void add_integer_pow_cases(BatteryBuilder& builder) {
       host_integers(dtypes::int8, {-13, -125}), "pow(int8 {3, -5}, {5, 3})");
 }
 
+// Where lavapipe's compiler gave wrong values (each is also every other device's case): a
+// comparison of an int64 sum of zeros, a dividend near FLT_MAX (its fma does not fuse, and the
+// correction step's product overflowed), and false * x folded to 0 for a NaN or infinite x.
+void add_driver_numerics_cases(BatteryBuilder& builder) {
+  for (int64_t count : {int64_t{1}, int64_t{5}, int64_t{100}}) {
+    builder.add(make_created_case(
+        "regression", "int64_zero_sum_compares_" + std::to_string(count), dtypes::bool_, {1},
+        [count](const std::string& device) {
+          const Tensor x = Tensor::from_vector(std::vector<int64_t>(static_cast<size_t>(count), 3),
+                                               {count}, device);
+          return ((x * 0).sum() < 0.0).reshape({1});
+        },
+        [](const std::vector<HostTensor>&) { return Expected(host_values(dtypes::bool_, {0})); },
+        "(int64 " + std::to_string(count) + " threes * 0).sum() < 0", exact_tolerance()));
+  }
+  std::vector<float> divisors;
+  for (int step = 0; step < 64; ++step)
+    divisors.push_back(std::ldexp(1.0f + static_cast<float>(step) / 64.0f, step % 9 - 2) *
+                       (step % 2 ? -1.0f : 1.0f));
+  const float largest = std::numeric_limits<float>::max();
+  builder.add(make_created_case(
+      "regression", "largest_float_divided", dtypes::float32,
+      {static_cast<int64_t>(divisors.size())},
+      [divisors, largest](const std::string& device) {
+        const int64_t count = static_cast<int64_t>(divisors.size());
+        std::vector<float> dividends(divisors.size(), largest);
+        for (size_t at = 0; at < dividends.size(); at += 3) dividends[at] = -largest;
+        return Tensor::from_vector(dividends, {count}, device) /
+               Tensor::from_vector(divisors, {count}, device);
+      },
+      [divisors, largest](const std::vector<HostTensor>&) {
+        std::vector<double> quotients;
+        for (size_t at = 0; at < divisors.size(); ++at)
+          quotients.push_back((at % 3 ? largest : -static_cast<double>(largest)) / divisors[at]);
+        return Expected(host_values(dtypes::float32, quotients));
+      },
+      "(+-FLT_MAX) / y for 64 y in [1/4, 512)", tolerance_for(dtypes::float32, 1)));
+  builder.add(make_created_case(
+      "regression", "false_times_nan", dtypes::float32, {3},
+      [](const std::string& device) {
+        const Tensor small = Tensor::from_vector<uint8_t>({1, 2, 3}, {3}, device);
+        const Tensor x = Tensor::from_vector<float>({NAN, INFINITY, 2}, {3}, device);
+        return (small < 0.0).cast(dtypes::float32) * x;
+      },
+      [](const std::vector<HostTensor>&) {
+        return Expected(host_values(dtypes::float32, {kNaN, kNaN, 0}));
+      },
+      "(uint8 {1, 2, 3} < 0).cast(float32) * {nan, inf, 2}", exact_tolerance()));
+}
+
 }  // namespace
 
 void add_value_regression_cases(BatteryBuilder& builder) {
   add_half_constant_cases(builder);
   add_integer_pow_cases(builder);
+  add_driver_numerics_cases(builder);
 }
 
 }  // namespace kiln::conformance::detail
