@@ -48,87 +48,99 @@ std::optional<ConstArg> identity(ReduceOp op, DType dtype) {
   return value;
 }
 
+int64_t saturating_mul(int64_t a, int64_t b) {
+  int64_t product;
+  return __builtin_mul_overflow(a, b, &product) ? std::numeric_limits<int64_t>::max() : product;
+}
+
 // `node` (shape [..., length]) padded at the end of its last axis to `padded` with the identity
 // of `op`.
-UOpRef pad_last_axis(const UOpRef& node, int64_t padded, ReduceOp op) {
-  const Shape& shape = node->shape();
-  Shape padded_shape = shape;
+UOpRef pad_last_axis(const UOpRef& node, const Sym& padded, ReduceOp op) {
+  const SymShape shape = node->sym_shape();
+  SymShape padded_shape = shape;
   padded_shape.back() = padded;
   std::vector<std::pair<Sym, Sym>> amounts(shape.size(), {Sym(0), Sym(0)});
-  amounts.back().second = Sym(padded - shape.back());
+  amounts.back().second = padded - shape.back();
   auto pad = [&](const ShapeTracker& tracker) { return tracker.pad(amounts); };
-  const UOpRef padded_node = movement_node(node, padded_shape, pad);
+  const Shape padded_values = shape_values(padded_shape);
+  const UOpRef padded_node = movement_node(node, padded_values, pad);
   const std::optional<ConstArg> fill = identity(op, node->dtype());
   if (!fill) return padded_node;
   // The masked-off part reads +0: a padded all-true mask selects the identity there.
-  const UOpRef inside = movement_node(const_node(1, dtypes::bool_, shape), padded_shape, pad);
-  const UOpRef fill_node = UOp::make(Op::Const, node->dtype(), {}, *fill, padded_shape);
-  return UOp::make(Op::Where, node->dtype(), {inside, padded_node, fill_node}, {}, padded_shape);
+  const UOpRef inside =
+      movement_node(symbolic_const_node(1, dtypes::bool_, shape), padded_values, pad);
+  const UOpRef fill_node = UOp::make_symbolic(Op::Const, node->dtype(), {}, *fill, padded_shape);
+  return UOp::make(Op::Where, node->dtype(), {inside, padded_node, fill_node}, {}, padded_values);
 }
 
 // `reduce` with each kernel reducing at most `limit` elements per output; nullptr where it does
-// already.
+// already. A symbolic length is split by its largest value: parts of one constant length, their
+// count symbolic, so that one set of kernels serves every value.
 UOpRef bounded(const UOpRef& reduce, int64_t limit) {
   const ReduceArg& arg = reduce->reduce_arg();
   const UOpRef& src = reduce->src();
-  const Shape& source_shape = src->shape();
-  int64_t length = 1;
-  for (int axis : arg.axes) length *= source_shape[axis];
-  if (length <= limit) return nullptr;
+  const SymShape source_shape = src->sym_shape();
+  Sym length(1);
+  int64_t largest = 1;
+  for (int axis : arg.axes) {
+    length = length * source_shape[axis];
+    largest = saturating_mul(largest, std::max<int64_t>(source_shape[axis].vmax(), 0));
+  }
+  if (largest <= limit) return nullptr;
 
   // Kept axes first, reduced axes last, flattened into one.
   std::vector<bool> reduced(source_shape.size(), false);
   for (int axis : arg.axes) reduced[axis] = true;
   std::vector<int> order;
-  Shape kept;
+  SymShape kept;
   for (size_t axis = 0; axis < source_shape.size(); ++axis) {
     if (reduced[axis]) continue;
     order.push_back(static_cast<int>(axis));
     kept.push_back(source_shape[axis]);
   }
-  Shape permuted = kept;
+  SymShape permuted = kept;
   for (int axis : arg.axes) {
     order.push_back(axis);
     permuted.push_back(source_shape[axis]);
   }
-  UOpRef node = movement_node(src, permuted,
+  UOpRef node = movement_node(src, shape_values(permuted),
                               [&](const ShapeTracker& tracker) { return tracker.permute(order); });
-  Shape flat = kept;
+  SymShape flat = kept;
   flat.push_back(length);
   node = reshape_node(node, flat);
 
-  // Parts of at most `limit` elements, as even as they can be.
-  int64_t parts = (length + limit - 1) / limit;
+  // Parts of at most `limit` elements, as even as they can be at the largest length.
+  int64_t parts_at_largest = (largest + limit - 1) / limit;
   int64_t part_length = limit;
-  if (parts <= limit) part_length = (length + parts - 1) / parts;
-  parts = (length + part_length - 1) / part_length;
-  if (parts * part_length > length) node = pad_last_axis(node, parts * part_length, arg.op);
-  Shape split = kept;
+  if (parts_at_largest <= limit) part_length = (largest + parts_at_largest - 1) / parts_at_largest;
+  const Sym parts = floordiv(length + (part_length - 1), Sym(part_length));
+  const Sym padded = parts * part_length;
+  if (!(padded == length)) node = pad_last_axis(node, padded, arg.op);
+  SymShape split = kept;
   split.push_back(parts);
   split.push_back(part_length);
   node = reshape_node(node, split);
 
   const int part_axis = static_cast<int>(kept.size());
-  Shape partial_shape = split;
+  SymShape partial_shape = split;
   partial_shape.back() = 1;
+  const Shape partial_values = shape_values(partial_shape);
   const UOpRef partial = UOp::make(Op::Reduce, reduce->dtype(), {node},
-                                   ReduceArg{arg.op, {part_axis + 1}}, partial_shape);
-  const UOpRef stored = UOp::make(Op::Contiguous, reduce->dtype(), {partial}, {}, partial_shape);
-  Shape total_shape = partial_shape;
-  total_shape[static_cast<size_t>(part_axis)] = 1;
+                                   ReduceArg{arg.op, {part_axis + 1}}, partial_values);
+  const UOpRef stored = UOp::make(Op::Contiguous, reduce->dtype(), {partial}, {}, partial_values);
+  Shape total_values = partial_values;
+  total_values[static_cast<size_t>(part_axis)] = 1;
   // Too many parts for one kernel: graph_rewrite applies the rule to this new Reduce too.
-  const UOpRef total =
-      UOp::make(Op::Reduce, reduce->dtype(), {stored}, ReduceArg{arg.op, {part_axis}}, total_shape);
-  return reshape_node(total, reduce->shape());
+  const UOpRef total = UOp::make(Op::Reduce, reduce->dtype(), {stored},
+                                 ReduceArg{arg.op, {part_axis}}, total_values);
+  return reduce->is_symbolic() ? reshape_node(total, reduce->sym_shape())
+                               : reshape_node(total, reduce->shape());
 }
 
 }  // namespace
 
 UOpRef bound_reduce_length(const UOpRef& node, int64_t limit) {
   if (node->op() != Op::Reduce || limit <= 0) return nullptr;
-  // A symbolic reduction is not split (its parts would depend on the value); realize refuses
-  // its kernel where the variable's largest value would pass the device's loop limit.
-  if (node->src()->is_symbolic()) return nullptr;
   return bounded(node, limit);
 }
 

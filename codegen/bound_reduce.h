@@ -4,6 +4,8 @@
 // reduction over parts of at most that length, realized, and a reduction of the parts (itself
 // split again where the parts are too many). The reduced axes are moved last and flattened first
 // (Views, no copies), and a length that does not divide is padded with the reduction's identity.
+// A symbolic length is split by its largest value into parts of one length, their count
+// symbolic (the padding too), so that the kernels serve every value.
 
 #include "core/uop.h"
 

@@ -215,9 +215,10 @@ const Dialect& cuda_dialect();
 // 32-bit, bools are stored as bytes, and 8-, 16- and 64-bit types come from the
 // GL_EXT_shader_explicit_arithmetic_types extensions.
 const Dialect& glsl_dialect();
-// The GLSL dialect's kernel variables: the first ones are push constants after two zeros (in the
-// 128 bytes every Vulkan device offers), the rest int32 values of a storage buffer bound after
-// the kernel's buffers, which the device fills at each launch.
-constexpr int kGlslPushVariables = 30;
+// The GLSL dialect's kernel variables, each an int64 (little-endian, read as an ivec2): the first
+// ones are push constants after two 32-bit zeros (in the 128 bytes every Vulkan device offers),
+// the rest values of a storage buffer bound after the kernel's buffers, which the device fills at
+// each launch.
+constexpr int kGlslPushVariables = 15;
 
 }  // namespace kiln

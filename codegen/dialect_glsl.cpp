@@ -11,6 +11,9 @@
 #include "codegen/dialect.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+
 #include "codegen/glsl_math.h"
 #include "codegen/linear.h"
 
@@ -103,15 +106,17 @@ Dialect make_glsl_dialect() {
     }
     text += ") in;\n";
     // Push constants: zeros the compiler cannot see (Dialect::float32_zero, and in signed
-    // comparisons), then the kernel's variables as 32-bit integers (GLSL's subscripts are); the
-    // device pushes them with every launch.
+    // comparisons), then the kernel's variables, each an int64 the device pushes with every
+    // launch, read as an ivec2 so that only a kernel with a variable past 2^31 needs int64
+    // arithmetic (shaderInt64).
     const size_t pushed = std::min<size_t>(program.variables.size(), kGlslPushVariables);
     text += "layout(push_constant) uniform KilnPush { float zero; int izero;";
-    for (size_t at = 0; at < pushed; ++at) text += " int " + program.variables[at].var_name() + ";";
+    for (size_t at = 0; at < pushed; ++at)
+      text += " ivec2 " + program.variables[at].var_name() + ";";
     text += " } kiln_push;\n";
     if (program.variables.size() > pushed) {
       text += "layout(std430, binding = " + std::to_string(program.params.size()) +
-              ") restrict readonly buffer KilnVariables { int kiln_variables[]; };\n";
+              ") restrict readonly buffer KilnVariables { ivec2 kiln_variables[]; };\n";
     }
     for (size_t param = 0; param < program.params.size(); ++param) {
       const KernelParam& info = program.params[param];
@@ -125,11 +130,16 @@ Dialect make_glsl_dialect() {
     }
     text += "void main() {\n";
     for (size_t at = 0; at < program.variables.size(); ++at) {
-      const std::string& name = program.variables[at].var_name();
-      text += "  int " + name + " = " +
-              (at < pushed ? "kiln_push." + name
-                           : "kiln_variables[" + std::to_string(at - pushed) + "]") +
-              ";\n";
+      const Sym& variable = program.variables[at];
+      const std::string& name = variable.var_name();
+      const std::string slot =
+          at < pushed ? "kiln_push." + name : "kiln_variables[" + std::to_string(at - pushed) + "]";
+      // GLSL's subscripts are 32-bit: a variable whose bound passes that range is held in 64
+      // bits, and index_text's sym_text computes the expressions using it in 64 bits too.
+      if (variable.vmax() > std::numeric_limits<int32_t>::max())
+        text += "  int64_t " + name + " = packInt2x32(" + slot + ");\n";
+      else
+        text += "  int " + name + " = " + slot + ".x;\n";
     }
     return text;
   };

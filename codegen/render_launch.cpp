@@ -3,6 +3,8 @@
 #include <kiln/error.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 #include "codegen/index_text.h"
 
@@ -22,8 +24,14 @@ std::string launch_id_text(const LaunchDim& launch, int dim, const Dialect& dial
              int_literal(below, dialect);
     below *= launch.hardware_groups[at];
   }
-  return "(" + group + ") * " + int_literal(launch.local, dialect) + " + " +
-         dialect.launch_id(LaunchId::Local, launch.hardware[0]);
+  const std::string id = "(" + group + ") * " + int_literal(launch.local, dialect) + " + " +
+                         dialect.launch_id(LaunchId::Local, launch.hardware[0]);
+  // A grid spread for a size whose bound passes a 32-bit index type (GLSL's) is computed in
+  // 64 bits: a launch's own ids fit the index type (the device refuses one whose would not).
+  if (!dialect.wide_index_type.empty() &&
+      below > std::numeric_limits<int32_t>::max() / std::max<int64_t>(launch.local, 1))
+    return dialect.cast(dialect.index_type, id);
+  return id;
 }
 
 }  // namespace

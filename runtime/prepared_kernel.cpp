@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <iterator>
-#include <limits>
 #include <list>
 #include <map>
 #include <mutex>
@@ -39,26 +38,6 @@ void check_loop_iterations(const LinearProgram& program, Device& device) {
                     device.properties().driver +
                     "), so its result would be wrong; realize the reductions it fuses "
                     "separately (.realize()) or use another device");
-}
-
-// A dialect whose indices are 32-bit (GLSL: subscripts and push constants are ints) holds a
-// variable's value in its index type: a variable whose bound passes that range is refused here,
-// naming it, rather than failing in the shader compiler or wrapping.
-void check_variable_bounds(const LinearProgram& program, const UnboundKernel& unbound,
-                           Device& device) {
-  if (device.dialect().wide_index_type.empty()) return;
-  const int64_t limit = std::numeric_limits<int32_t>::max();
-  for (const Sym& variable : program.variables) {
-    if (variable.vmax() <= limit) continue;
-    auto bound = unbound.bound.find(variable.var_name());  // the user's Variable
-    const std::string name =
-        bound == unbound.bound.end() ? variable.var_name() : bound->second.var_name();
-    throw DeviceError("[realize] variable '" + name + "' has bound " +
-                      std::to_string(variable.vmax()) + "; " + device.name() +
-                      " holds a kernel's variables as 32-bit integers, so its bounds must be at "
-                      "most " +
-                      std::to_string(limit) + " (2^31 - 1); give the Variable a smaller bound");
-  }
 }
 
 void check_dtypes(const LinearProgram& program, Device& device) {
@@ -288,7 +267,6 @@ KernelLaunch prepare_kernel(const ScheduleItem& item) {
   prepared->program = vectorize_stores(std::move(prepared->program), context->device().dialect());
   if (debug_level() >= 5)
     logger().info("after vectorize_stores:\n{}", prepared->program.to_string());
-  check_variable_bounds(prepared->program, unbound, context->device());
   check_dtypes(prepared->program, context->device());
   check_loop_iterations(prepared->program, context->device());
   prepared->source = render_kernel(prepared->program, context->device().dialect());

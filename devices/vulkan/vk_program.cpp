@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -14,11 +15,11 @@
 namespace kiln::vulkan {
 namespace {
 
-// The GLSL dialect's push constant block: two zeros, then one 32-bit integer per kernel variable
+// The GLSL dialect's push constant block: two 32-bit zeros, then one int64 per kernel variable
 // up to kGlslPushVariables. The layout declares the 128 bytes every Vulkan device has.
 constexpr uint32_t kPushConstantBytes = 128;
 constexpr uint32_t kPushHeaderBytes = 8;
-static_assert(kPushHeaderBytes + 4 * kGlslPushVariables <= kPushConstantBytes);
+static_assert(kPushHeaderBytes + 8 * kGlslPushVariables <= kPushConstantBytes);
 
 }  // namespace
 
@@ -107,17 +108,10 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
   // The variables past the push constants, in a buffer bound after the kernel's (see
   // kGlslPushVariables); it goes back to the allocator once this launch has run.
   std::vector<DeviceMemory> buffers = request.buffers;
-  std::vector<int32_t> values;
-  for (int64_t value : request.variables) {
-    if (value < INT32_MIN || value > INT32_MAX)
-      throw DeviceError("[vulkan launch] kernel " + name_ + ": variable value " +
-                        std::to_string(value) +
-                        " does not fit the 32-bit integers of GLSL's subscripts");
-    values.push_back(static_cast<int32_t>(value));
-  }
+  const std::vector<int64_t>& values = request.variables;
   const size_t pushed = std::min<size_t>(values.size(), kGlslPushVariables);
   DeviceMemory overflow = nullptr;
-  const size_t overflow_bytes = 4 * (values.size() - pushed);
+  const size_t overflow_bytes = 8 * (values.size() - pushed);
   if (overflow_bytes > 0) {
     overflow = allocator_.alloc(overflow_bytes);
     allocator_.copy_in(overflow, values.data() + pushed, overflow_bytes);
@@ -132,6 +126,13 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
   std::array<uint32_t, 3> local_size{};
   uint32_t groups[3];
   for (int dim = 0; dim < 3; ++dim) {
+    // GLSL's work-item ids and subscripts are 32-bit: a kernel compiled for a variable bounded
+    // past 2^31 computes its ids in 64 bits but holds them as ints.
+    if (global[dim] > INT32_MAX)
+      throw DeviceError("[vulkan launch] kernel " + name_ + " needs " +
+                        std::to_string(global[dim]) + " work items along dimension " +
+                        std::to_string(dim) + "; VULKAN indexes work items with 32-bit integers, " +
+                        "at most 2147483647 (2^31 - 1): use smaller sizes or another device");
     const int64_t count = (global[dim] + local[dim] - 1) / local[dim];
     if (count > limits_.max_groups[dim] || local[dim] > limits_.max_local[dim])
       throw DeviceError("[vulkan launch] kernel " + name_ + " needs " + std::to_string(count) +
@@ -148,9 +149,9 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
                       std::to_string(local[0] * local[1] * local[2]) +
                       " invocations; the device allows " + std::to_string(limits_.max_invocations) +
                       " (maxComputeWorkGroupInvocations)");
-  // Push constants: the zeros (all bits 0), then the first variables as 32-bit integers.
-  std::vector<uint8_t> push(kPushHeaderBytes + 4 * pushed, 0);
-  if (pushed > 0) std::memcpy(push.data() + kPushHeaderBytes, values.data(), 4 * pushed);
+  // Push constants: the zeros (all bits 0), then the first variables as int64s.
+  std::vector<uint8_t> push(kPushHeaderBytes + 8 * pushed, 0);
+  if (pushed > 0) std::memcpy(push.data() + kPushHeaderBytes, values.data(), 8 * pushed);
 
   std::lock_guard<std::mutex> lock(mutex_);
   const VkPipeline pipeline = pipeline_for(local_size);

@@ -34,9 +34,8 @@ class Dim;
 class Variable {
  public:
   // The name must be an identifier ([A-Za-z_][A-Za-z0-9_]*) of at most 64 characters;
-  // 0 <= min_value <= max_value (otherwise a ShapeError). A kernel using the variable on VULKAN,
-  // which holds variables as 32-bit integers, needs max_value <= 2^31 - 1 (otherwise a
-  // DeviceError naming the variable when realized).
+  // 0 <= min_value <= max_value (otherwise a ShapeError). Any bound computes on every device; on
+  // VULKAN a kernel using a variable bounded past 2^31 - 1 holds it in 64 bits (shaderInt64).
   Variable(std::string name, int64_t min_value, int64_t max_value);
 
   const std::string& name() const { return name_; }
