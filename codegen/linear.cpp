@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/hash.h"
+
 namespace kiln {
 
 std::string LinearProgram::to_string() const {
@@ -138,8 +140,7 @@ int64_t work_items(const LinearProgram& program, const std::vector<int64_t>& val
 std::string kernel_name(const LinearProgram& program) {
   bool has_loop = false;
   for (const LinInstr& instr : program.instrs) has_loop |= instr.op == LinOp::LoopBegin;
-  uint64_t hash = 1469598103934665603ull;
-  for (char c : program.to_string()) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  const uint64_t hash = stable_hash(program.to_string());
   std::ostringstream name;
   // A symbolic kernel is named by its largest launch ("r_v4096_...").
   name << (has_loop ? "r_" : "e_") << (program.global_size.is_const() ? "" : "v")

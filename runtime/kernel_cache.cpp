@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 
+#include "core/hash.h"
 #include "runtime/debug.h"
 
 namespace kiln {
@@ -17,16 +18,17 @@ namespace {
 
 // Version 2 adds the key's hash: an entry's file name is its key, but a file renamed or copied
 // over another (or a hash-colliding name) must not hand one kernel's binary to another, which the
-// payload checksum alone cannot tell. Version 1 entries fail the magic and are rebuilt.
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '2'};
+// payload checksum alone cannot tell. Version 3 hashes with XXH3 instead of FNV-1a, so a version 2
+// header's hashes would not match: older entries fail the magic and are rebuilt.
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '3'};
 constexpr uint64_t kHeaderBytes = 32;  // magic, key hash, payload size, payload checksum
-constexpr uint64_t kChecksumSeed = 1469598103934665603ull;
 
-uint64_t fnv1a(const void* data, size_t size, uint64_t seed) {
-  uint64_t hash = seed;
-  const auto* bytes = static_cast<const uint8_t*>(data);
-  for (size_t index = 0; index < size; ++index) hash = (hash ^ bytes[index]) * 1099511628211ull;
-  return hash;
+uint64_t key_hash_of(const std::string& key) {
+  return stable_hash(key);
+}
+// Seeded with the key's hash, so that the checksum also ties the payload to the key.
+uint64_t checksum_of(const std::vector<uint8_t>& binary, uint64_t key_hash) {
+  return stable_hash(binary.data(), binary.size(), key_hash);
 }
 
 std::string default_directory() {
@@ -87,7 +89,7 @@ std::optional<std::vector<uint8_t>> DiskCache::load(const std::string& key) cons
       logger().warn("cache entry {} is corrupt (bad header); rebuilding", key);
     return std::nullopt;
   }
-  if (key_hash != fnv1a(key.data(), key.size(), kChecksumSeed)) {
+  if (key_hash != key_hash_of(key)) {
     if (debug_level() >= 1)
       logger().warn("cache entry {} holds another kernel's binary; rebuilding", key);
     return std::nullopt;
@@ -104,7 +106,7 @@ std::optional<std::vector<uint8_t>> DiskCache::load(const std::string& key) cons
   }
   std::vector<uint8_t> binary(size);
   file.read(reinterpret_cast<char*>(binary.data()), static_cast<std::streamsize>(size));
-  if (!file || fnv1a(binary.data(), binary.size(), key_hash) != checksum) {
+  if (!file || checksum_of(binary, key_hash) != checksum) {
     if (debug_level() >= 1) logger().warn("cache entry {} is corrupt (checksum); rebuilding", key);
     return std::nullopt;
   }
@@ -123,10 +125,9 @@ void DiskCache::store(const std::string& key, const std::vector<uint8_t>& binary
     const int open_error = errno;
     return warn_unwritable("creating " + temporary + ": " + std::strerror(open_error));
   }
-  const uint64_t key_hash = fnv1a(key.data(), key.size(), kChecksumSeed);
+  const uint64_t key_hash = key_hash_of(key);
   const uint64_t size = binary.size();
-  // Seeded with the key's hash, so that the checksum also ties the payload to the key.
-  const uint64_t checksum = fnv1a(binary.data(), binary.size(), key_hash);
+  const uint64_t checksum = checksum_of(binary, key_hash);
   char header[kHeaderBytes];
   std::memcpy(header, kMagic, 8);
   std::memcpy(header + 8, &key_hash, 8);
@@ -163,12 +164,10 @@ void DiskCache::warn_unwritable(const std::string& reason) const {
 
 std::string kernel_cache_key(const std::string& compiler_identity, const std::string& source) {
   const std::string material = compiler_identity + '\0' + source;
-  const uint64_t first = fnv1a(material.data(), material.size(), kChecksumSeed);
-  const uint64_t second =
-      fnv1a(material.data(), material.size(), 0x84222325cbf29ce4ull ^ material.size());
+  const StableHash128 hash = stable_hash_128(material);
   char text[33];
-  std::snprintf(text, sizeof(text), "%016llx%016llx", static_cast<unsigned long long>(first),
-                static_cast<unsigned long long>(second));
+  std::snprintf(text, sizeof(text), "%016llx%016llx", static_cast<unsigned long long>(hash.high),
+                static_cast<unsigned long long>(hash.low));
   return text;
 }
 

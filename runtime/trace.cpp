@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace kiln {
 namespace {
 
@@ -17,19 +19,6 @@ struct Event {
   std::string detail;
   size_t thread;
 };
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
 
 class TraceWriter {
  public:
@@ -46,13 +35,21 @@ class TraceWriter {
  private:
   void write() {
     std::ofstream file(path_);
+    // One event at a time, so that a long trace is never held twice in memory. Names and details
+    // quote kernels' source, which need not be UTF-8: replaced, not an exception at exit.
     file << "{\"traceEvents\":[\n";
     for (size_t index = 0; index < events_.size(); ++index) {
       const Event& event = events_[index];
-      file << (index ? ",\n" : "") << "{\"name\":\"" << escape(event.name) << "\",\"cat\":\""
-           << event.category << "\",\"ph\":\"X\",\"ts\":" << event.start_us
-           << ",\"dur\":" << event.duration_us << ",\"pid\":1,\"tid\":" << event.thread
-           << ",\"args\":{\"detail\":\"" << escape(event.detail) << "\"}}";
+      const nlohmann::ordered_json json = {{"name", event.name},
+                                           {"cat", event.category},
+                                           {"ph", "X"},
+                                           {"ts", event.start_us},
+                                           {"dur", event.duration_us},
+                                           {"pid", 1},
+                                           {"tid", event.thread},
+                                           {"args", {{"detail", event.detail}}}};
+      file << (index ? ",\n" : "")
+           << json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     }
     file << "\n]}\n";
   }

@@ -23,6 +23,9 @@ packages=(
   cmake make gcc g++       # build; the CPU device compiles its kernels with the system C compiler
   catch2                   # tests (Catch2 v2)
   libspdlog-dev libfmt-dev # logging
+  libxxhash-dev            # stable hashes: kernel and cache entry names (compiled in, header only)
+  nlohmann-json3-dev       # JSON: the conformance report, the KILN_TRACE file (header only)
+  libcli11-dev             # the kiln tool's command line (header only)
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo  # OpenCL: loader, headers, a CPU driver
   libopenblas0-pthread     # kiln bench: the BLAS that matmul is set beside (dlopen'd, never linked)
   glslang-tools glslang-dev  # GLSL compute shaders to SPIR-V (the Vulkan device's compiler)

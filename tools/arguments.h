@@ -1,5 +1,7 @@
 #pragma once
-// Reading the numbers in the `kiln` tool's options.
+// Reading the numbers in the `kiln` tool's options, with an error that names the option.
+
+#include <CLI/CLI.hpp>
 
 #include <cerrno>
 #include <cstdlib>
@@ -28,6 +30,27 @@ inline std::optional<unsigned long long> parse_unsigned(const std::string& text)
   const unsigned long long number = std::strtoull(text.c_str(), nullptr, 10);
   if (errno == ERANGE) return {};
   return number;
+}
+
+// Adds `name` to `command`: a whole number from `least` to `most` stored in `target`. CLI11's own
+// conversion would take "3.0" for an int and word its error for the type; this one says the range
+// ("--jobs needs a whole number from 1 to 1024, not 'abc'").
+template <typename Number>
+CLI::Option* add_whole_number(CLI::App& command, const std::string& name, Number& target,
+                              long long least, long long most, const std::string& description) {
+  return command
+      .add_option_function<std::string>(
+          name,
+          [&target, name, least, most](const std::string& text) {
+            const std::optional<long long> number = parse_whole_number(text, least, most);
+            if (!number)
+              throw CLI::ValidationError(name + " needs a whole number from " +
+                                         std::to_string(least) + " to " + std::to_string(most) +
+                                         ", not '" + text + "'");
+            target = static_cast<Number>(*number);
+          },
+          description)
+      ->type_name("N");
 }
 
 }  // namespace kiln::tools

@@ -37,59 +37,6 @@ struct Options {
   bool quick = false;
 };
 
-void print_usage(FILE* out) {
-  std::fprintf(
-      out,
-      "usage: kiln bench [--device NAME] [--repeat N] [--quick]\n\n"
-      "Runs standard float32 workloads on a device. Each is first checked against a host\n"
-      "reference, then timed: one warm-up (which compiles), then the median of N runs of\n"
-      "build graph + realize. Figures stand beside the machine's own limits: memcpy\n"
-      "bandwidth, and the best BLAS found at run time for matmul. When tinygrad is\n"
-      "installed, its CPU backend runs add, sum and matmul too, for comparison.\n\n"
-      "  --device NAME  device to run on (default: KILN_DEVICE, else the first GPU, else CPU)\n"
-      "  --repeat N     timed runs per workload (default 10; a slow one stops after ~10 s)\n"
-      "  --quick        small sizes (1M elements, 1024x1024, matmul 512) for a smoke run;\n"
-      "                 no tinygrad\n"
-      "\nExit status: 0 when every workload ran and was right, 1 otherwise, 2 on bad options.\n");
-}
-
-// Parses the options; returns the exit code to leave with, or nothing to go on.
-std::optional<int> parse_options(const std::vector<std::string>& args, Options& options) {
-  auto usage_error = [](const std::string& message) {
-    std::fprintf(stderr, "kiln bench: %s\n\n", message.c_str());
-    print_usage(stderr);
-    return 2;
-  };
-  for (size_t index = 0; index < args.size(); ++index) {
-    const std::string& word = args[index];
-    // "--flag value" or "--flag=value".
-    const std::string flag = word.substr(0, word.find('='));
-    std::optional<std::string> value;
-    if (flag.size() < word.size()) {
-      value = word.substr(flag.size() + 1);
-    } else if ((flag == "--device" || flag == "--repeat") && index + 1 < args.size()) {
-      value = args[++index];
-    }
-    if (word == "--help" || word == "-h") {
-      print_usage(stdout);
-      return 0;
-    } else if (word == "--quick") {
-      options.quick = true;
-    } else if (flag == "--device") {
-      if (!value || value->empty()) return usage_error("--device needs a device name");
-      options.device = *value;
-    } else if (flag == "--repeat") {
-      const std::optional<long long> repeat =
-          value ? parse_whole_number(*value, 1, 100000) : std::nullopt;
-      if (!repeat) return usage_error("--repeat needs a whole number from 1 to 100000");
-      options.repeat = static_cast<int>(*repeat);
-    } else {
-      return usage_error("unknown option '" + word + "'");
-    }
-  }
-  return std::nullopt;
-}
-
 // ---- formatting ---------------------------------------------------------------------------
 
 std::string format(const char* pattern, double value) {
@@ -191,12 +138,7 @@ void print_peer(const bench::PeerResult& peer, const std::vector<Result>& result
   }
 }
 
-}  // namespace
-
-int bench_main(const std::vector<std::string>& args) {
-  Options options;
-  if (std::optional<int> exit_code = parse_options(args, options)) return *exit_code;
-
+int bench_main(const Options& options) {
   const std::string device =
       options.device.empty() ? default_device() : canonical_device_name(options.device);
   bench::Sizes sizes = options.quick ? bench::quick_sizes() : bench::default_sizes();
@@ -285,6 +227,34 @@ int bench_main(const std::vector<std::string>& args) {
                                   [](const Result& r) { return !r.problem.empty(); });
   if (failed) std::printf("\nkiln bench: some workloads failed (see the check column)\n");
   return failed ? 1 : 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& kiln) {
+  CLI::App* command = kiln.add_subcommand(
+      "bench", "time standard workloads on a device beside the machine's limits");
+  command->footer(
+      "Runs standard float32 workloads on a device. Each is first checked against a host\n"
+      "reference, then timed: one warm-up (which compiles), then the median of N runs of\n"
+      "build graph + realize. Figures stand beside the machine's own limits: memcpy\n"
+      "bandwidth, and the best BLAS found at run time for matmul. When tinygrad is\n"
+      "installed, its CPU backend runs add, sum and matmul too, for comparison.\n\n"
+      "Exit status: 0 when every workload ran and was right, 1 otherwise, 2 on bad options.");
+  auto options = std::make_shared<Options>();
+  command
+      ->add_option("--device", options->device,
+                   "device to run on (default: KILN_DEVICE, else the first GPU, else CPU)")
+      ->type_name("NAME")
+      ->check([](const std::string& name) {
+        return name.empty() ? std::string("needs a device name") : std::string();
+      });
+  add_whole_number(*command, "--repeat", options->repeat, 1, 100000,
+                   "timed runs per workload (default 10; a slow one stops after ~10 s)");
+  command->add_flag("--quick", options->quick,
+                    "small sizes (1M elements, 1024x1024, matmul 512) for a smoke run;\n"
+                    "no tinygrad");
+  return {command, [options] { return bench_main(*options); }};
 }
 
 }  // namespace kiln::tools

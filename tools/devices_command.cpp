@@ -9,26 +9,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "runtime/registry.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {
 namespace {
-
-void print_usage(FILE* out) {
-  std::fprintf(
-      out,
-      "usage: kiln devices [--verbose]\n\n"
-      "Lists every device kiln's plugins report: its kind, driver, dtypes and hardware (the PCI\n"
-      "bus or UUID, the same through every API that reaches one GPU), or why it is unavailable.\n"
-      "'*' marks the default device (KILN_DEVICE, else the first GPU, else CPU).\n\n"
-      "  --verbose   also show each device's plugin file and what its probe found\n"
-      "\nExit status: 1 when KILN_DEVICE names a device that cannot run here.\n");
-}
 
 std::string dtype_list(const DeviceProperties& properties) {
   if (properties.dtypes.size() == std::size(dtypes::all)) return "all";
@@ -76,23 +68,7 @@ Line describe(const DeviceRecord& record, const std::string& default_name) {
   return line;
 }
 
-}  // namespace
-
-int devices_main(const std::vector<std::string>& args) {
-  bool verbose = false;
-  for (const std::string& word : args) {
-    if (word == "--help" || word == "-h") {
-      print_usage(stdout);
-      return 0;
-    } else if (word == "--verbose" || word == "-v") {
-      verbose = true;
-    } else {
-      std::fprintf(stderr, "kiln devices: unknown option '%s'\n\n", word.c_str());
-      print_usage(stderr);
-      return 2;
-    }
-  }
-
+int devices_main(bool verbose) {
   // The default is resolved first so it can be marked; a KILN_DEVICE that can't run here is
   // reported after the listing, which shows what can.
   std::string default_name;
@@ -170,6 +146,22 @@ int devices_main(const std::vector<std::string>& args) {
       "\n* default: %s (%s)\n", default_name.c_str(),
       requested && *requested ? "from KILN_DEVICE" : "KILN_DEVICE unset: the first GPU, else CPU");
   return 0;
+}
+
+}  // namespace
+
+Command add_devices_command(CLI::App& kiln) {
+  CLI::App* command = kiln.add_subcommand(
+      "devices", "list every device, its kind and driver, or why it is unavailable");
+  command->footer(
+      "Lists every device kiln's plugins report: its kind, driver, dtypes and hardware (the PCI\n"
+      "bus or UUID, the same through every API that reaches one GPU), or why it is unavailable.\n"
+      "'*' marks the default device (KILN_DEVICE, else the first GPU, else CPU).\n\n"
+      "Exit status: 1 when KILN_DEVICE names a device that cannot run here.");
+  auto verbose = std::make_shared<bool>(false);
+  command->add_flag("-v,--verbose", *verbose,
+                    "also show each device's plugin file and what its probe found");
+  return {command, [verbose] { return devices_main(*verbose); }};
 }
 
 }  // namespace kiln::tools

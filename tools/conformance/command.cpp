@@ -10,8 +10,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <regex>
+
+#include <CLI/CLI.hpp>
 
 #include "runtime/opt_policy.h"
 #include "runtime/registry.h"
@@ -25,43 +28,6 @@
 
 namespace kiln::tools {
 namespace {
-
-const char* const kUsage = R"(usage: kiln conformance [options]
-
-Runs kiln's conformance battery on a device: every op of the Tensor API x every dtype it accepts x
-shapes x layouts, with edge values, against an independent double-precision reference.
-
-options:
-  --device NAME    device to test (default: KILN_DEVICE, else the default device); "all" tests
-                   every available device; may be repeated
-  --filter REGEX   only cases whose name matches (names: family/op/dtype/shape/layout[/variant])
-  --list           list the selected cases and their tolerances, run nothing
-  --json FILE      write every result to FILE as JSON
-  --failures N     print at most N failing cases in detail (default 20)
-  --fuzz N         instead of the battery, check N random graphs (elementwise, reductions and
-                   movement ops mixed) against the reference
-  --opts MODE      the kernels' optimisations: default (the heuristics' choice), none, random
-                   (a valid random opts list per kernel, drawn from --seed), so that every opt is
-                   proven on the device, or gpu (the heuristics' choice for a GPU, on a device
-                   with workgroups that is not one: a GPU's kernels checked on PoCL or lavapipe)
-                   (default: default, or KILN_OPTS / KILN_NOOPT)
-  --seed S         the fuzzer's first seed (default 1); graph i uses seed S + i; with
-                   --opts random, the opts' seed
-  --verbose        with --fuzz: print every graph as kiln C++
-  --compile-only   render and compile every case's kernels for the device, run nothing: a
-                   case passes when its kernels compile (for a GPU this machine lacks)
-  --arch ARCH      with --compile-only (which needs it), the target (e.g. sm_90 for CUDA); the
-                   device is then NAME@ARCH
-  --jobs N         run the battery in N worker processes, so N kernels compile at once
-                   (default: the number of CPUs, at most 8; 1 runs everything in this process)
-  --case-timeout S a worker process still on one case after S seconds (a kernel that never
-                   ends) is stopped: the case is an error and the battery goes on (default 300;
-                   0: no limit; with --jobs 1 there are no workers and no limit)
-  -h, --help       this text
-
-exit status: 0 when every case passed or is unsupported, 1 when any failed or errored, 2 for
-bad usage.
-)";
 
 // The most cases (or fuzzed graphs, or failures to print) any option asks for.
 constexpr long long kMostCases = 1LL << 40;
@@ -84,92 +50,111 @@ struct Options {
   long resume_after = -1;
 };
 
-bool parse(const std::vector<std::string>& args, Options& options) {
-  for (size_t index = 0; index < args.size(); ++index) {
-    const std::string& arg = args[index];
-    auto value = [&](const char* name) -> std::string {
-      if (index + 1 >= args.size())
-        throw std::invalid_argument(std::string(name) + " needs a value");
-      return args[++index];
-    };
-    // The option's value as a whole number from `least` to `most`, else a usage error.
-    auto number = [&](const char* name, long long least, long long most) -> long long {
-      const std::optional<long long> parsed = parse_whole_number(value(name), least, most);
-      if (!parsed)
-        throw std::invalid_argument(std::string(name) + " needs a whole number from " +
-                                    std::to_string(least) + " to " + std::to_string(most) +
-                                    ", not '" + args[index] + "'");
-      return *parsed;
-    };
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (arg == "--device") {
-      options.devices.push_back(value("--device"));
-    } else if (arg == "--filter") {
-      options.filter = value("--filter");
-    } else if (arg == "--json") {
-      options.json = value("--json");
-    } else if (arg == "--list") {
-      options.list = true;
-    } else if (arg == "--failures") {
-      options.failures = static_cast<size_t>(number("--failures", 0, kMostCases));
-    } else if (arg == "--fuzz") {
-      options.fuzz = number("--fuzz", 1, kMostCases);
-    } else if (arg == "--opts") {
-      options.opts = value("--opts");
-      if (options.opts != "default" && options.opts != "none" && options.opts != "random" &&
-          options.opts != "gpu")
-        throw std::invalid_argument("--opts takes default, none, random or gpu, not '" +
-                                    options.opts + "'");
-    } else if (arg == "--seed") {
-      const std::optional<unsigned long long> seed = parse_unsigned(value("--seed"));
-      if (!seed)
-        throw std::invalid_argument("--seed needs a whole number from 0 to 2^64 - 1, not '" +
-                                    args[index] + "'");
-      options.seed = static_cast<uint64_t>(*seed);
-    } else if (arg == "--verbose") {
-      options.verbose = true;
-    } else if (arg == "--compile-only") {
-      options.compile_only = true;
-    } else if (arg == "--arch") {
-      options.arch = value("--arch");
-    } else if (arg == "--jobs") {
-      options.jobs = static_cast<int>(number("--jobs", 1, 1024));
-    } else if (arg == "--case-timeout") {
-      options.case_timeout = static_cast<int>(number("--case-timeout", 0, 86400));
-    } else if (arg == "--worker") {
-      const std::string shard = value("--worker");
-      const size_t slash = shard.find('/');
-      const std::optional<long long> index = parse_whole_number(shard.substr(0, slash), 0, 1023);
-      const std::optional<long long> count =
-          slash == std::string::npos ? std::nullopt
-                                     : parse_whole_number(shard.substr(slash + 1), 1, 1024);
-      if (!index || !count || *index >= *count)
-        throw std::invalid_argument("--worker takes I/N, 0 <= I < N (internal)");
-      options.worker_shard = static_cast<int>(*index);
-      options.worker_count = static_cast<int>(*count);
-    } else if (arg == "--resume-after") {
-      options.resume_after = static_cast<long>(number("--resume-after", -1, kMostCases));
-    } else {
-      throw std::invalid_argument("unknown option '" + arg + "'");
-    }
-  }
+// What no single option can check: --arch and --compile-only go together, and name the devices.
+void check_together(Options& options) {
   if (!options.arch.empty() && !options.compile_only)
-    throw std::invalid_argument("--arch goes with --compile-only");
+    throw CLI::ValidationError("--arch goes with --compile-only");
   if (options.compile_only) {
     if (options.devices.empty() || options.fuzz > 0)
-      throw std::invalid_argument("--compile-only needs --device NAME and the battery");
+      throw CLI::ValidationError("--compile-only needs --device NAME and the battery");
     // A device name takes a target after '@' (NAME@TARGET); none is not a device name.
     if (options.arch.empty())
-      throw std::invalid_argument("--compile-only needs --arch ARCH (e.g. sm_90 for CUDA)");
+      throw CLI::ValidationError("--compile-only needs --arch ARCH (e.g. sm_90 for CUDA)");
     // NAME@ARCH: the plugin's compile-only device.
     for (std::string& device : options.devices) {
-      if (device == "all") throw std::invalid_argument("--compile-only takes named devices");
+      if (device == "all") throw CLI::ValidationError("--compile-only takes named devices");
       device = device.substr(0, device.find('@')) + "@" + options.arch;
     }
   }
-  return true;
+}
+
+// --worker I/N (internal): this process runs the Ith of N shards.
+void set_worker(const std::string& shard, Options& options) {
+  const size_t slash = shard.find('/');
+  const std::optional<long long> index = parse_whole_number(shard.substr(0, slash), 0, 1023);
+  const std::optional<long long> count = slash == std::string::npos
+                                             ? std::nullopt
+                                             : parse_whole_number(shard.substr(slash + 1), 1, 1024);
+  if (!index || !count || *index >= *count)
+    throw CLI::ValidationError("--worker takes I/N, 0 <= I < N (internal)");
+  options.worker_shard = static_cast<int>(*index);
+  options.worker_count = static_cast<int>(*count);
+}
+
+void add_options(CLI::App& command, Options& options) {
+  command
+      .add_option("--device", options.devices,
+                  "device to test (default: KILN_DEVICE, else the default device); \"all\" tests\n"
+                  "every available device; may be repeated")
+      ->type_name("NAME")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  command
+      .add_option("--filter", options.filter,
+                  "only cases whose name matches (names: family/op/dtype/shape/layout[/variant])")
+      ->type_name("REGEX");
+  command.add_flag("--list", options.list,
+                   "list the selected cases and their tolerances, run nothing");
+  command.add_option("--json", options.json, "write every result to FILE as JSON")
+      ->type_name("FILE");
+  add_whole_number(command, "--failures", options.failures, 0, kMostCases,
+                   "print at most N failing cases in detail (default 20)");
+  add_whole_number(command, "--fuzz", options.fuzz, 1, kMostCases,
+                   "instead of the battery, check N random graphs (elementwise, reductions and\n"
+                   "movement ops mixed) against the reference");
+  command
+      .add_option_function<std::string>(
+          "--opts",
+          [&options](const std::string& mode) {
+            if (mode != "default" && mode != "none" && mode != "random" && mode != "gpu")
+              throw CLI::ValidationError("--opts takes default, none, random or gpu, not '" + mode +
+                                         "'");
+            options.opts = mode;
+          },
+          "the kernels' optimisations: default (the heuristics' choice), none, random\n"
+          "(a valid random opts list per kernel, drawn from --seed), so that every opt is\n"
+          "proven on the device, or gpu (the heuristics' choice for a GPU, on a device\n"
+          "with workgroups that is not one: a GPU's kernels checked on PoCL or lavapipe)\n"
+          "(default: default, or KILN_OPTS / KILN_NOOPT)")
+      ->type_name("MODE");
+  command
+      .add_option_function<std::string>(
+          "--seed",
+          [&options](const std::string& text) {
+            const std::optional<unsigned long long> seed = parse_unsigned(text);
+            if (!seed)
+              throw CLI::ValidationError("--seed needs a whole number from 0 to 2^64 - 1, not '" +
+                                         text + "'");
+            options.seed = static_cast<uint64_t>(*seed);
+          },
+          "the fuzzer's first seed (default 1); graph i uses seed S + i; with\n"
+          "--opts random, the opts' seed")
+      ->type_name("S");
+  command.add_flag("--verbose", options.verbose, "with --fuzz: print every graph as kiln C++");
+  command.add_flag("--compile-only", options.compile_only,
+                   "render and compile every case's kernels for the device, run nothing: a\n"
+                   "case passes when its kernels compile (for a GPU this machine lacks)");
+  command
+      .add_option("--arch", options.arch,
+                  "with --compile-only (which needs it), the target (e.g. sm_90 for CUDA); the\n"
+                  "device is then NAME@ARCH")
+      ->type_name("ARCH");
+  add_whole_number(command, "--jobs", options.jobs, 1, 1024,
+                   "run the battery in N worker processes, so N kernels compile at once\n"
+                   "(default: the number of CPUs, at most 8; 1 runs everything in this process)");
+  add_whole_number(command, "--case-timeout", options.case_timeout, 0, 86400,
+                   "a worker process still on one case after S seconds (a kernel that never\n"
+                   "ends) is stopped: the case is an error and the battery goes on (default 300;\n"
+                   "0: no limit; with --jobs 1 there are no workers and no limit)")
+      ->type_name("S");
+  // Internal, so out of --help (an empty group hides an option): the battery's parent process
+  // starts its workers with these (see parallel.h).
+  command
+      .add_option_function<std::string>(
+          "--worker", [&options](const std::string& shard) { set_worker(shard, options); })
+      ->group("");
+  add_whole_number(command, "--resume-after", options.resume_after, -1, kMostCases, "")->group("");
+  command.parse_complete_callback([&options] { check_together(options); });
 }
 
 std::vector<std::string> resolve_devices(const std::vector<std::string>& requested) {
@@ -245,17 +230,8 @@ conformance::DeviceRun run_battery(const std::string& device,
   return run;
 }
 
-}  // namespace
-
-int conformance_main(const std::vector<std::string>& args) {
+int conformance_main(const Options& options) {
   using namespace conformance;
-  Options options;
-  try {
-    parse(args, options);
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "kiln conformance: %s\n\n%s", error.what(), kUsage);
-    return 2;
-  }
   if (!options.opts.empty()) {
     OptSettings settings;
     settings.policy = options.opts == "none"     ? OptPolicy::None
@@ -331,6 +307,22 @@ int conformance_main(const std::vector<std::string>& args) {
     std::printf("results written to %s\n", options.json.c_str());
   }
   return ok ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_conformance_command(CLI::App& kiln) {
+  CLI::App* command = kiln.add_subcommand(
+      "conformance", "check every op and dtype on a device against a reference");
+  command->footer(
+      "Runs kiln's conformance battery on a device: every op of the Tensor API x every dtype it\n"
+      "accepts x shapes x layouts, with edge values, against an independent double-precision\n"
+      "reference.\n\n"
+      "Exit status: 0 when every case passed or is unsupported, 1 when any failed or errored, 2\n"
+      "for bad usage.");
+  auto options = std::make_shared<Options>();
+  add_options(*command, *options);
+  return {command, [options] { return conformance_main(*options); }};
 }
 
 }  // namespace kiln::tools

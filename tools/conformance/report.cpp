@@ -7,39 +7,12 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "tools/conformance/battery.h"
 
 namespace kiln::conformance {
 namespace {
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
-          out += escaped;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -161,48 +134,52 @@ std::string summary_line(const DeviceRun& run) {
 }
 
 void write_json(const std::string& path, const std::vector<DeviceRun>& runs) {
-  std::ofstream file(path);
-  if (!file) throw Error("[conformance] cannot write " + path);
-  file << "{\n  \"tolerances\": [";
-  const std::vector<std::string> notes = tolerance_notes();
-  for (size_t index = 0; index < notes.size(); ++index)
-    file << (index ? ", " : "") << json_string(notes[index]);
-  file << "],\n  \"devices\": [";
-  for (size_t device = 0; device < runs.size(); ++device) {
-    const DeviceRun& run = runs[device];
-    file << (device ? "," : "") << "\n    {\"device\": " << json_string(run.device)
-         << ", \"description\": " << json_string(run.description)
-         << ", \"guards\": " << (run.guards ? "true" : "false") << ", \"seconds\": " << run.seconds
-         << ", \"kernels_compiled\": " << run.compiles
-         << ", \"kernels_from_disk\": " << run.disk_hits
-         << ",\n     \"summary\": {\"cases\": " << run.results.size()
-         << ", \"pass\": " << run.count(Status::Pass) << ", \"fail\": " << run.count(Status::Fail)
-         << ", \"error\": " << run.count(Status::Error)
-         << ", \"unsupported\": " << run.count(Status::Unsupported) << "},\n     \"cases\": [";
+  nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+  for (const DeviceRun& run : runs) {
+    nlohmann::ordered_json cases = nlohmann::ordered_json::array();
     for (size_t index = 0; index < run.results.size(); ++index) {
       const Case& item = *run.cases[index];
       const CaseResult& result = run.results[index];
-      file << (index ? "," : "") << "\n      {\"name\": " << json_string(item.name)
-           << ", \"family\": " << json_string(item.family) << ", \"op\": " << json_string(item.op)
-           << ", \"dtype\": " << json_string(item.dtype.name()) << ", \"shape\": [";
-      for (size_t dim = 0; dim < item.shape.size(); ++dim)
-        file << (dim ? ", " : "") << item.shape[dim];
-      file << "], \"layout\": " << json_string(item.layout)
-           << ", \"tolerance\": " << json_string(item.tolerance.text())
-           << ", \"status\": " << json_string(status_name(result.status))
-           << ", \"seconds\": " << result.seconds;
-      if (!result.detail.empty()) file << ", \"detail\": " << json_string(result.detail);
+      nlohmann::ordered_json entry = {{"name", item.name},
+                                      {"family", item.family},
+                                      {"op", item.op},
+                                      {"dtype", item.dtype.name()},
+                                      {"shape", item.shape},
+                                      {"layout", item.layout},
+                                      {"tolerance", item.tolerance.text()},
+                                      {"status", status_name(result.status)},
+                                      {"seconds", result.seconds}};
+      if (!result.detail.empty()) entry["detail"] = result.detail;
       if (result.worst_index >= 0) {
-        file << ", \"worst\": {\"index\": " << result.worst_index
-             << ", \"at\": " << json_string(result.worst_at)
-             << ", \"expected\": " << json_string(result.expected)
-             << ", \"got\": " << json_string(result.got) << "}";
+        entry["worst"] = {{"index", result.worst_index},
+                          {"at", result.worst_at},
+                          {"expected", result.expected},
+                          {"got", result.got}};
       }
-      file << "}";
+      cases.push_back(std::move(entry));
     }
-    file << "\n     ]}";
+    devices.push_back({{"device", run.device},
+                       {"description", run.description},
+                       {"guards", run.guards},
+                       {"seconds", run.seconds},
+                       {"kernels_compiled", run.compiles},
+                       {"kernels_from_disk", run.disk_hits},
+                       {"summary",
+                        {{"cases", run.results.size()},
+                         {"pass", run.count(Status::Pass)},
+                         {"fail", run.count(Status::Fail)},
+                         {"error", run.count(Status::Error)},
+                         {"unsupported", run.count(Status::Unsupported)}}},
+                       {"cases", std::move(cases)}});
   }
-  file << "\n  ]\n}\n";
+  const nlohmann::ordered_json report = {{"tolerances", tolerance_notes()},
+                                         {"devices", std::move(devices)}};
+  std::ofstream file(path);
+  if (!file) throw Error("[conformance] cannot write " + path);
+  // Fields keep the order they are written in (ordered_json). Details quote device output, which
+  // need not be UTF-8: replaced, not an exception mid-report.
+  file << report.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+  if (!file) throw Error("[conformance] cannot write " + path);
 }
 
 Progress::Progress(size_t total, const std::string& label)

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/hash.h"
+
 namespace kiln::conformance {
 namespace {
 
@@ -114,9 +116,7 @@ int64_t Random::range(int64_t low, int64_t high) {
 }
 
 uint64_t hash_text(const std::string& text) {
-  uint64_t hash = 1469598103934665603ull;
-  for (char c : text) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  return hash;
+  return stable_hash(text);
 }
 
 HostTensor generate(DType dtype, const Shape& shape, Values kind, int role, uint64_t seed) {

@@ -16,7 +16,8 @@ struct Random {
   int64_t range(int64_t low, int64_t high);  // inclusive
 };
 
-// FNV-1a of a text (case names seed their inputs, so a case sees the same values every run).
+// A stable hash of a text (case names seed their inputs, so a case sees the same values every
+// run).
 uint64_t hash_text(const std::string& text);
 
 // `shape`'s worth of values of `dtype`: the edge values of `kind` and `role` first, then random.
