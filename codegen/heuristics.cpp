@@ -3,6 +3,7 @@
 #include <kiln/error.h>
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <random>
@@ -55,15 +56,15 @@ bool lanes_load_contiguously(const LinearProgram& program) {
 // index arithmetic done per element.
 int index_divisions(const LinearProgram& program) {
   int count = 0;
-  auto count_in = [&count](const std::string& text) {
-    for (size_t at = text.find("//"); at != std::string::npos; at = text.find("//", at + 2))
-      ++count;
-    count += static_cast<int>(std::count(text.begin(), text.end(), '%'));
+  std::function<void(const Sym&)> count_in = [&](const Sym& value) {
+    if (value.kind() == SymKind::Div || value.kind() == SymKind::Mod) ++count;
+    for (const auto& term : value.sum_terms()) count_in(term.first);
+    for (const Sym& operand : value.operands()) count_in(operand);
   };
   for (const LinInstr& instr : program.instrs) {
     if (instr.op != LinOp::Load && instr.op != LinOp::Store && instr.op != LinOp::Index) continue;
-    count_in(instr.index.key());
-    count_in(instr.valid.key());
+    count_in(instr.index);
+    count_in(instr.valid);
   }
   return count;
 }

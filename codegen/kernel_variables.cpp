@@ -36,24 +36,24 @@ bool has_symbolic_view(const UOp& node) {
 UnboundKernel unbind_variables(const ScheduleItem& item) {
   // Kernel variables in the order the bound ones are met (sources first), so that equal
   // kernels over other values unbind alike.
-  std::map<std::string, Sym> replacement;  // bound key -> kernel variable
+  std::map<Sym, Sym> replacement;  // bound variable -> kernel variable
   std::map<std::string, int> uses_of_name;
   UnboundKernel result;
   for (const UOpRef& node : toposort({item.ast})) {
     for_each_sym(*node, [&](const Sym& value) {
       if (value.is_const()) return;
       for (const Sym& variable : value.variable_nodes()) {
-        if (!variable.is_bound() || replacement.count(variable.key())) continue;
+        if (!variable.is_bound() || replacement.count(variable)) continue;
         const int use = uses_of_name[variable.var_name()]++;
         const std::string name =
             "var_" + variable.var_name() + (use ? "_" + std::to_string(use) : "");
-        replacement.emplace(variable.key(), Sym::parameter(name, variable.vmin(), variable.vmax()));
+        replacement.emplace(variable, Sym::parameter(name, variable.vmin(), variable.vmax()));
         result.values[name] = variable.bound_value();
         result.bound.emplace(name, variable);
       }
     });
   }
-  // By key: two values of one name (n=3 and n=5) may meet in one expression (a flattened
+  // By node: two values of one name (n=3 and n=5) may meet in one expression (a flattened
   // (n=3, n=5) shape), and each becomes its own kernel variable.
   auto unbind = [&](const Sym& value) {
     return value.is_const() ? value : value.substitute(replacement);

@@ -15,7 +15,7 @@ std::string LinearProgram::to_string() const {
       "DEFACC",      "ACC_UPDATE", "LOOP_BEGIN",    "LOOP_END", "DEFINE_LOCAL",  "BARRIER",
       "GRID_TICKET", "FRAGMENT",   "FRAGMENT_LOAD", "MMA",      "FRAGMENT_STORE"};
   std::ostringstream text;
-  text << "kernel " << name << " opts: " << opts << "\n  launch:";
+  text << "kernel " << name << " opts: " << opts_to_string(opts) << "\n  launch:";
   for (const LaunchDim& dim : launch) {
     text << " " << dim.var << (dim.local_id ? "(local)" : "") << " < " << dim.size.key()
          << " [global " << dim.global << ", local " << dim.local << "]";

@@ -13,6 +13,7 @@
 
 #include <kiln/dtype.h>
 
+#include "codegen/opt.h"
 #include "core/symbolic.h"
 #include "core/uop.h"
 
@@ -131,7 +132,7 @@ struct LinearProgram {
   // The kernel's variables (unbound Syms, named var_<name>), in the order their values are
   // passed at launch (LaunchRequest::variables).
   std::vector<Sym> variables;
-  std::string opts;  // the opts applied, as text (for KILN_DEBUG and the cache key)
+  std::vector<Opt> opts;  // the opts applied
   // Above 0 (ROWS): the flat work item index is split into gid_row = index / row_length and
   // gid_col = index % row_length, and indices are written in those two. A loop-style renderer then
   // runs a loop over columns inside a loop over rows, so whatever depends only on the row (a

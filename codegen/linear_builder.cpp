@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/const_fold.h"
+#include "core/hash.h"
 
 namespace kiln {
 
@@ -44,8 +45,15 @@ LinearBuilder::LinearBuilder() {
   scopes_.emplace_back();
 }
 
-void LinearBuilder::remember(const std::string& key, int value) {
-  scopes_.back()[key] = value;
+size_t ValueKeyHash::operator()(const ValueKey& key) const {
+  size_t seed = hash_combine(static_cast<size_t>(key.kind), std::hash<const void*>()(key.node));
+  seed = hash_combine(seed, std::hash<int>()(key.buffer));
+  for (const Sym& value : key.at) seed = hash_combine(seed, value.hash());
+  return seed;
+}
+
+void LinearBuilder::remember(ValueKey key, int value) {
+  scopes_.back()[std::move(key)] = value;
 }
 
 int LinearBuilder::emit(LinInstr instr) {
@@ -121,8 +129,9 @@ int LinearBuilder::integer_pow(int base, int exponent, DType dtype) {
   }
   if (!is_signed || (known && !known_negative)) return result;
   const int minus_one = constant(dtype, make_const(-1, dtype));
-  const int unit = alu(Op::Or, dtypes::bool_, {alu(Op::CmpEq, dtypes::bool_, {base, one}),
-                                               alu(Op::CmpEq, dtypes::bool_, {base, minus_one})});
+  const int unit = alu(Op::Or, dtypes::bool_,
+                       {alu(Op::CmpEq, dtypes::bool_, {base, one}),
+                        alu(Op::CmpEq, dtypes::bool_, {base, minus_one})});
   const int odd = alu(Op::CmpNe, dtypes::bool_, {alu(Op::And, dtype, {exponent, one}), zero});
   const int unit_power = alu(Op::Where, dtype, {odd, base, alu(Op::Mul, dtype, {base, base})});
   const int reciprocal = alu(Op::Where, dtype, {unit, unit_power, zero});
@@ -137,7 +146,7 @@ int LinearBuilder::masked(int value, const Sym& valid, DType dtype) {
   return alu(Op::Where, dtype, {condition, value, constant(dtype, ConstArg{})});
 }
 
-const int* LinearBuilder::find_value(const std::string& key) const {
+const int* LinearBuilder::find_value(const ValueKey& key) const {
   for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
     auto found = scope->find(key);
     if (found != scope->end()) return &found->second;

@@ -18,6 +18,25 @@ ConstArg const_of(DType dtype, double value);
 // The value a reduction starts from: 0, 1, the lowest or the highest value of `dtype`.
 ConstArg reduce_identity(ReduceOp op, DType dtype);
 
+// What a value computed during lowering is, so that it is computed once per scope: a node at a
+// lane's index (and gate), or a load from a buffer or from local memory at an index. Compared by
+// structure: UOps and Syms are hash-consed, so their pointers compare.
+struct ValueKey {
+  enum class Kind : uint8_t { Node, Load, LocalLoad };
+  Kind kind = Kind::Node;
+  const UOp* node = nullptr;  // Node: the UOp lowered
+  int buffer = -1;            // Load, LocalLoad: the parameter or the local buffer
+  std::vector<Sym> at;        // the index (and validity or gate) it is computed at
+
+  bool operator==(const ValueKey& other) const {
+    return kind == other.kind && node == other.node && buffer == other.buffer && at == other.at;
+  }
+};
+
+struct ValueKeyHash {
+  size_t operator()(const ValueKey& key) const;
+};
+
 class LinearBuilder {
  public:
   LinearBuilder();
@@ -50,8 +69,8 @@ class LinearBuilder {
   bool innermost_body(size_t start) const;
 
   // Values already computed, by key, in the open scopes (innermost first).
-  const int* find_value(const std::string& key) const;
-  void remember(const std::string& key, int value);
+  const int* find_value(const ValueKey& key) const;
+  void remember(ValueKey key, int value);
 
  protected:
   LinearProgram program_;
@@ -66,7 +85,7 @@ class LinearBuilder {
   // compiler); nullopt otherwise.
   std::optional<int> folded(Op op, DType dtype, const std::vector<int>& srcs);
 
-  std::vector<std::unordered_map<std::string, int>> scopes_;
+  std::vector<std::unordered_map<ValueKey, int, ValueKeyHash>> scopes_;
   int loop_counter_ = 0;
 };
 

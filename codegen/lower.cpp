@@ -16,15 +16,7 @@
 #include "core/const_fold.h"
 
 namespace kiln {
-namespace {
-
-std::string index_key(const std::vector<Sym>& index) {
-  std::string key;
-  for (const Sym& value : index) key += value.key() + ",";
-  return key;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Lowerer::Lowerer(const ScheduleItem& item, const KernelAxes& axes, const std::vector<Opt>& opts,
                  bool vector_loads)
@@ -86,7 +78,7 @@ Lowerer::Lowerer(const ScheduleItem& item, const KernelAxes& axes, const std::ve
         reads_row_reductions(item.ast))
       row_lanes_ = local->second;
   }
-  program_.opts = opts_to_string(opts);
+  program_.opts = opts;
 }
 
 LinearProgram Lowerer::run() {
@@ -156,10 +148,9 @@ LinearProgram Lowerer::run() {
 }
 
 // A value depends on the node, the index and the gate it is lowered under.
-std::string Lowerer::memo_key(const UOpRef& node, const Index& index) const {
-  std::string key =
-      std::to_string(reinterpret_cast<uintptr_t>(node.get())) + "@" + index_key(index);
-  if (!gate_.is_const()) key += "?" + gate_.key();
+ValueKey Lowerer::memo_key(const UOpRef& node, const Index& index) const {
+  ValueKey key{ValueKey::Kind::Node, node.get(), -1, index};
+  if (!gate_.is_const()) key.at.push_back(gate_);
   return key;
 }
 
@@ -168,9 +159,9 @@ std::string Lowerer::memo_key(const UOpRef& node, const Index& index) const {
 std::vector<int> Lowerer::lower(const UOpRef& node, const Lanes& lanes) {
   if (is_elementwise(node->op())) lower_operands_first(node, lanes);
   Lanes missing;
-  std::vector<std::string> missing_keys;
+  std::vector<ValueKey> missing_keys;
   for (const Index& index : lanes) {
-    std::string key = memo_key(node, index);
+    ValueKey key = memo_key(node, index);
     if (find_value(key) ||
         std::find(missing_keys.begin(), missing_keys.end(), key) != missing_keys.end())
       continue;
@@ -267,14 +258,14 @@ int Lowerer::load(const UOpRef& buffer, const Sym& flat, const Sym& valid_in) {
   const Sym valid = logical_and(valid_in, gate_);
   if (valid.is_const() && valid.const_value() == 0) return constant(buffer->dtype(), ConstArg{});
   const int param = param_of_.at(buffer.get());
-  const std::string key = "load" + std::to_string(param) + "@" + flat.key() + "?" + valid.key();
+  ValueKey key{ValueKey::Kind::Load, nullptr, param, {flat, valid}};
   if (const int* known = find_value(key)) return *known;
   LinInstr instr{LinOp::Load, buffer->dtype()};
   instr.buffer = param;
   instr.index = flat;
   instr.valid = valid;
   const int value = emit(std::move(instr));
-  remember(key, value);
+  remember(std::move(key), value);
   return value;
 }
 
@@ -326,8 +317,7 @@ LinearProgram lower_kernel(const ScheduleItem& item, const std::vector<Opt>& opt
   check_opts(axes, opts, target,
              std::string("storing ") + item.output->dtype().name() + "[" +
                  std::to_string(item.output->numel()) + "]");
-  const bool grid = std::any_of(opts.begin(), opts.end(),
-                                [](const Opt& opt) { return opt.kind == OptKind::Grid; });
+  const bool grid = has_opt(opts, OptKind::Grid);
   const int64_t buffers = static_cast<int64_t>(item.inputs.size()) + 1 + kGridScratchBuffers;
   if (grid && target.max_kernel_buffers > 0 && buffers > target.max_kernel_buffers)
     throw OptError("[opts] GRID does not fit kernel storing " +

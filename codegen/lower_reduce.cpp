@@ -299,7 +299,7 @@ std::vector<int> Lowerer::chunk_loads(const StagedInput& staged, const Lanes& la
       position = position + (lane[axes_.source_axis[output]] - staged.bases[at]) * stride;
       stride = stride * staged.extents[at];
     }
-    const std::string key = "chunk" + std::to_string(staged.local) + "@" + position.key();
+    const ValueKey key{ValueKey::Kind::LocalLoad, nullptr, staged.local, {position}};
     if (const int* known = find_value(key)) {
       values.push_back(*known);
       continue;

@@ -45,10 +45,10 @@ std::vector<int> Lowerer::lower_tensor_core_reduce(const UOpRef& node, const Lan
   emit(LinInstr{LinOp::Barrier, dtypes::int64});
   const Sym step = open_loop(loops, Sym(tile_chunk_ / kFragment)) * Sym(kFragment);
   // A fragment that several of the warp's tiles multiply is loaded once per step.
-  std::map<std::string, int> fragments;
+  std::map<std::pair<bool, Sym>, int> fragments;  // (matrix B, index) -> fragment
   auto fragment = [&](const StagedInput& staged, bool matrix_b, const Sym& tile) {
     const Sym index = step * Sym(staged.row) + tile * Sym(kFragment);
-    const std::string key = (matrix_b ? "b" : "a") + index.key();
+    const std::pair<bool, Sym> key{matrix_b, index};
     if (auto known = fragments.find(key); known != fragments.end()) return known->second;
     LinInstr load{LinOp::FragmentLoad, src->dtype()};
     load.buffer = staged.local;

@@ -58,7 +58,7 @@ class Lowerer : public LinearBuilder {
   }
 
   // A value depends on the node, the index and the gate it is lowered under.
-  std::string memo_key(const UOpRef& node, const Index& index) const;
+  ValueKey memo_key(const UOpRef& node, const Index& index) const;
 
   // The node's value at each lane's index. Lanes already lowered in an enclosing scope, and
   // lanes with equal indices, are lowered once.

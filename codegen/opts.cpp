@@ -16,40 +16,6 @@
 
 namespace kiln {
 
-const char* opt_kind_name(OptKind kind) {
-  switch (kind) {
-    case OptKind::Local:
-      return "LOCAL";
-    case OptKind::Upcast:
-      return "UPCAST";
-    case OptKind::Unroll:
-      return "UNROLL";
-    case OptKind::Group:
-      return "GROUP";
-    case OptKind::Rows:
-      return "ROWS";
-    case OptKind::Tile:
-      return "TILE";
-    case OptKind::Grid:
-      return "GRID";
-    case OptKind::TensorCore:
-      return "TC";
-  }
-  return "?";
-}
-
-std::string Opt::to_string() const {
-  const std::string where = axis == kFlatAxis ? "flat" : "axis " + std::to_string(axis);
-  return std::string(opt_kind_name(kind)) + "(" + where + ", " + std::to_string(amount) + ")";
-}
-
-std::string opts_to_string(const std::vector<Opt>& opts) {
-  if (opts.empty()) return "none";
-  std::string text;
-  for (const Opt& opt : opts) text += (text.empty() ? "" : " ") + opt.to_string();
-  return text;
-}
-
 int64_t KernelAxes::size(int axis) const {
   const int outputs = static_cast<int>(output.size());
   return axis < outputs ? output[axis] : reduce_sizes[axis - outputs];
@@ -92,7 +58,8 @@ UOpRef kernel_reduce(const UOpRef& ast) {
 namespace {
 
 bool mentions(const Sym& value, const std::string& var) {
-  return value.substitute({{var, Sym(0)}}).key() != value.key();
+  const std::vector<std::string> names = value.variables();
+  return std::binary_search(names.begin(), names.end(), var);
 }
 
 // Fills source_axis and reduce_inputs where the reduction's source axes are the output axes plus
@@ -113,12 +80,10 @@ void find_matmul_shape(const UOpRef& ast, const UOpRef& reduce, KernelAxes& axes
     probes.push_back(Sym::var("probe" + std::to_string(axis), 0, axes.output[axis] - 1));
   std::optional<std::vector<Sym>> arrived;
   bool consistent = true;
-  std::unordered_set<std::string> walked;
+  std::set<std::pair<const UOp*, std::vector<Sym>>> walked;
   std::function<void(const UOpRef&, const std::vector<Sym>&)> walk =
       [&](const UOpRef& node, const std::vector<Sym>& index) {
-        std::string key = std::to_string(reinterpret_cast<uintptr_t>(node.get()));
-        for (const Sym& value : index) key += "," + value.key();
-        if (!consistent || !walked.insert(key).second) return;
+        if (!consistent || !walked.emplace(node.get(), index).second) return;
         if (node == reduce) {
           if (arrived && *arrived != index) consistent = false;
           arrived = index;

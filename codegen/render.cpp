@@ -78,10 +78,12 @@ class Renderer {
   std::string math(const std::string& function, DType dtype, const std::string& argument) const {
     const bool wide = dtype == dtypes::float64;
     if (wide && dialect_.missing_float64_math.count(function))
-      throw DTypeError("[render_kernel] " + program_.name + ": the " + dialect_.name +
-                       " dialect does not support float64 " + function + " (" + dialect_.name +
-                       " has none, nor does kiln's library for it yet); valid: float32, " +
-                       "float16 or bfloat16 (computed in float32) on this device");
+      throw UnsupportedDTypeError(
+          "[render_kernel] " + program_.name + ": the " + dialect_.name +
+              " dialect does not support float64 " + function + " (" + dialect_.name +
+              " has none, nor does kiln's library for it yet); valid: float32, float16 or " +
+              "bfloat16 (computed in float32) on this device",
+          dtype);
     std::string name;
     if (dialect_.math_helpers.count(function)) {
       name = "kiln_" + function;

@@ -18,6 +18,11 @@ inline uint64_t stable_hash(std::string_view text, uint64_t seed = 0) {
 struct StableHash128 {
   uint64_t high, low;
 };
+// Mixes `value` into `seed`: for in-process hash tables only (not stable across builds).
+inline size_t hash_combine(size_t seed, size_t value) {
+  return seed ^ (value + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2));
+}
+
 // 128 bits, where a name must not collide in a folder of millions of entries.
 StableHash128 stable_hash_128(std::string_view text);
 

@@ -2,24 +2,31 @@
 
 #include <kiln/error.h>
 
+#include "core/hash.h"
+
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 namespace kiln {
 
 struct SymNode {
   SymKind kind;
-  int64_t value = 0;   // Const: the value; Sum: the constant part
-  std::string name;    // Var
-  bool bound = false;  // Var: `value` is its bound value
-  SymTerms terms;      // Sum
+  int64_t value = 0;       // Const: the value; Sum: the constant part
+  std::string name;        // Var
+  bool bound = false;      // Var: `value` is its bound value
+  bool parameter = false;  // Var: a kernel's parameter (its key names its bounds)
+  SymTerms terms;          // Sum
   std::vector<Sym> operands;
   int64_t vmin = 0;
   int64_t vmax = 0;
-  std::string key;
+  std::string key;  // for printing and for text keys (cache names); never for identity
+  size_t hash = 0;  // structural: of the fields above but the key, children by their hashes
+  mutable std::weak_ptr<const SymNode> self;
 };
 
 namespace {
@@ -42,11 +49,136 @@ int64_t floor_mod(int64_t a, int64_t b) {
   return a - floor_div(a, b) * b;
 }
 
+// The intern table: structural hash -> live nodes with that hash. A node's deleter removes its
+// entry, so the table holds only what some Sym still uses.
+struct SymTable {
+  std::mutex mutex;
+  std::unordered_multimap<size_t, const SymNode*> nodes;
+};
+
+SymTable& sym_table() {
+  static SymTable* table = new SymTable();  // never destroyed: Syms may outlive statics
+  return *table;
+}
+
+size_t structural_hash(const SymNode& node) {
+  size_t seed = hash_combine(static_cast<size_t>(node.kind), std::hash<int64_t>()(node.value));
+  seed = hash_combine(seed, std::hash<std::string>()(node.name));
+  seed = hash_combine(seed, (node.bound ? 1u : 0u) | (node.parameter ? 2u : 0u));
+  seed = hash_combine(seed, std::hash<int64_t>()(node.vmin));
+  seed = hash_combine(seed, std::hash<int64_t>()(node.vmax));
+  for (const auto& [atom, coefficient] : node.terms)
+    seed = hash_combine(hash_combine(seed, atom.hash()), std::hash<int64_t>()(coefficient));
+  for (const Sym& operand : node.operands) seed = hash_combine(seed, operand.hash());
+  return seed;
+}
+
+// Children compare by pointer: they are interned already.
+bool same_structure(const SymNode& a, const SymNode& b) {
+  if (a.kind != b.kind || a.value != b.value || a.name != b.name || a.bound != b.bound ||
+      a.parameter != b.parameter || a.vmin != b.vmin || a.vmax != b.vmax ||
+      a.terms.size() != b.terms.size() || a.operands.size() != b.operands.size())
+    return false;
+  for (size_t index = 0; index < a.terms.size(); ++index) {
+    if (a.terms[index].first.node() != b.terms[index].first.node() ||
+        a.terms[index].second != b.terms[index].second)
+      return false;
+  }
+  for (size_t index = 0; index < a.operands.size(); ++index) {
+    if (a.operands[index].node() != b.operands[index].node()) return false;
+  }
+  return true;
+}
+
+template <typename T>
+int three_way(const T& a, const T& b) {
+  return a < b ? -1 : (b < a ? 1 : 0);
+}
+
+// The structural order behind Sym::operator<: by kind, then the node's own fields, then its
+// children in order. Deterministic (no pointers), so kernels print alike in every run.
+int compare_nodes(const SymNode* a, const SymNode* b) {
+  if (a == b) return 0;
+  if (int order = three_way(a->kind, b->kind)) return order;
+  if (int order = a->name.compare(b->name)) return order < 0 ? -1 : 1;
+  if (int order = three_way(a->value, b->value)) return order;
+  if (int order = three_way(a->parameter, b->parameter)) return order;
+  if (int order = three_way(a->bound, b->bound)) return order;
+  for (size_t index = 0; index < a->terms.size() && index < b->terms.size(); ++index) {
+    if (int order = compare_nodes(a->terms[index].first.node(), b->terms[index].first.node()))
+      return order;
+    if (int order = three_way(a->terms[index].second, b->terms[index].second)) return order;
+  }
+  if (int order = three_way(a->terms.size(), b->terms.size())) return order;
+  for (size_t index = 0; index < a->operands.size() && index < b->operands.size(); ++index) {
+    if (int order = compare_nodes(a->operands[index].node(), b->operands[index].node()))
+      return order;
+  }
+  if (int order = three_way(a->operands.size(), b->operands.size())) return order;
+  if (int order = three_way(a->vmin, b->vmin)) return order;
+  return three_way(a->vmax, b->vmax);
+}
+
+// Like terms of a sum being built: atom -> coefficient, in the structural order.
+using TermMap = std::map<Sym, int64_t>;
+
 }  // namespace
 
 // Builds nodes; a friend of Sym so the arithmetic below can make them.
 struct SymBuilder {
-  static Sym make(SymNode node) { return Sym(std::make_shared<const SymNode>(std::move(node))); }
+  // The one node with this structure: an existing live one, else this one, interned.
+  static Sym make(SymNode node) {
+    node.hash = structural_hash(node);
+    SymTable& table = sym_table();
+    std::lock_guard<std::mutex> lock(table.mutex);
+    auto [begin, end] = table.nodes.equal_range(node.hash);
+    for (auto entry = begin; entry != end; ++entry) {
+      if (!same_structure(*entry->second, node)) continue;
+      // The node may be mid-destruction (its count reached zero); then build a fresh one.
+      if (auto alive = entry->second->self.lock()) return Sym(std::move(alive));
+    }
+    auto deleter = [](const SymNode* dead) {
+      {
+        SymTable& owner = sym_table();
+        std::lock_guard<std::mutex> guard(owner.mutex);
+        auto [first, last] = owner.nodes.equal_range(dead->hash);
+        for (auto entry = first; entry != last; ++entry) {
+          if (entry->second == dead) {
+            owner.nodes.erase(entry);
+            break;
+          }
+        }
+      }
+      delete dead;  // outside the lock: dropping the children runs their deleters
+    };
+    std::shared_ptr<const SymNode> interned(new SymNode(std::move(node)), deleter);
+    interned->self = interned;
+    table.nodes.emplace(interned->hash, interned.get());
+    return Sym(std::move(interned));
+  }
+
+  static std::shared_ptr<const SymNode> constant(int64_t value) {
+    SymNode node;
+    node.kind = SymKind::Const;
+    node.value = value;
+    node.vmin = node.vmax = value;
+    node.key = std::to_string(value);
+    return make(std::move(node)).node_;
+  }
+
+  // Small constants are built on every step of index arithmetic: kept alive here, they are
+  // found without a lookup.
+  static std::shared_ptr<const SymNode> small_constant(int64_t value) {
+    constexpr int64_t kLow = -8, kHigh = 256;
+    static const std::vector<std::shared_ptr<const SymNode>>* const kCache = [] {
+      auto cache = std::make_unique<std::vector<std::shared_ptr<const SymNode>>>();
+      for (int64_t constant_value = kLow; constant_value <= kHigh; ++constant_value)
+        cache->push_back(constant(constant_value));
+      return cache.release();  // never destroyed, like the table
+    }();
+    if (value < kLow || value > kHigh) return constant(value);
+    return (*kCache)[static_cast<size_t>(value - kLow)];
+  }
 
   static Sym binary(SymKind kind, const Sym& a, const Sym& b, int64_t vmin, int64_t vmax,
                     const char* spelling) {
@@ -64,58 +196,46 @@ struct SymBuilder {
   }
 
   // Linear form of any Sym: constant + sum of coefficient * atom.
-  static void linear_form(const Sym& value, int64_t scale,
-                          std::map<std::string, std::pair<Sym, int64_t>>& terms,
-                          int64_t& constant) {
+  static void linear_form(const Sym& value, int64_t scale, TermMap& terms, int64_t& constant) {
     const SymNode* node = value.node();
     if (node->kind == SymKind::Const) {
       constant += node->value * scale;
     } else if (node->kind == SymKind::Sum) {
       constant += node->value * scale;
-      for (const auto& [atom, coefficient] : node->terms)
-        add_term(terms, atom, coefficient * scale);
+      for (const auto& [atom, coefficient] : node->terms) terms[atom] += coefficient * scale;
     } else {
-      add_term(terms, value, scale);
-    }
-  }
-
-  static void add_term(std::map<std::string, std::pair<Sym, int64_t>>& terms, const Sym& atom,
-                       int64_t coefficient) {
-    auto found = terms.find(atom.key());
-    if (found == terms.end()) {
-      terms.emplace(atom.key(), std::make_pair(atom, coefficient));
-    } else {
-      found->second.second += coefficient;
+      terms[value] += scale;
     }
   }
 
   // (x // c) * c * k + (x % c) * k == x * k: folds index arithmetic that unravels and re-ravels.
-  static bool fold_div_mod(std::map<std::string, std::pair<Sym, int64_t>>& term_map,
-                           int64_t& constant) {
-    for (auto& [key, entry] : term_map) {
-      const Sym& atom = entry.first;
-      const int64_t coefficient = entry.second;
+  static bool fold_div_mod(TermMap& term_map, int64_t& constant) {
+    for (auto& [atom, coefficient] : term_map) {
       if (atom.kind() != SymKind::Mod || coefficient == 0 || !atom.operands()[1].is_const())
         continue;
       const Sym numerator = atom.operands()[0];
       const int64_t divisor = atom.operands()[1].const_value();
-      auto div_entry = term_map.find("(" + numerator.key() + "//" + std::to_string(divisor) + ")");
-      if (div_entry == term_map.end() || div_entry->second.second != coefficient * divisor)
-        continue;
-      div_entry->second.second = 0;
-      entry.second = 0;
-      linear_form(numerator, coefficient, term_map, constant);
+      const int64_t mod_coefficient = coefficient;
+      auto partner = std::find_if(term_map.begin(), term_map.end(), [&](const auto& entry) {
+        const Sym& other = entry.first;
+        return other.kind() == SymKind::Div && other.operands()[0] == numerator &&
+               other.operands()[1].is_const() && other.operands()[1].const_value() == divisor &&
+               entry.second == mod_coefficient * divisor;
+      });
+      if (partner == term_map.end()) continue;
+      partner->second = 0;
+      coefficient = 0;
+      linear_form(numerator, mod_coefficient, term_map, constant);
       return true;
     }
     return false;
   }
 
-  static Sym from_linear(std::map<std::string, std::pair<Sym, int64_t>> term_map,
-                         int64_t constant) {
+  static Sym from_linear(TermMap term_map, int64_t constant) {
     while (fold_div_mod(term_map, constant)) {
     }
     SymTerms terms;
-    for (const auto& [key, entry] : term_map) {
+    for (const auto& entry : term_map) {
       if (entry.second != 0) terms.push_back(entry);
     }
     if (terms.empty()) return Sym(constant);
@@ -144,14 +264,7 @@ struct SymBuilder {
   }
 };
 
-Sym::Sym(int64_t value) {
-  SymNode node;
-  node.kind = SymKind::Const;
-  node.value = value;
-  node.vmin = node.vmax = value;
-  node.key = std::to_string(value);
-  node_ = std::make_shared<const SymNode>(std::move(node));
-}
+Sym::Sym(int64_t value) : node_(SymBuilder::small_constant(value)) {}
 
 Sym Sym::var(const std::string& name, int64_t min_value, int64_t max_value) {
   if (min_value > max_value) {
@@ -172,6 +285,7 @@ Sym Sym::parameter(const std::string& name, int64_t min_value, int64_t max_value
   const Sym variable = var(name, min_value, max_value);
   if (variable.is_const()) return variable;
   SymNode node = *variable.node();
+  node.parameter = true;
   node.key = name + "[" + std::to_string(min_value) + "," + std::to_string(max_value) + "]";
   return SymBuilder::make(std::move(node));
 }
@@ -226,19 +340,17 @@ bool Sym::has_unbound() const {
 }
 
 std::vector<Sym> Sym::variable_nodes() const {
-  std::map<std::string, Sym> found;
+  std::set<Sym> found;
   std::vector<const Sym*> stack{this};
   while (!stack.empty()) {
     const Sym* value = stack.back();
     stack.pop_back();
     const SymNode* node = value->node();
-    if (node->kind == SymKind::Var) found.emplace(node->key, *value);
+    if (node->kind == SymKind::Var) found.insert(*value);
     for (const auto& term : node->terms) stack.push_back(&term.first);
     for (const auto& operand : node->operands) stack.push_back(&operand);
   }
-  std::vector<Sym> nodes;
-  for (auto& entry : found) nodes.push_back(entry.second);
-  return nodes;
+  return {found.begin(), found.end()};
 }
 
 SymKind Sym::kind() const {
@@ -269,8 +381,12 @@ const std::string& Sym::key() const {
   return node_->key;
 }
 
-bool Sym::operator==(const Sym& other) const {
-  return node_ == other.node_ || node_->key == other.node_->key;
+size_t Sym::hash() const {
+  return node_->hash;
+}
+
+bool Sym::operator<(const Sym& other) const {
+  return compare_nodes(node_.get(), other.node_.get()) < 0;
 }
 
 int64_t Sym::eval(const std::map<std::string, int64_t>& values) const {
@@ -317,29 +433,31 @@ int64_t Sym::eval(const std::map<std::string, int64_t>& values) const {
   }
 }
 
-Sym Sym::substitute(const std::map<std::string, Sym>& values) const {
-  const SymNode* node = node_.get();
-  switch (node->kind) {
+namespace {
+
+// Rebuilds `value` with each variable replaced by `replace(variable)` (null: kept), simplifying
+// on the way up.
+template <typename Replace>
+Sym substitute_variables(const Sym& value, const Replace& replace) {
+  switch (value.kind()) {
     case SymKind::Const:
-      return *this;
+      return value;
     case SymKind::Var: {
-      auto found = values.find(node->key);
-      if (found == values.end()) found = values.find(node->name);
-      return found == values.end() ? *this : found->second;
+      const Sym* replacement = replace(value);
+      return replacement ? *replacement : value;
     }
     case SymKind::Sum: {
-      Sym total(node->value);
-      for (const auto& [atom, coefficient] : node->terms) {
-        total = total + atom.substitute(values) * Sym(coefficient);
-      }
+      Sym total(value.sum_constant());
+      for (const auto& [atom, coefficient] : value.sum_terms())
+        total = total + substitute_variables(atom, replace) * Sym(coefficient);
       return total;
     }
     default:
       break;
   }
-  const Sym a = node->operands[0].substitute(values);
-  const Sym b = node->operands[1].substitute(values);
-  switch (node->kind) {
+  const Sym a = substitute_variables(value.operands()[0], replace);
+  const Sym b = substitute_variables(value.operands()[1], replace);
+  switch (value.kind()) {
     case SymKind::Mul:
       return a * b;
     case SymKind::Div:
@@ -359,6 +477,22 @@ Sym Sym::substitute(const std::map<std::string, Sym>& values) const {
   }
 }
 
+}  // namespace
+
+Sym Sym::substitute(const std::map<std::string, Sym>& by_name) const {
+  return substitute_variables(*this, [&](const Sym& variable) -> const Sym* {
+    auto found = by_name.find(variable.var_name());
+    return found == by_name.end() ? nullptr : &found->second;
+  });
+}
+
+Sym Sym::substitute(const std::map<Sym, Sym>& by_variable) const {
+  return substitute_variables(*this, [&](const Sym& variable) -> const Sym* {
+    auto found = by_variable.find(variable);
+    return found == by_variable.end() ? nullptr : &found->second;
+  });
+}
+
 std::vector<std::string> Sym::variables() const {
   std::set<std::string> names;
   std::vector<const SymNode*> stack{node_.get()};
@@ -376,7 +510,7 @@ Sym operator+(const Sym& a, const Sym& b) {
   if (a.is_const() && b.is_const()) return Sym(a.const_value() + b.const_value());
   if (a.is_const() && a.const_value() == 0) return b;
   if (b.is_const() && b.const_value() == 0) return a;
-  std::map<std::string, std::pair<Sym, int64_t>> terms;
+  TermMap terms;
   int64_t constant = 0;
   SymBuilder::linear_form(a, 1, terms, constant);
   SymBuilder::linear_form(b, 1, terms, constant);
@@ -397,13 +531,13 @@ Sym operator*(const Sym& a, const Sym& b) {
     const int64_t scale = a.const_value();
     if (scale == 0) return Sym(0);
     if (scale == 1) return b;
-    std::map<std::string, std::pair<Sym, int64_t>> terms;
+    TermMap terms;
     int64_t constant = 0;
     SymBuilder::linear_form(b, scale, terms, constant);
     return SymBuilder::from_linear(terms, constant);
   }
-  const Sym& first = a.key() <= b.key() ? a : b;
-  const Sym& second = a.key() <= b.key() ? b : a;
+  const Sym& first = b < a ? b : a;
+  const Sym& second = b < a ? a : b;
   const Wide corners[] = {
       static_cast<Wide>(a.vmin()) * b.vmin(), static_cast<Wide>(a.vmin()) * b.vmax(),
       static_cast<Wide>(a.vmax()) * b.vmin(), static_cast<Wide>(a.vmax()) * b.vmax()};
@@ -515,8 +649,8 @@ Sym sym_min(const Sym& a, const Sym& b) {
   if (a.vmax() <= b.vmin()) return a;
   if (b.vmax() <= a.vmin()) return b;
   if (a == b) return a;
-  const Sym& first = a.key() <= b.key() ? a : b;
-  const Sym& second = a.key() <= b.key() ? b : a;
+  const Sym& first = b < a ? b : a;
+  const Sym& second = b < a ? a : b;
   return SymBuilder::binary(SymKind::Min, first, second, std::min(a.vmin(), b.vmin()),
                             std::min(a.vmax(), b.vmax()), "min");
 }
@@ -525,8 +659,8 @@ Sym sym_max(const Sym& a, const Sym& b) {
   if (a.vmin() >= b.vmax()) return a;
   if (b.vmin() >= a.vmax()) return b;
   if (a == b) return a;
-  const Sym& first = a.key() <= b.key() ? a : b;
-  const Sym& second = a.key() <= b.key() ? b : a;
+  const Sym& first = b < a ? b : a;
+  const Sym& second = b < a ? a : b;
   return SymBuilder::binary(SymKind::Max, first, second, std::max(a.vmin(), b.vmin()),
                             std::max(a.vmax(), b.vmax()), "max");
 }

@@ -1,12 +1,14 @@
 #pragma once
 // Symbolic integers: shapes, strides, offsets and kernel index arithmetic.
 //
-// A Sym is an immutable value (a shared pointer to a node). Every constructor simplifies as it
-// builds: sums are kept in a linear normal form (constant + sum of coefficient * atom, like terms
-// combined), and each node knows its range [vmin, vmax], which the rules use to drop divisions,
-// modulos, min/max and comparisons that cannot matter. Division and modulo are floor division and
-// the matching non-negative modulo (Python semantics), which keep the algebra simple; renderers
-// emit C's truncating operators when the numerator is known to be non-negative.
+// A Sym is an immutable value (a shared pointer to a node). Nodes are hash-consed like UOps:
+// building the same structure twice gives the same node, so equality is pointer equality and the
+// hash is cached; the text key is for printing and for text keys only. Every constructor
+// simplifies as it builds: sums are kept in a linear normal form (constant + sum of coefficient *
+// atom, like terms combined), and each node knows its range [vmin, vmax], which the rules use to
+// drop divisions, modulos, min/max and comparisons that cannot matter. Division and modulo are
+// floor division and the matching non-negative modulo (Python semantics), which keep the algebra
+// simple; renderers emit C's truncating operators when the numerator is known to be non-negative.
 
 #include <cstdint>
 #include <map>
@@ -54,9 +56,11 @@ class Sym {
   const SymTerms& sum_terms() const;
   const std::vector<Sym>& operands() const;
 
-  // Canonical text; two Syms are equal exactly when their keys are equal. A bound variable's
-  // names its bounds too ("n=5[1,64]"): one name with two bounds is two variables.
+  // Canonical text, for printing and for text keys (kernel sources, cache names). Structurally
+  // equal Syms have equal keys. A bound variable's names its value and bounds ("n=5[1,64]").
   const std::string& key() const;
+  // The structural hash, cached in the node (in-process only: not stable across runs).
+  size_t hash() const;
   // The expression with bound variables by name ("(n*4)"), for messages.
   std::string to_string() const;
 
@@ -64,15 +68,21 @@ class Sym {
   int64_t eval(const std::map<std::string, int64_t>& values = {}) const;
   // True when some variable occurs that is not bound (eval then needs `values`).
   bool has_unbound() const;
-  // Replaces each variable found in `values` by its key, else by its name.
-  Sym substitute(const std::map<std::string, Sym>& values) const;
+  // Replaces each variable whose name is in `by_name` (bound or not, whatever its bounds).
+  Sym substitute(const std::map<std::string, Sym>& by_name) const;
+  // Replaces exactly the variable nodes in `by_variable` (n=3 and n=5 are two variables).
+  Sym substitute(const std::map<Sym, Sym>& by_variable) const;
   // Names of the variables that occur, sorted.
   std::vector<std::string> variables() const;
-  // The variable nodes that occur (bound or not), each once, in key order.
+  // The variable nodes that occur (bound or not), each once, in the structural order.
   std::vector<Sym> variable_nodes() const;
 
-  bool operator==(const Sym& other) const;
+  // Structural equality: one node per structure, so pointers compare.
+  bool operator==(const Sym& other) const { return node_ == other.node_; }
   bool operator!=(const Sym& other) const { return !(*this == other); }
+  // A total structural order, the same in every run: sums and commutative operands are kept in
+  // it, so that x + y and y + x build one node.
+  bool operator<(const Sym& other) const;
 
   const SymNode* node() const { return node_.get(); }
 
@@ -100,5 +110,9 @@ Sym logical_and(const Sym& a, const Sym& b);
 
 // The product of a list (1 for an empty list).
 Sym sym_prod(const std::vector<Sym>& values);
+
+struct SymHash {
+  size_t operator()(const Sym& value) const { return value.hash(); }
+};
 
 }  // namespace kiln

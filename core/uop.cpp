@@ -10,10 +10,6 @@
 
 namespace kiln {
 
-size_t hash_combine(size_t seed, size_t value) {
-  return seed ^ (value + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2));
-}
-
 namespace {
 
 size_t hash_arg(const Arg& arg) {
@@ -24,9 +20,7 @@ size_t hash_arg(const Arg& arg) {
       std::memcpy(&bits, &value.float_value, 8);
       return hash_combine(std::hash<uint64_t>()(bits), std::hash<int64_t>()(value.int_value));
     }
-    size_t operator()(const ShapeTracker& tracker) const {
-      return std::hash<std::string>()(tracker.to_string());
-    }
+    size_t operator()(const ShapeTracker& tracker) const { return tracker.hash(); }
     size_t operator()(const ReduceArg& reduce) const {
       size_t seed = static_cast<size_t>(reduce.op);
       for (int axis : reduce.axes) seed = hash_combine(seed, static_cast<size_t>(axis));
@@ -138,8 +132,7 @@ UOpRef UOp::make_interned(Op op, DType dtype, std::vector<UOpRef>&& srcs, Arg&& 
   hash = hash_combine(hash, hash_arg(arg));
   for (int64_t size : shape) hash = hash_combine(hash, std::hash<int64_t>()(size));
   if (sym_shape) {
-    for (const Sym& size : *sym_shape)
-      hash = hash_combine(hash, std::hash<std::string>()(size.key()));
+    for (const Sym& size : *sym_shape) hash = hash_combine(hash, size.hash());
   }
 
   InternTable& table = intern_table();

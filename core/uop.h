@@ -15,6 +15,7 @@
 
 #include <kiln/dtype.h>
 
+#include "core/hash.h"
 #include "core/view.h"
 
 namespace kiln {
@@ -181,9 +182,6 @@ bool is_unary(Op op);
 bool is_binary(Op op);
 bool is_comparison(Op op);
 bool is_elementwise(Op op);  // unary, binary, Where and Cast
-
-// Mixes `value` into the hash `seed` (the one mixing step node hashes use).
-size_t hash_combine(size_t seed, size_t value);
 
 // Every node reachable from the roots, sources before users.
 std::vector<UOpRef> toposort(const std::vector<UOpRef>& roots);

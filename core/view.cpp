@@ -1,5 +1,7 @@
 #include "core/view.h"
 
+#include "core/hash.h"
+
 #include <algorithm>
 
 namespace kiln {
@@ -178,6 +180,23 @@ std::string View::to_string() const {
     text += ")";
   }
   return text + ")";
+}
+
+size_t View::hash() const {
+  size_t seed = hash_combine(shape.size(), offset.hash());
+  for (const Sym& size : shape) seed = hash_combine(seed, size.hash());
+  for (const Sym& stride : strides) seed = hash_combine(seed, stride.hash());
+  if (mask) {
+    for (const auto& [begin, end] : *mask)
+      seed = hash_combine(hash_combine(seed, begin.hash()), end.hash());
+  }
+  return seed;
+}
+
+size_t ShapeTracker::hash() const {
+  size_t seed = views_.size();
+  for (const View& view : views_) seed = hash_combine(seed, view.hash());
+  return seed;
 }
 
 bool View::operator==(const View& other) const {

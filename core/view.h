@@ -36,6 +36,7 @@ struct View {
   // (buffer index, valid) for one logical index.
   std::pair<Sym, Sym> to_index(const std::vector<Sym>& index) const;
   std::string to_string() const;
+  size_t hash() const;
   bool operator==(const View& other) const;
 };
 
@@ -71,6 +72,7 @@ class ShapeTracker {
   // True when no two in-bounds logical indices read the same buffer element (no expansion).
   bool is_injective() const;
   std::string to_string() const;
+  size_t hash() const;
   bool operator==(const ShapeTracker& other) const { return views_ == other.views_; }
 
  private:

@@ -97,9 +97,10 @@ std::string input_text(size_t index, const Tensor& input) {
   return "input " + std::to_string(index) + " (" + describe(input) + ")";
 }
 
-// A size with each bound variable's value left out ("n[1,64]"): what a replay's input must match.
-std::string size_pattern(const Sym& size) {
-  if (size.is_const()) return size.key();
+// A size with each bound variable's value left out (printed "n[1,64]"): what a replay's input
+// must match.
+Sym size_pattern(const Sym& size) {
+  if (size.is_const()) return size;
   std::map<std::string, Sym> unbound;
   for (const Sym& variable : size.variable_nodes()) {
     if (!variable.is_bound()) continue;
@@ -108,7 +109,7 @@ std::string size_pattern(const Sym& size) {
                                  std::to_string(variable.vmax()) + "]",
                              variable.vmin(), variable.vmax()));
   }
-  return size.substitute(unbound).key();
+  return size.substitute(unbound);
 }
 
 // The bound variables of a replay's inputs, by name, at the call's values.
@@ -131,9 +132,9 @@ void bind_input(size_t index, const Tensor& input, const SymShape& captured,
     // Two shapes may print alike where only a variable's bounds differ: show them with bounds.
     std::string given = "(", wanted = "(";
     for (size_t dim = 0; dim < dims.size(); ++dim)
-      given += (dim ? ", " : "") + size_pattern(dims[dim].sym());
+      given += (dim ? ", " : "") + size_pattern(dims[dim].sym()).key();
     for (size_t dim = 0; dim < captured.size(); ++dim)
-      wanted += (dim ? ", " : "") + size_pattern(captured[dim]);
+      wanted += (dim ? ", " : "") + size_pattern(captured[dim]).key();
     throw ShapeError("[CapturedStep] " + input_text(index, input) + " has another shape" +
                      expected + " (with each variable's bounds: " + given + ") given, " + wanted +
                      ") captured; a variable size is passed bound: Variable::bind)");

@@ -19,25 +19,9 @@ OptSettings settings_from_environment() {
   settings.tensor_cores = tensor_cores_from_environment();
   const char* value = std::getenv("KILN_OPTS");
   if (!value || !*value) return settings;
-  const std::string text = value;
-  if (text == "default") {
-    settings.policy = OptPolicy::Default;
-  } else if (text == "none") {
-    settings.policy = OptPolicy::None;
-  } else if (text == "gpu") {
-    settings.policy = OptPolicy::Gpu;
-  } else if (text.rfind("random", 0) == 0) {
-    settings.policy = OptPolicy::Random;
-    if (text.size() > 6) {
-      char* end = nullptr;
-      const std::string seed = text.substr(7);
-      settings.seed = std::strtoull(seed.c_str(), &end, 10);
-      if (text[6] != ':' || seed.empty() || *end != '\0')
-        throw Error("[KILN_OPTS] '" + text + "' is not valid: random takes ':<seed>' (digits)");
-    }
-  } else {
-    throw Error("[KILN_OPTS] '" + text + "' is not valid: use default, none, random:<seed> or gpu");
-  }
+  const OptSettings parsed = parse_opt_settings(value, "KILN_OPTS");
+  settings.policy = parsed.policy;
+  settings.seed = parsed.seed;
   return settings;
 }
 
@@ -65,28 +49,18 @@ void set_opt_settings(const OptSettings& settings) {
   current_settings = effective;
 }
 
-std::string opt_settings_to_string(const OptSettings& settings) {
-  switch (settings.policy) {
-    case OptPolicy::Default:
-      return "default";
-    case OptPolicy::None:
-      return "none";
-    case OptPolicy::Random:
-      return "random:" + std::to_string(settings.seed);
-    case OptPolicy::Gpu:
-      return "gpu";
-  }
-  return "?";
+OptTarget opt_target(const Device& device) {
+  return opt_target(device.name(), device.properties(), device.dialect());
 }
 
-OptTarget opt_target(const Device& device) {
-  const DeviceProperties& properties = device.properties();
+OptTarget opt_target(const std::string& name, const DeviceProperties& properties,
+                     const Dialect& dialect) {
   OptTarget target;
-  target.device = device.name();
+  target.device = name;
   target.architecture = properties.architecture;
   if (!target.architecture.empty() && target.device.find(target.architecture) == std::string::npos)
     target.device += " (" + target.architecture + ")";
-  target.loop_launch = device.dialect().launch_style == Dialect::LaunchStyle::kCpuLoop;
+  target.loop_launch = dialect.launch_style == Dialect::LaunchStyle::kCpuLoop;
   target.is_gpu = properties.kind == DeviceKind::GPU;
   target.max_workgroup_size = properties.max_workgroup_size;
   for (int dim = 0; dim < 3; ++dim) {
@@ -97,11 +71,11 @@ OptTarget opt_target(const Device& device) {
   target.compute_units = properties.compute_units;
   target.simd_width = properties.warp_width;
   target.max_kernel_buffers = properties.max_kernel_buffers;
-  target.grid = static_cast<bool>(device.dialect().atomic_increment) && !target.loop_launch;
-  target.vector_loads = !device.dialect().vector_widths.empty();
+  target.grid = static_cast<bool>(dialect.atomic_increment) && !target.loop_launch;
+  target.vector_loads = !dialect.vector_widths.empty();
   // A dialect with matrix fragments renders TC for the device's units (where it has them);
   // others emulate them.
-  const bool fragments = static_cast<bool>(device.dialect().mma);
+  const bool fragments = static_cast<bool>(dialect.mma);
   target.native_tensor_cores = fragments && properties.tensor_cores;
   target.tensor_cores = !target.loop_launch && target.local_memory_bytes > 0 &&
                         (!fragments || properties.tensor_cores);
@@ -109,7 +83,10 @@ OptTarget opt_target(const Device& device) {
 }
 
 OptTarget opt_target(const Device& device, const OptSettings& settings) {
-  OptTarget target = opt_target(device);
+  return with_settings(opt_target(device), settings);
+}
+
+OptTarget with_settings(OptTarget target, const OptSettings& settings) {
   if (settings.policy == OptPolicy::Gpu && !target.loop_launch) {
     // A GPU's choices, TC included: where the device has no matrix units its dialect emulates
     // them.

@@ -10,21 +10,11 @@
 #include <cstdint>
 #include <string>
 
+#include "codegen/opt_settings.h"
 #include "codegen/opts.h"
 #include "runtime/device.h"
 
 namespace kiln {
-
-enum class OptPolicy { Default, None, Random, Gpu };
-
-struct OptSettings {
-  OptPolicy policy = OptPolicy::Default;
-  uint64_t seed = 0;         // Random: the same seed gives each kernel the same opts
-  bool tensor_cores = true;  // false: no policy chooses TC
-  bool operator==(const OptSettings& other) const {
-    return policy == other.policy && seed == other.seed && tensor_cores == other.tensor_cores;
-  }
-};
 
 // From KILN_OPTS, KILN_NOOPT and KILN_TENSOR_CORES on first use (an invalid value is an Error),
 // unless set.
@@ -34,17 +24,17 @@ OptSettings opt_settings();
 bool tensor_cores_from_environment();
 // Replaces them; under KILN_TENSOR_CORES=0 TC stays off whatever `settings` say.
 void set_opt_settings(const OptSettings& settings);
-std::string opt_settings_to_string(const OptSettings& settings);
 
 // What `device` offers the optimiser.
 OptTarget opt_target(const Device& device);
+// What a device with these properties, writing kernels in `dialect`, offers it (a device need
+// not be open: `kiln render` describes targets it does not have).
+OptTarget opt_target(const std::string& name, const DeviceProperties& properties,
+                     const Dialect& dialect);
 // What the optimiser targets on `device` under `settings`: the device's own, or under the gpu
 // policy a GPU with the device's limits, where the device launches workgroups; without tensor
 // cores where the settings say so.
 OptTarget opt_target(const Device& device, const OptSettings& settings);
-// Whether the heuristics choose the opts (default and gpu), rather than none or a random list.
-inline bool uses_heuristics(const OptSettings& settings) {
-  return settings.policy == OptPolicy::Default || settings.policy == OptPolicy::Gpu;
-}
+OptTarget with_settings(OptTarget target, const OptSettings& settings);
 
 }  // namespace kiln

@@ -11,12 +11,9 @@
 #include <set>
 #include <unordered_map>
 
-#include "codegen/heuristics.h"
 #include "codegen/kernel_variables.h"
-#include "codegen/lower.h"
-#include "codegen/render.h"
+#include "codegen/pipeline.h"
 #include "codegen/tensor_cores.h"
-#include "codegen/vectorize.h"
 #include "core/rewrite.h"
 #include "runtime/buffer.h"
 #include "runtime/debug.h"
@@ -47,9 +44,10 @@ void check_dtypes(const LinearProgram& program, Device& device) {
   for (ScalarType type : needed) {
     const DType dtype(type);
     if (!device.supports(dtype)) {
-      throw DTypeError("[realize] device " + device.name() + " does not support " + dtype.name() +
-                       " (needed by kernel " + program.name +
-                       "); cast to a supported dtype or use " + "another device");
+      throw UnsupportedDTypeError("[realize] device " + device.name() + " does not support " +
+                                      dtype.name() + " (needed by kernel " + program.name +
+                                      "); cast to a supported dtype or use another device",
+                                  dtype);
     }
   }
 }
@@ -244,33 +242,25 @@ KernelLaunch prepare_kernel(const ScheduleItem& item) {
   prepared->context = context;
   prepared->settings = settings;
   const OptTarget target = opt_target(context->device(), settings);
-  OptChoice choice;
-  if (uses_heuristics(settings)) choice = choose_opts(generic, target);
-  if (settings.policy == OptPolicy::Random) {
-    choice.opts = random_opts(generic, target, settings.seed);
-    choice.reasons.push_back("random (seed " + std::to_string(settings.seed) + ")");
-  }
+  Device& device = context->device();
+  CompileOptions options;
+  options.settings = settings;
+  options.check = [&device](const LinearProgram& program) {
+    check_dtypes(program, device);
+    check_loop_iterations(program, device);
+  };
   if (debug_level() >= 5) {
     logger().info("kernel ast:\n{}", graph_to_string({generic.ast}));
-    std::string reasons;
-    for (const std::string& reason : choice.reasons) reasons += "\n  " + reason;
-    logger().info("axes {} on {}; opts ({}): {}{}", kernel_axes(generic.ast).to_string(),
-                  target.device, opt_settings_to_string(settings), opts_to_string(choice.opts),
-                  reasons);
+    logger().info("axes {} on {}; opts policy {}", kernel_axes(generic.ast).to_string(),
+                  target.device, opt_settings_to_string(settings));
+    options.report = [](const std::string& pass, const std::string& result) {
+      logger().info("after {}:\n{}", pass, result);
+    };
   }
-  // The passes by name, each printed at KILN_DEBUG=5.
-  prepared->program = lower_kernel(generic, choice.opts, target);
-  if (debug_level() >= 5) logger().info("after lower_kernel:\n{}", prepared->program.to_string());
-  prepared->program = vectorize_loads(std::move(prepared->program), context->device().dialect());
-  if (debug_level() >= 5)
-    logger().info("after vectorize_loads:\n{}", prepared->program.to_string());
-  prepared->program = vectorize_stores(std::move(prepared->program), context->device().dialect());
-  if (debug_level() >= 5)
-    logger().info("after vectorize_stores:\n{}", prepared->program.to_string());
-  check_dtypes(prepared->program, context->device());
-  check_loop_iterations(prepared->program, context->device());
-  prepared->source = render_kernel(prepared->program, context->device().dialect());
-  if (debug_level() >= 4)
+  CompiledKernel compiled = compile_kernel(generic, target, device.dialect(), options);
+  prepared->program = std::move(compiled.program);
+  prepared->source = std::move(compiled.source);
+  if (debug_level() == 4)
     logger().info("source of {}:\n{}", prepared->program.name, prepared->source);
   prepared->work_per_item =
       estimate_flops(prepared->program) /

@@ -93,8 +93,10 @@ Tensor built_from_ops(const char* op, const Describe& operands, const Build& bui
     return build();
   } catch (const ShapeError& error) {
     throw ShapeError(relabel_error(error, op, operands()));
+  } catch (const UnsupportedDTypeError& error) {
+    throw UnsupportedDTypeError(relabel_error(error, op, operands()), *error.dtype());
   } catch (const DTypeError& error) {
-    throw DTypeError(relabel_error(error, op, operands()));
+    throw DTypeError(relabel_error(error, op, operands()), error.dtype());
   }
 }
 

@@ -253,8 +253,7 @@ TEST_CASE("tiled matmuls render and compile as CUDA C++ and GLSL", "[dialects]")
                   matmul(a.cast(dtypes::float64), b.cast(dtypes::float64)).relu(),
                   matmul(a.reshape({2, 64, 96}), b.reshape({1, 96, 64}).expand({2, 96, 64}))});
   int tiled = 0;
-  for (const LinearProgram& kernel : kernels)
-    tiled += kernel.opts.find("TILE") != std::string::npos;
+  for (const LinearProgram& kernel : kernels) tiled += has_opt(kernel.opts, OptKind::Tile);
   CHECK(tiled == 4);  // the GPU heuristics tile every one of them
   int refused = 0;
   const std::vector<std::string> cuda = render_all(kernels, cuda_dialect(), &refused);
@@ -271,8 +270,7 @@ TEST_CASE("grouped reductions render and compile as CUDA C++ and GLSL", "[dialec
   kernels.push_back(lower_kernel(full_sum, {{OptKind::Group, 0, 256}}, gpu_target()));
   kernels.back().name = "grouped_sum";
   bool grouped = false;
-  for (const LinearProgram& kernel : kernels)
-    grouped |= kernel.opts.find("GROUP") != std::string::npos;
+  for (const LinearProgram& kernel : kernels) grouped |= has_opt(kernel.opts, OptKind::Group);
   CHECK(grouped);
   int refused = 0;
   const std::vector<std::string> cuda = render_all(kernels, cuda_dialect(), &refused);

@@ -41,10 +41,6 @@ OptTarget grid_target(OptTarget target) {
   return target;
 }
 
-bool has_opt(const std::vector<Opt>& opts, OptKind kind) {
-  return std::any_of(opts.begin(), opts.end(), [&](const Opt& opt) { return opt.kind == kind; });
-}
-
 template <typename T>
 T value_of(const std::vector<uint8_t>& bytes) {
   return values_of<T>(bytes).at(0);

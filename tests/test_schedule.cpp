@@ -125,8 +125,9 @@ TEST_CASE("float sum, max and min reduction loops may be reassociated on the CPU
   // combined NaN-safely.
   Schedule max_schedule = schedule_of(a.max({1}));
   const LinearProgram max_program = lowered(max_schedule.items[0], cl_target());
-  INFO(max_program.opts);
-  CHECK(max_program.opts == "UPCAST(axis 1, 8) LOCAL(flat, 4)");
+  INFO(opts_to_string(max_program.opts));
+  CHECK(max_program.opts ==
+        std::vector<Opt>{{OptKind::Upcast, 1, 8}, {OptKind::Local, Opt::kFlatAxis, 4}});
   const std::string max_source = render_kernel(max_program, opencl_dialect(false));
   CHECK(max_source.find(" != ") != std::string::npos);
   // A product is not reassociated.

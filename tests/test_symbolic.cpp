@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/symbolic.h"
@@ -408,13 +409,82 @@ TEST_CASE("symbolic: like terms combine into one canonical form", "[symbolic]") 
   CHECK(Sym(2) * (x + y) == x + x + y + y);
   CHECK(sym_min(x, y) == sym_min(y, x));
   CHECK(sym_max(x, x) == x);
-  // Equal keys are equal values; the keys are what Syms compare by.
+  // One node per structure: equal Syms are one node, and print alike.
+  CHECK((x + y).node() == (y + x).node());
   CHECK((x + y).key() == (y + x).key());
   CHECK(x + Sym(1) != x);
   CHECK((x + Sym(5)).vmin() == -5);
   CHECK((x + Sym(5)).vmax() == 15);
   CHECK((x * Sym(-2)).vmin() == -20);
   CHECK((x * Sym(-2)).vmax() == 20);
+}
+
+TEST_CASE("symbolic: identity is structural (hash-consed nodes, a stable order)", "[symbolic]") {
+  const Sym x = Sym::var("x", 0, 63), y = Sym::var("y", 0, 7);
+  // Built twice, apart: one node, one hash.
+  const Sym a = floordiv(x * Sym(8) + y, Sym(4)) + mod(x, Sym(3)) * y;
+  const Sym b = mod(x, Sym(3)) * y + floordiv(y + x * Sym(8), Sym(4));
+  CHECK(a.node() == b.node());
+  CHECK(a.hash() == b.hash());
+  CHECK(Sym(1000003).node() == Sym(1000003).node());
+  // A variable is its name, its bounds and its binding: a name with other bounds, a bound value
+  // or a kernel parameter is another variable.
+  CHECK(Sym::var("x", 0, 63) == x);
+  CHECK(Sym::var("x", 0, 31) != x);
+  CHECK(Sym::bound_var("x", 0, 63, 5) != x);
+  CHECK(Sym::bound_var("x", 0, 63, 5) == Sym::bound_var("x", 0, 63, 5));
+  CHECK(Sym::bound_var("x", 0, 63, 5) != Sym::bound_var("x", 0, 63, 6));
+  CHECK(Sym::parameter("x", 0, 63) != x);
+  // The order is total and agrees with equality.
+  const std::vector<Sym> values = {x,
+                                   y,
+                                   Sym(0),
+                                   Sym(-4),
+                                   x + y,
+                                   x * y,
+                                   mod(x, 5),
+                                   floordiv(x, 5),
+                                   sym_min(x, y),
+                                   lt(x, y),
+                                   a,
+                                   x + y * 2,
+                                   Sym::var("x", 0, 31),
+                                   Sym::parameter("y", 0, 7)};
+  for (const Sym& first : values) {
+    for (const Sym& second : values) {
+      const int relations = (first < second) + (second < first) + (first == second);
+      CHECK(relations == 1);
+    }
+  }
+  // (x // 4) * 4 + x % 4 folds by structure, not by how the terms print.
+  CHECK(floordiv(x, Sym(4)) * Sym(4) + mod(x, Sym(4)) == x);
+  // Substitution by node tells a bound variable from its name's other values.
+  const Sym n3 = Sym::bound_var("n", 1, 9, 3), n5 = Sym::bound_var("n", 1, 9, 5);
+  const Sym shape = n3 * Sym(10) + n5;
+  const Sym p = Sym::var("p", 1, 9);
+  CHECK(shape.substitute(std::map<Sym, Sym>{{n3, p}}) == p * Sym(10) + n5);
+  CHECK(shape.substitute(std::map<std::string, Sym>{{"n", p}}) == p * Sym(11));
+}
+
+TEST_CASE("symbolic: Syms built on many threads at once are one node each", "[symbolic][threads]") {
+  constexpr int kThreads = 4;
+  std::vector<std::vector<Sym>> built(kThreads);
+  std::vector<std::thread> threads;
+  for (int thread = 0; thread < kThreads; ++thread) {
+    threads.emplace_back([&built, thread] {
+      const Sym x = Sym::var("x", 0, 1000), y = Sym::var("y", 0, 1000);
+      for (int step = 0; step < 500; ++step) {
+        const Sym value = mod(floordiv(x * Sym(step + 1) + y, Sym(7)), Sym(5)) + Sym(step * 1000);
+        if (step % 50 == 0) built[thread].push_back(value);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int thread = 1; thread < kThreads; ++thread) {
+    REQUIRE(built[thread].size() == built[0].size());
+    for (size_t at = 0; at < built[0].size(); ++at)
+      CHECK(built[thread][at].node() == built[0][at].node());
+  }
 }
 
 TEST_CASE("symbolic: division and modulo simplify by range and structure", "[symbolic]") {

@@ -42,10 +42,6 @@ ScheduleItem half_matmul(int64_t m, int64_t k, int64_t n, uint64_t seed,
                          .matmul(input({k, n}, seed + 1).cast(dtype).realize()));
 }
 
-bool has_opt(const std::vector<Opt>& opts, OptKind kind) {
-  return std::any_of(opts.begin(), opts.end(), [&](const Opt& opt) { return opt.kind == kind; });
-}
-
 // Values exact in float16 and bfloat16 alike (multiples of 1/8 up to 1), some zero.
 std::vector<float> small_values(int64_t count, int64_t seed) {
   std::vector<float> values(count);

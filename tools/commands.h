@@ -19,5 +19,6 @@ struct Command {
 Command add_devices_command(CLI::App& kiln);
 Command add_bench_command(CLI::App& kiln);
 Command add_conformance_command(CLI::App& kiln);
+Command add_render_command(CLI::App& kiln);
 
 }  // namespace kiln::tools

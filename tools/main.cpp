@@ -2,6 +2,7 @@
 //   kiln devices       every device, its kind and driver, or why it is unavailable
 //   kiln bench         timed workloads beside the machine's own limits
 //   kiln conformance   which ops and dtypes a device gets right
+//   kiln render        a program's kernels as source for any dialect and target, no device
 
 #include <kiln/error.h>
 
@@ -35,9 +36,9 @@ int main(int argc, char** argv) {
   // repeated, says otherwise).
   kiln.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   kiln.get_formatter()->column_width(22);
-  const std::vector<Command> commands = {kiln::tools::add_devices_command(kiln),
-                                         kiln::tools::add_bench_command(kiln),
-                                         kiln::tools::add_conformance_command(kiln)};
+  const std::vector<Command> commands = {
+      kiln::tools::add_devices_command(kiln), kiln::tools::add_bench_command(kiln),
+      kiln::tools::add_conformance_command(kiln), kiln::tools::add_render_command(kiln)};
 
   if (argc < 2) {
     std::fputs(kiln.help().c_str(), stderr);

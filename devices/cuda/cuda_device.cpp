@@ -180,9 +180,9 @@ class CompileOnlyAllocator : public Allocator {
     std::memcpy(destination, host, nbytes);
   }
   void copy_out(void*, DeviceMemory, size_t) override {
-    throw DeviceError("[cuda] " + device_ +
-                      " only compiles kernels: nothing runs there, so there are no values to "
-                      "read (run on a GPU: KILN_DEVICE=CUDA)");
+    throw CompileOnlyError("[cuda] " + device_ +
+                           " only compiles kernels: nothing runs there, so there are no values to "
+                           "read (run on a GPU: KILN_DEVICE=CUDA)");
   }
 
  private:

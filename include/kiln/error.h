@@ -2,8 +2,11 @@
 // Errors raised by kiln. Every message names the operation, the operands' shapes and dtypes, and
 // what would have been valid. An error raised by a Tensor operation leaves its operands unchanged.
 
+#include <optional>
 #include <stdexcept>
 #include <string>
+
+#include <kiln/dtype.h>
 
 namespace kiln {
 
@@ -18,16 +21,37 @@ class ShapeError : public Error {
   using Error::Error;
 };
 
-// A dtype that the operation (or the device) does not support.
+// A dtype that the operation (or the device) does not support. dtype() is the dtype at fault,
+// where the error is about one dtype.
 class DTypeError : public Error {
  public:
-  using Error::Error;
+  explicit DTypeError(const std::string& message) : Error(message) {}
+  DTypeError(const std::string& message, std::optional<DType> dtype)
+      : Error(message), dtype_(dtype) {}
+  const std::optional<DType>& dtype() const { return dtype_; }
+
+ private:
+  std::optional<DType> dtype_;
+};
+
+// The device, or the language its kernels are written in, cannot compute dtype() (at all, or in
+// one operation): the program is valid, and runs on a device that can.
+class UnsupportedDTypeError : public DTypeError {
+ public:
+  UnsupportedDTypeError(const std::string& message, DType dtype) : DTypeError(message, dtype) {}
 };
 
 // An unknown or unavailable device, a driver call that failed, or operands on two devices.
 class DeviceError : public Error {
  public:
   using Error::Error;
+};
+
+// A value read from a compile-only device ("CUDA@sm_90"): it compiles kernels and runs none, so
+// it has no values.
+class CompileOnlyError : public DeviceError {
+ public:
+  using DeviceError::DeviceError;
 };
 
 // A kernel that failed to compile. what() includes the compiler's log; source() is the kernel.

@@ -223,25 +223,6 @@ bool all_bytes(const uint8_t* bytes, int count, uint8_t value) {
   return true;
 }
 
-// Whether a DTypeError says the device cannot do the case: it names a dtype as unsupported ("...
-// does not support float64 ...") that the device really lacks, or an operation its renderer
-// dialect cannot compute in a dtype ("the GLSL dialect does not support float64 exp").
-bool device_lacks_dtype(Device& device, const std::string& message) {
-  if (message.find("the " + device.dialect().name + " dialect does not support ") !=
-      std::string::npos)
-    return true;
-  const std::string marker = "does not support ";
-  const size_t at = message.find(marker);
-  if (at == std::string::npos) return false;
-  const size_t start = at + marker.size();
-  const size_t end = message.find_first_of(" ,;()", start);
-  try {
-    return !device.supports(dtype_from_name(message.substr(start, end - start)));
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 // A case's inputs as generated on the host, each with the layout that makes it from its source.
 struct CaseInputs {
   std::vector<HostTensor> sources;
@@ -497,9 +478,8 @@ CaseResult Runner::compile_case(const Case& item) {
   try {
     Tensor result = item.inputs.empty() ? item.create(device_) : item.build(inputs);
     result.contiguous().realize();
-  } catch (const DeviceError& error) {
+  } catch (const CompileOnlyError&) {
     // The case reads values back to the host (to_vector, item): nothing to compile on its own.
-    if (std::string(error.what()).find("only compiles kernels") == std::string::npos) throw;
     compiled.status = Status::Unsupported;
     compiled.detail = "reads values back to the host, which a compile-only device cannot";
     return compiled;
@@ -648,11 +628,14 @@ CaseResult Runner::run(const Case& item) {
       result.detail = outcome.guard_damage + (result.detail.empty() ? "" : "; " + result.detail);
     }
     result.guards_checked = guards_;
-  } catch (const DTypeError& error) {
-    const bool lacks = device_lacks_dtype(context_->device(), error.what());
+  } catch (const UnsupportedDTypeError& error) {
     result = CaseResult();
-    result.status = lacks ? Status::Unsupported : Status::Error;
-    result.detail = std::string(lacks ? "" : "DTypeError: ") + first_line(error.what());
+    result.status = Status::Unsupported;
+    result.detail = first_line(error.what());
+  } catch (const DTypeError& error) {
+    result = CaseResult();
+    result.status = Status::Error;
+    result.detail = "DTypeError: " + first_line(error.what());
   } catch (const CompileError& error) {
     result = CaseResult();
     result.status = Status::Error;
