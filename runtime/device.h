@@ -14,6 +14,7 @@
 #include <kiln/error.h>
 
 #include "codegen/dialect.h"
+#include "runtime/driver_handle.h"
 
 namespace kiln {
 
@@ -41,6 +42,21 @@ class Allocator {
   }
   virtual void release_subregion(DeviceMemory region) { (void)region; }
 };
+
+// Gives a block back to the allocator it came from: the deleter of OwnedDeviceMemory.
+struct FreeToAllocator {
+  Allocator* allocator = nullptr;
+  size_t nbytes = 0;
+  void operator()(DeviceMemory memory) const { allocator->free(memory, nbytes); }
+};
+
+// A block a device uses for itself (a measurement's buffers, a launch's extra arguments), freed
+// when its owner goes, on every path out.
+using OwnedDeviceMemory = UniqueHandle<DeviceMemory, FreeToAllocator>;
+
+inline OwnedDeviceMemory allocate_owned(Allocator& allocator, size_t nbytes) {
+  return OwnedDeviceMemory(allocator.alloc(nbytes), FreeToAllocator{&allocator, nbytes});
+}
 
 // Three launch dimensions; unused ones are 1.
 struct LaunchDims {

@@ -6,6 +6,7 @@
 #include <kiln/error.h>
 
 #include <cstdlib>
+#include <string_view>
 #include <vector>
 
 namespace kiln::cuda {
@@ -152,27 +153,77 @@ std::string cu_error_text(CUresult status) {
          ")" + (text ? std::string(": ") + text : "");
 }
 
+std::string call_name(const char* call_text) {
+  std::string_view text = call_text;
+  for (std::string_view table : {"driver().", "nvrtc().", "cublas().", "api."}) {
+    if (text.substr(0, table.size()) == table) text.remove_prefix(table.size());
+  }
+  return std::string(text);
+}
+
+std::string cu_failure(const char* call_text, CUresult status) {
+  return "[cuda] " + call_name(call_text) + " failed: " + cu_error_text(status);
+}
+
 void check_cu(CUresult status, const char* call_text) {
   if (status == CUDA_SUCCESS) return;
-  const std::string message =
-      "[cuda] " + std::string(call_text) + " failed: " + cu_error_text(status);
+  const std::string message = cu_failure(call_text, status);
   if (status == CUDA_ERROR_OUT_OF_MEMORY) throw OutOfMemoryError(message);
   throw DeviceError(message);
 }
 
 void warn_cu(CUresult status, const char* call_text) {
   if (status == CUDA_SUCCESS) return;
-  logger().warn("[cuda] {} failed: {} (while releasing; the error is not raised)", call_text,
-                cu_error_text(status));
+  logger().warn("{} (while releasing; the error is not raised)", cu_failure(call_text, status));
 }
+
+namespace {
+
+std::string nvrtc_failure(const char* call_text, nvrtcResult status) {
+  const NvrtcApi& api = nvrtc();
+  const char* text = api.nvrtcGetErrorString ? api.nvrtcGetErrorString(status) : nullptr;
+  return "[cuda] " + call_name(call_text) + " failed: " + std::string(text ? text : "NVRTC error") +
+         " (" + std::to_string(static_cast<int>(status)) + ")";
+}
+
+}  // namespace
 
 void check_nvrtc(nvrtcResult status, const char* call_text) {
   if (status == NVRTC_SUCCESS) return;
-  const NvrtcApi& api = nvrtc();
-  const char* text = api.nvrtcGetErrorString ? api.nvrtcGetErrorString(status) : nullptr;
-  throw DeviceError("[cuda] " + std::string(call_text) +
-                    " failed: " + std::string(text ? text : "NVRTC error") + " (" +
-                    std::to_string(static_cast<int>(status)) + ")");
+  throw DeviceError(nvrtc_failure(call_text, status));
+}
+
+void warn_nvrtc(nvrtcResult status, const char* call_text) {
+  if (status == NVRTC_SUCCESS) return;
+  logger().warn("{} (while releasing; the error is not raised)", nvrtc_failure(call_text, status));
+}
+
+void DestroyStream::operator()(CUstream stream) const {
+  KILN_CU_WARN(driver().cuStreamDestroy_v2(stream));
+}
+
+void UnloadModule::operator()(CUmodule module) const {
+  KILN_CU_WARN(driver().cuModuleUnload(module));
+}
+
+void DestroyEvent::operator()(CUevent event) const {
+  KILN_CU_WARN(driver().cuEventDestroy_v2(event));
+}
+
+void DestroyGraph::operator()(CUgraph graph) const {
+  KILN_CU_WARN(driver().cuGraphDestroy(graph));
+}
+
+void DestroyGraphExec::operator()(CUgraphExec exec) const {
+  KILN_CU_WARN(driver().cuGraphExecDestroy(exec));
+}
+
+void FreePinnedHost::operator()(void* host) const {
+  KILN_CU_WARN(driver().cuMemFreeHost(host));
+}
+
+void DestroyNvrtcProgram::operator()(nvrtcProgram program) const {
+  KILN_NVRTC_WARN(nvrtc().nvrtcDestroyProgram(&program));
 }
 
 }  // namespace kiln::cuda

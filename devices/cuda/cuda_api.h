@@ -3,17 +3,24 @@
 // on machines with and without an NVIDIA driver, and `kiln devices` can say why CUDA is missing.
 //
 // Each entry point is listed once, under its versioned symbol name: cuda.h renames many functions
-// by macro (cuMemAlloc is cuMemAlloc_v2), and dlsym must ask for the real name. A call goes
+// by macro (cuMemAlloc is cuMemAlloc_v2), and dlsym must ask for the real name. Every call goes
+// through a macro that keeps its text:
 //
 //   KILN_CU_CHECK(driver().cuMemAlloc_v2(&pointer, nbytes));
+//   KILN_CU_CHECK_WITH(stream.check, driver().cuEventRecord(event, stream.get()));
+//   KILN_CU_WARN(driver().cuEventDestroy_v2(event));      // where nothing can be thrown
+//   KILN_NVRTC_CHECK(nvrtc().nvrtcGetPTXSize(program, &size));
 //
 // and a failure throws DeviceError("[cuda] cuMemAlloc_v2(&pointer, nbytes) failed:
-// CUDA_ERROR_OUT_OF_MEMORY (2): out of memory"), OutOfMemoryError for memory exhaustion.
+// CUDA_ERROR_OUT_OF_MEMORY (2): out of memory"), OutOfMemoryError for memory exhaustion. The
+// driver objects kiln holds are owned by UniqueHandles (OwnedModule, OwnedEvent, ...) below.
 
 #include <cuda.h>
 #include <nvrtc.h>
 
 #include <string>
+
+#include "runtime/driver_handle.h"
 
 namespace kiln::cuda {
 
@@ -111,14 +118,61 @@ const NvrtcApi& nvrtc();
 // "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory", from the driver when it is loaded.
 std::string cu_error_text(CUresult status);
 
+// A call's text without the table it went through: "cuMemAlloc_v2(&pointer, nbytes)" for
+// "driver().cuMemAlloc_v2(&pointer, nbytes)" (also "nvrtc().", "cublas().", "api.").
+std::string call_name(const char* call_text);
+
+// The message for a failed call: "[cuda] <call_name> failed: <cu_error_text>".
+std::string cu_failure(const char* call_text, CUresult status);
+
 // Throws DeviceError (OutOfMemoryError for CUDA_ERROR_OUT_OF_MEMORY) unless status is success.
 void check_cu(CUresult status, const char* call_text);
 void check_nvrtc(nvrtcResult status, const char* call_text);
 // Where nothing can be thrown (destructors, frees on their behalf): logs a failed call as a
 // warning, with its name, rather than lose it.
 void warn_cu(CUresult status, const char* call_text);
+void warn_nvrtc(nvrtcResult status, const char* call_text);
+
+// Deleters of the driver objects kiln owns: each releases its object through the loaded driver
+// (or NVRTC), a failure logged with the call's text. Where a release needs the object's context
+// current, its owner's owner makes it current first (CudaProgram, CudaGraph, CudaAllocator).
+struct DestroyStream {
+  void operator()(CUstream stream) const;
+};
+struct UnloadModule {
+  void operator()(CUmodule module) const;
+};
+struct DestroyEvent {
+  void operator()(CUevent event) const;
+};
+struct DestroyGraph {
+  void operator()(CUgraph graph) const;
+};
+struct DestroyGraphExec {
+  void operator()(CUgraphExec exec) const;
+};
+struct FreePinnedHost {
+  void operator()(void* host) const;
+};
+struct DestroyNvrtcProgram {
+  void operator()(nvrtcProgram program) const;
+};
+
+using OwnedStream = UniqueHandle<CUstream, DestroyStream>;
+using OwnedModule = UniqueHandle<CUmodule, UnloadModule>;
+using OwnedEvent = UniqueHandle<CUevent, DestroyEvent>;
+using OwnedGraph = UniqueHandle<CUgraph, DestroyGraph>;
+using OwnedGraphExec = UniqueHandle<CUgraphExec, DestroyGraphExec>;
+using OwnedPinnedHost = UniqueHandle<void*, FreePinnedHost>;  // cuMemHostAlloc's
+using OwnedNvrtcProgram = UniqueHandle<nvrtcProgram, DestroyNvrtcProgram>;
 
 }  // namespace kiln::cuda
 
 #define KILN_CU_CHECK(call) ::kiln::cuda::check_cu((call), #call)
+#define KILN_CU_WARN(call) ::kiln::cuda::warn_cu((call), #call)
 #define KILN_NVRTC_CHECK(call) ::kiln::cuda::check_nvrtc((call), #call)
+#define KILN_NVRTC_WARN(call) ::kiln::cuda::warn_nvrtc((call), #call)
+// The same through `checker(status, call_text)`, for any of the three libraries' statuses, where
+// the checker adds what the driver cannot know: the kernel launched last (CudaStream::check), the
+// kernel a call was for (KernelCheck), NVRTC's log for a failed compile.
+#define KILN_CU_CHECK_WITH(checker, call) checker((call), #call)

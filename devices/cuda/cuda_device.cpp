@@ -49,9 +49,7 @@ class PrimaryContext {
   explicit PrimaryContext(CUdevice device) : device_(device) {
     KILN_CU_CHECK(driver().cuDevicePrimaryCtxRetain(&context_, device_));
   }
-  ~PrimaryContext() {
-    warn_cu(driver().cuDevicePrimaryCtxRelease_v2(device_), "cuDevicePrimaryCtxRelease_v2");
-  }
+  ~PrimaryContext() { KILN_CU_WARN(driver().cuDevicePrimaryCtxRelease_v2(device_)); }
   PrimaryContext(const PrimaryContext&) = delete;
   PrimaryContext& operator=(const PrimaryContext&) = delete;
   CUcontext get() const { return context_; }
@@ -62,10 +60,11 @@ class PrimaryContext {
 };
 
 int attribute(CUdevice device, CUdevice_attribute which, const char* name) {
+  const auto check = [name](CUresult status, const char* call) {
+    if (status != CUDA_SUCCESS) check_cu(status, (std::string(call) + " for " + name).c_str());
+  };
   int value = 0;
-  const CUresult status = driver().cuDeviceGetAttribute(&value, which, device);
-  if (status != CUDA_SUCCESS)
-    check_cu(status, ("cuDeviceGetAttribute(" + std::string(name) + ")").c_str());
+  KILN_CU_CHECK_WITH(check, driver().cuDeviceGetAttribute(&value, which, device));
   return value;
 }
 
@@ -135,9 +134,9 @@ class CudaDevice : public Device {
                                         const std::string& kernel_name) override {
     stream_.make_current();
     CUmodule module = nullptr;
-    stream_.check(driver().cuModuleLoadData(&module, binary.data()),
-                  ("cuModuleLoadData for kernel " + kernel_name).c_str());
-    return std::make_unique<CudaProgram>(stream_, module, kernel_name);
+    KILN_CU_CHECK_WITH(KernelCheck(stream_, kernel_name),
+                       driver().cuModuleLoadData(&module, binary.data()));
+    return std::make_unique<CudaProgram>(stream_, OwnedModule(module), kernel_name);
   }
 
   void synchronize() override { stream_.synchronize(); }

@@ -43,37 +43,40 @@ bool same_arguments(const DriverLaunch& launch, const LaunchRequest& request) {
 CudaGraph::CudaGraph(CudaStream& stream, const std::vector<GraphLaunch>& launches)
     : stream_(stream) {
   stream_.make_current();
-  try {
-    check(driver().cuGraphCreate(&graph_, 0), "cuGraphCreate");
-    CUgraphNode previous = nullptr;
-    for (const GraphLaunch& launch : launches) {
-      Node node;
-      node.program = static_cast<const CudaProgram*>(launch.program);
-      if (&node.program->stream() != &stream_)
-        throw InternalError("[cuda graph] kernel " + node.program->name() +
-                            " belongs to another device's stream");
-      node.launch = node.program->prepare(launch.request);
-      if (!node.launch.empty) {
-        const CUDA_KERNEL_NODE_PARAMS params = node_params(node.launch);
-        check(driver().cuGraphAddKernelNode_v2(&node.node, graph_, previous ? &previous : nullptr,
-                                               previous ? 1 : 0, &params),
-              ("cuGraphAddKernelNode_v2 (kernel " + node.program->name() + ")").c_str());
-        previous = node.node;
-      }
-      nodes_.push_back(std::move(node));
+  // Where this throws, the graph and its executable made so far are destroyed by their owners.
+  CUgraph graph = nullptr;
+  KILN_CU_CHECK_WITH(stream_.check, driver().cuGraphCreate(&graph, 0));
+  graph_.reset(graph);
+  CUgraphNode previous = nullptr;
+  for (const GraphLaunch& launch : launches) {
+    Node node;
+    node.program = static_cast<const CudaProgram*>(launch.program);
+    if (&node.program->stream() != &stream_)
+      throw InternalError("[cuda graph] kernel " + node.program->name() +
+                          " belongs to another device's stream");
+    node.launch = node.program->prepare(launch.request);
+    if (!node.launch.empty) {
+      const CUDA_KERNEL_NODE_PARAMS params = node_params(node.launch);
+      const KernelCheck check(stream_, node.program->name());
+      KILN_CU_CHECK_WITH(check, driver().cuGraphAddKernelNode_v2(&node.node, graph_.get(),
+                                                                 previous ? &previous : nullptr,
+                                                                 previous ? 1 : 0, &params));
+      previous = node.node;
     }
-    check(driver().cuGraphInstantiateWithFlags(&exec_, graph_, 0), "cuGraphInstantiateWithFlags");
-    if (!nodes_.empty())
-      description_ = "a graph of " + std::to_string(nodes_.size()) + " kernels ending in " +
-                     nodes_.back().program->name();
-  } catch (...) {
-    release();
-    throw;
+    nodes_.push_back(std::move(node));
   }
+  CUgraphExec exec = nullptr;
+  KILN_CU_CHECK_WITH(stream_.check, driver().cuGraphInstantiateWithFlags(&exec, graph_.get(), 0));
+  exec_.reset(exec);
+  if (!nodes_.empty())
+    description_ = "a graph of " + std::to_string(nodes_.size()) + " kernels ending in " +
+                   nodes_.back().program->name();
 }
 
 CudaGraph::~CudaGraph() {
-  release();
+  // A launch still running finishes: the driver frees its executable once it has. The owners
+  // then destroy the executable and the graph.
+  KILN_CU_WARN(driver().cuCtxSetCurrent(stream_.context()));
 }
 
 void CudaGraph::launch(const std::vector<LaunchRequest>& requests) {
@@ -92,23 +95,13 @@ void CudaGraph::launch(const std::vector<LaunchRequest>& requests) {
                             " was recorded with another launch geometry");
     }
     const CUDA_KERNEL_NODE_PARAMS params = node_params(next);
-    check(driver().cuGraphExecKernelNodeSetParams_v2(exec_, node.node, &params),
-          ("cuGraphExecKernelNodeSetParams_v2 (kernel " + node.program->name() + ")").c_str());
+    const KernelCheck check(stream_, node.program->name());
+    KILN_CU_CHECK_WITH(check,
+                       driver().cuGraphExecKernelNodeSetParams_v2(exec_.get(), node.node, &params));
     node.launch = std::move(next);  // only once the graph holds them
   }
-  check(driver().cuGraphLaunch(exec_, stream_.get()), "cuGraphLaunch");
+  KILN_CU_CHECK_WITH(stream_.check, driver().cuGraphLaunch(exec_.get(), stream_.get()));
   if (!description_.empty()) stream_.launched(description_);
-}
-
-void CudaGraph::check(CUresult status, const char* call) const {
-  if (status != CUDA_SUCCESS) stream_.check(status, call);
-}
-
-void CudaGraph::release() {
-  // A launch still running finishes: the driver frees its executable once it has.
-  warn_cu(driver().cuCtxSetCurrent(stream_.context()), "cuCtxSetCurrent");
-  if (exec_) warn_cu(driver().cuGraphExecDestroy(exec_), "cuGraphExecDestroy");
-  if (graph_) warn_cu(driver().cuGraphDestroy(graph_), "cuGraphDestroy");
 }
 
 }  // namespace kiln::cuda

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "devices/cuda/cuda_api.h"
 #include "devices/cuda/cuda_program.h"
 #include "devices/cuda/cuda_stream.h"
 #include "runtime/device.h"
@@ -33,13 +34,10 @@ class CudaGraph : public LaunchGraph {
     DriverLaunch launch;         // the arguments the node holds now
   };
 
-  void check(CUresult status, const char* call) const;
-  void release();
-
   CudaStream& stream_;
   std::string description_;  // for errors that a fault in one of its kernels raises later
-  CUgraph graph_ = nullptr;
-  CUgraphExec exec_ = nullptr;
+  OwnedGraph graph_;
+  OwnedGraphExec exec_;  // after the graph: destroyed before it
   std::vector<Node> nodes_;
 };
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "devices/cuda/cuda_api.h"
+#include "runtime/debug.h"
 
 namespace kiln::cuda {
 namespace {
@@ -82,57 +83,52 @@ const CublasApi& cublas() {
   return api;
 }
 
-void check_cublas(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw DeviceError("[cuda] " + std::string(call) + " failed: cuBLAS status " +
-                      std::to_string(static_cast<int>(status)));
+std::string cublas_failure(cublasStatus_t status, const char* call) {
+  return "[cuda] " + call_name(call) + " failed: cuBLAS status " +
+         std::to_string(static_cast<int>(status));
 }
+
+void check_cublas(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS) throw DeviceError(cublas_failure(status, call));
+}
+
+void warn_cublas(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    logger().warn("{} (while releasing; the error is not raised)", cublas_failure(status, call));
+}
+
+#define KILN_CUBLAS_CHECK(call) check_cublas((call), #call)
+#define KILN_CUBLAS_WARN(call) warn_cublas((call), #call)
+
+// The cuBLAS handle's deleter; a failure is logged, as from any destructor.
+struct DestroyCublas {
+  void operator()(cublasHandle_t handle) const {
+    KILN_CUBLAS_WARN(cublas().cublasDestroy_v2(handle));
+  }
+};
+using OwnedCublas = UniqueHandle<cublasHandle_t, DestroyCublas>;
 
 #endif  // KILN_CUDA_HAS_CUBLAS_HEADERS
 
-// Device memory for the measurement, given back when it goes.
-class Scratch {
- public:
-  Scratch(CudaAllocator& allocator, size_t nbytes)
-      : allocator_(allocator), nbytes_(nbytes), memory_(allocator.alloc(nbytes)) {}
-  ~Scratch() { allocator_.free(memory_, nbytes_); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  CUdeviceptr pointer() const { return device_pointer(memory_); }
-  void* address() const { return memory_; }
-  DeviceMemory memory() const { return memory_; }
-
- private:
-  CudaAllocator& allocator_;
-  size_t nbytes_;
-  DeviceMemory memory_;
-};
-
 // The shortest of `repeat` timed runs of `run` after one warm-up, in seconds, timed with events.
 double best_time(CUstream stream, const std::function<void()>& run, int repeat = 5) {
-  CUevent start = nullptr, end = nullptr;
-  KILN_CU_CHECK(driver().cuEventCreate(&start, CU_EVENT_DEFAULT));
-  KILN_CU_CHECK(driver().cuEventCreate(&end, CU_EVENT_DEFAULT));
+  CUevent created = nullptr;
+  KILN_CU_CHECK(driver().cuEventCreate(&created, CU_EVENT_DEFAULT));
+  const OwnedEvent start(created);
+  KILN_CU_CHECK(driver().cuEventCreate(&created, CU_EVENT_DEFAULT));
+  const OwnedEvent end(created);
   double best = 0;
-  try {
+  run();
+  for (int index = 0; index < repeat; ++index) {
+    KILN_CU_CHECK(driver().cuEventRecord(start.get(), stream));
     run();
-    for (int index = 0; index < repeat; ++index) {
-      KILN_CU_CHECK(driver().cuEventRecord(start, stream));
-      run();
-      KILN_CU_CHECK(driver().cuEventRecord(end, stream));
-      KILN_CU_CHECK(driver().cuEventSynchronize(end));
-      float milliseconds = 0;
-      KILN_CU_CHECK(driver().event_elapsed_time(&milliseconds, start, end));
-      const double seconds = milliseconds * 1e-3;
-      if (index == 0 || seconds < best) best = seconds;
-    }
-  } catch (...) {
-    warn_cu(driver().cuEventDestroy_v2(start), "cuEventDestroy_v2");
-    warn_cu(driver().cuEventDestroy_v2(end), "cuEventDestroy_v2");
-    throw;
+    KILN_CU_CHECK(driver().cuEventRecord(end.get(), stream));
+    KILN_CU_CHECK(driver().cuEventSynchronize(end.get()));
+    float milliseconds = 0;
+    KILN_CU_CHECK(driver().event_elapsed_time(&milliseconds, start.get(), end.get()));
+    const double seconds = milliseconds * 1e-3;
+    if (index == 0 || seconds < best) best = seconds;
   }
-  KILN_CU_CHECK(driver().cuEventDestroy_v2(start));
-  KILN_CU_CHECK(driver().cuEventDestroy_v2(end));
   return best;
 }
 
@@ -160,50 +156,47 @@ void measure_gemms(CUstream stream, CudaAllocator& allocator, int side, DeviceLi
   }
   const size_t count = static_cast<size_t>(side) * side;
   const double flops = 2.0 * side * side * side;
-  cublasHandle_t handle = nullptr;
-  check_cublas(api.cublasCreate_v2(&handle), "cublasCreate_v2");
-  try {
-    check_cublas(api.cublasSetStream_v2(handle, stream), "cublasSetStream_v2");
-    int version = 0;
-    check_cublas(api.cublasGetVersion_v2(handle, &version), "cublasGetVersion_v2");
-    limits.gemm_library =
-        "cuBLAS " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100);
-    const std::vector<float> values = random_floats(count);
-    {
-      Scratch a(allocator, count * 4), b(allocator, count * 4), c(allocator, count * 4);
-      allocator.copy_in(a.memory(), values.data(), count * 4);
-      allocator.copy_in(b.memory(), values.data(), count * 4);
-      const float alpha = 1, beta = 0;
-      limits.gemm_float32_flops =
-          flops / best_time(stream, [&] {
-            check_cublas(api.cublasSgemm_v2(handle, CUBLAS_OP_N, CUBLAS_OP_N, side, side, side,
-                                            &alpha, static_cast<const float*>(a.address()), side,
-                                            static_cast<const float*>(b.address()), side, &beta,
-                                            static_cast<float*>(c.address()), side),
-                         "cublasSgemm_v2");
-          });
-    }
-    {
-      std::vector<uint16_t> halves(count);
-      std::transform(values.begin(), values.end(), halves.begin(), to_bfloat16);
-      Scratch a(allocator, count * 2), b(allocator, count * 2), c(allocator, count * 2);
-      allocator.copy_in(a.memory(), halves.data(), count * 2);
-      allocator.copy_in(b.memory(), halves.data(), count * 2);
-      const float alpha = 1, beta = 0;
-      limits.gemm_bfloat16_flops =
-          flops / best_time(stream, [&] {
-            check_cublas(api.cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, side, side, side,
-                                          &alpha, a.address(), CUDA_R_16BF, side, b.address(),
-                                          CUDA_R_16BF, side, &beta, c.address(), CUDA_R_16BF, side,
-                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                         "cublasGemmEx(bfloat16)");
-          });
-    }
-  } catch (...) {
-    api.cublasDestroy_v2(handle);
-    throw;
+  cublasHandle_t created = nullptr;
+  KILN_CUBLAS_CHECK(api.cublasCreate_v2(&created));
+  const OwnedCublas handle(created);
+  KILN_CUBLAS_CHECK(api.cublasSetStream_v2(handle.get(), stream));
+  int version = 0;
+  KILN_CUBLAS_CHECK(api.cublasGetVersion_v2(handle.get(), &version));
+  limits.gemm_library =
+      "cuBLAS " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100);
+  const std::vector<float> values = random_floats(count);
+  {
+    const OwnedDeviceMemory a = allocate_owned(allocator, count * 4),
+                            b = allocate_owned(allocator, count * 4),
+                            c = allocate_owned(allocator, count * 4);
+    allocator.copy_in(a.get(), values.data(), count * 4);
+    allocator.copy_in(b.get(), values.data(), count * 4);
+    const float alpha = 1, beta = 0;
+    limits.gemm_float32_flops =
+        flops / best_time(stream, [&] {
+          KILN_CUBLAS_CHECK(api.cublasSgemm_v2(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, side, side,
+                                               side, &alpha, static_cast<const float*>(a.get()),
+                                               side, static_cast<const float*>(b.get()), side,
+                                               &beta, static_cast<float*>(c.get()), side));
+        });
   }
-  api.cublasDestroy_v2(handle);
+  {
+    std::vector<uint16_t> halves(count);
+    std::transform(values.begin(), values.end(), halves.begin(), to_bfloat16);
+    const OwnedDeviceMemory a = allocate_owned(allocator, count * 2),
+                            b = allocate_owned(allocator, count * 2),
+                            c = allocate_owned(allocator, count * 2);
+    allocator.copy_in(a.get(), halves.data(), count * 2);
+    allocator.copy_in(b.get(), halves.data(), count * 2);
+    const float alpha = 1, beta = 0;
+    limits.gemm_bfloat16_flops =
+        flops / best_time(stream, [&] {
+          KILN_CUBLAS_CHECK(api.cublasGemmEx(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, side, side,
+                                             side, &alpha, a.get(), CUDA_R_16BF, side, b.get(),
+                                             CUDA_R_16BF, side, &beta, c.get(), CUDA_R_16BF, side,
+                                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        });
+  }
 }
 
 #else
@@ -220,13 +213,14 @@ DeviceLimits measure_cuda_limits(CudaStream& cuda_stream, CudaAllocator& allocat
   cuda_stream.make_current();
   const CUstream stream = cuda_stream.get();
   {
-    Scratch source(allocator, copy_bytes), destination(allocator, copy_bytes);
+    const OwnedDeviceMemory source = allocate_owned(allocator, copy_bytes),
+                            destination = allocate_owned(allocator, copy_bytes);
     const std::vector<float> values = random_floats(copy_bytes / 4);
-    allocator.copy_in(source.memory(), values.data(), values.size() * 4);
+    allocator.copy_in(source.get(), values.data(), values.size() * 4);
     limits.copy_bytes_per_second =
         2.0 * static_cast<double>(copy_bytes) / best_time(stream, [&] {
-          KILN_CU_CHECK(driver().cuMemcpyDtoDAsync_v2(destination.pointer(), source.pointer(),
-                                                      copy_bytes, stream));
+          KILN_CU_CHECK(driver().cuMemcpyDtoDAsync_v2(
+              device_pointer(destination.get()), device_pointer(source.get()), copy_bytes, stream));
         });
   }
   try {

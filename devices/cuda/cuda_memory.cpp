@@ -26,25 +26,25 @@ CudaAllocator::CudaAllocator(CudaStream& stream, uint64_t memory_bytes)
     : stream_(stream), memory_bytes_(memory_bytes) {}
 
 CudaAllocator::~CudaAllocator() {
-  // Errors have no one to go to from here (the device is going away): they are logged.
-  warn_cu(driver().cuCtxSetCurrent(stream_.context()), "cuCtxSetCurrent");
-  warn_cu(driver().cuStreamSynchronize(stream_.get()), "cuStreamSynchronize");
-  for (Staging& slot : staging_) {
-    if (slot.done) warn_cu(driver().cuEventDestroy_v2(slot.done), "cuEventDestroy_v2");
-    if (slot.host) warn_cu(driver().cuMemFreeHost(slot.host), "cuMemFreeHost");
-  }
+  // Errors have no one to go to from here (the device is going away): they are logged. The
+  // staging buffers' owners then free them, once no copy uses them.
+  KILN_CU_WARN(driver().cuCtxSetCurrent(stream_.context()));
+  KILN_CU_WARN(driver().cuStreamSynchronize(stream_.get()));
 }
 
 DeviceMemory CudaAllocator::alloc(size_t nbytes) {
   stream_.make_current();
+  const auto check = [&](CUresult status, const char* call) {
+    if (status == CUDA_ERROR_OUT_OF_MEMORY) {
+      throw OutOfMemoryError("[cuda] cannot allocate " + std::to_string(nbytes) +
+                             " bytes: the GPU's memory (" + std::to_string(memory_bytes_) +
+                             " bytes) is used up (" + call_name(call) +
+                             " failed: " + cu_error_text(status) + ")");
+    }
+    stream_.check(status, call);
+  };
   CUdeviceptr pointer = 0;
-  const CUresult status = driver().cuMemAlloc_v2(&pointer, std::max<size_t>(nbytes, 1));
-  if (status == CUDA_ERROR_OUT_OF_MEMORY) {
-    throw OutOfMemoryError("[cuda] cannot allocate " + std::to_string(nbytes) +
-                           " bytes: the GPU's memory (" + std::to_string(memory_bytes_) +
-                           " bytes) is used up (cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY)");
-  }
-  stream_.check(status, "cuMemAlloc_v2(&pointer, nbytes)");
+  KILN_CU_CHECK_WITH(check, driver().cuMemAlloc_v2(&pointer, std::max<size_t>(nbytes, 1)));
   return as_memory(pointer);
 }
 
@@ -53,31 +53,33 @@ void CudaAllocator::free(DeviceMemory memory, size_t nbytes) {
   // (blocks go back to the driver rarely: the caching allocator keeps them). A failure could only
   // be our bug or a context already lost (a kernel's fault, which the next checked call raises);
   // this runs from destructors, so it is logged, not thrown.
-  warn_cu(driver().cuCtxSetCurrent(stream_.context()), "cuCtxSetCurrent (freeing memory)");
-  warn_cu(driver().cuStreamSynchronize(stream_.get()),
-          "cuStreamSynchronize (before freeing memory)");
-  const CUresult status = driver().cuMemFree_v2(device_pointer(memory));
-  if (status != CUDA_SUCCESS) {
-    warn_cu(status, ("cuMemFree_v2 of a block of " + std::to_string(nbytes) + " bytes").c_str());
-  }
+  const auto warn = [nbytes](CUresult status, const char* call) {
+    if (status != CUDA_SUCCESS)
+      warn_cu(
+          status,
+          (std::string(call) + " freeing a block of " + std::to_string(nbytes) + " bytes").c_str());
+  };
+  KILN_CU_CHECK_WITH(warn, driver().cuCtxSetCurrent(stream_.context()));
+  KILN_CU_CHECK_WITH(warn, driver().cuStreamSynchronize(stream_.get()));
+  KILN_CU_CHECK_WITH(warn, driver().cuMemFree_v2(device_pointer(memory)));
 }
 
 CudaAllocator::Staging& CudaAllocator::next_staging() {
   Staging& slot = staging_[next_slot_];
   next_slot_ = (next_slot_ + 1) % staging_.size();
   if (!slot.host) {
+    // Where the event cannot be made, the buffer's owner frees it.
     void* host = nullptr;
+    KILN_CU_CHECK_WITH(stream_.check, driver().cuMemHostAlloc(&host, kStagingBytes, 0));
+    OwnedPinnedHost pinned(host);
     CUevent done = nullptr;
-    stream_.check(driver().cuMemHostAlloc(&host, kStagingBytes, 0), "cuMemHostAlloc");
-    const CUresult status = driver().cuEventCreate(&done, CU_EVENT_DISABLE_TIMING);
-    if (status != CUDA_SUCCESS) warn_cu(driver().cuMemFreeHost(host), "cuMemFreeHost");
-    stream_.check(status, "cuEventCreate");
-    slot.host = host;
-    slot.done = done;
+    KILN_CU_CHECK_WITH(stream_.check, driver().cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+    slot.done.reset(done);
+    slot.host = std::move(pinned);
   }
   if (slot.pending) {
     slot.pending = false;
-    stream_.check(driver().cuEventSynchronize(slot.done), "cuEventSynchronize (staging buffer)");
+    KILN_CU_CHECK_WITH(stream_.check, driver().cuEventSynchronize(slot.done.get()));
   }
   return slot;
 }
@@ -90,11 +92,11 @@ void CudaAllocator::copy_in(DeviceMemory destination, const void* host, size_t n
   for (size_t offset = 0; offset < nbytes; offset += kStagingBytes) {
     const size_t length = std::min(kStagingBytes, nbytes - offset);
     Staging& slot = next_staging();
-    std::memcpy(slot.host, bytes + offset, length);
-    stream_.check(driver().cuMemcpyHtoDAsync_v2(device_pointer(destination) + offset, slot.host,
-                                                length, stream_.get()),
-                  "cuMemcpyHtoDAsync_v2");
-    stream_.check(driver().cuEventRecord(slot.done, stream_.get()), "cuEventRecord");
+    std::memcpy(slot.host.get(), bytes + offset, length);
+    KILN_CU_CHECK_WITH(stream_.check,
+                       driver().cuMemcpyHtoDAsync_v2(device_pointer(destination) + offset,
+                                                     slot.host.get(), length, stream_.get()));
+    KILN_CU_CHECK_WITH(stream_.check, driver().cuEventRecord(slot.done.get(), stream_.get()));
     slot.pending = true;
   }
 }
@@ -107,11 +109,10 @@ void CudaAllocator::copy_out(void* host, DeviceMemory source, size_t nbytes) {
   auto start = [&](size_t chunk) -> Staging& {
     const size_t offset = chunk * kStagingBytes;
     Staging& slot = next_staging();
-    stream_.check(
-        driver().cuMemcpyDtoHAsync_v2(slot.host, device_pointer(source) + offset,
-                                      std::min(kStagingBytes, nbytes - offset), stream_.get()),
-        "cuMemcpyDtoHAsync_v2");
-    stream_.check(driver().cuEventRecord(slot.done, stream_.get()), "cuEventRecord");
+    KILN_CU_CHECK_WITH(stream_.check, driver().cuMemcpyDtoHAsync_v2(
+                                          slot.host.get(), device_pointer(source) + offset,
+                                          std::min(kStagingBytes, nbytes - offset), stream_.get()));
+    KILN_CU_CHECK_WITH(stream_.check, driver().cuEventRecord(slot.done.get(), stream_.get()));
     slot.pending = true;
     return slot;
   };
@@ -120,9 +121,9 @@ void CudaAllocator::copy_out(void* host, DeviceMemory source, size_t nbytes) {
   for (size_t chunk = 0; chunk < chunks; ++chunk) {
     Staging* following = chunk + 1 < chunks ? &start(chunk + 1) : nullptr;
     current->pending = false;
-    stream_.check(driver().cuEventSynchronize(current->done), "cuEventSynchronize (copy out)");
+    KILN_CU_CHECK_WITH(stream_.check, driver().cuEventSynchronize(current->done.get()));
     const size_t offset = chunk * kStagingBytes;
-    std::memcpy(bytes + offset, current->host, std::min(kStagingBytes, nbytes - offset));
+    std::memcpy(bytes + offset, current->host.get(), std::min(kStagingBytes, nbytes - offset));
     current = following;
   }
 }

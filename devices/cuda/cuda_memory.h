@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <mutex>
 
+#include "devices/cuda/cuda_api.h"
 #include "devices/cuda/cuda_stream.h"
 #include "runtime/device.h"
 
@@ -41,8 +42,8 @@ class CudaAllocator : public Allocator {
  private:
   static constexpr size_t kStagingBytes = size_t{8} << 20;
   struct Staging {
-    void* host = nullptr;  // pinned, kStagingBytes
-    CUevent done = nullptr;
+    OwnedPinnedHost host;  // kStagingBytes
+    OwnedEvent done;       // destroyed before `host`
     bool pending = false;  // a copy through it may still run
   };
   // The next staging buffer in turn (allocated on first use), once its last copy has finished.

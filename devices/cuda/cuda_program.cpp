@@ -9,23 +9,31 @@
 
 namespace kiln::cuda {
 
-CudaProgram::CudaProgram(CudaStream& stream, CUmodule module, std::string name)
-    : stream_(stream), module_(module), name_(std::move(name)) {
-  try {
-    check(driver().cuModuleGetFunction(&function_, module_, name_.c_str()), "cuModuleGetFunction");
-    check(driver().cuFuncGetAttribute(&max_threads_, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                                      function_),
-          "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)");
-    check(driver().cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
-    check(driver().cuEventCreate(&end_, CU_EVENT_DEFAULT), "cuEventCreate");
-  } catch (...) {
-    release();
-    throw;
-  }
+namespace {
+
+OwnedEvent create_event(unsigned flags, const KernelCheck& check) {
+  CUevent event = nullptr;
+  KILN_CU_CHECK_WITH(check, driver().cuEventCreate(&event, flags));
+  return OwnedEvent(event);
+}
+
+}  // namespace
+
+CudaProgram::CudaProgram(CudaStream& stream, OwnedModule module, std::string name)
+    : stream_(stream), module_(std::move(module)), name_(std::move(name)) {
+  // Where this throws, the members made so far release what they own.
+  KILN_CU_CHECK_WITH(check, driver().cuModuleGetFunction(&function_, module_.get(), name_.c_str()));
+  KILN_CU_CHECK_WITH(check, driver().cuFuncGetAttribute(
+                                &max_threads_, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function_));
+  start_ = create_event(CU_EVENT_DEFAULT, KernelCheck(stream_, name_));
+  end_ = create_event(CU_EVENT_DEFAULT, KernelCheck(stream_, name_));
 }
 
 CudaProgram::~CudaProgram() {
-  release();
+  // The module must outlive the launches queued with it; errors have no one to go to from a
+  // destructor, so they are logged. The members then free the events and the module.
+  KILN_CU_WARN(driver().cuCtxSetCurrent(stream_.context()));
+  KILN_CU_WARN(driver().cuStreamSynchronize(stream_.get()));
 }
 
 DriverLaunch CudaProgram::prepare(const LaunchRequest& request) const {
@@ -71,32 +79,23 @@ double CudaProgram::launch(const LaunchRequest& request) {
   if (launch.empty) return 0;
   std::lock_guard<std::mutex> lock(mutex_);  // the timing events
   stream_.make_current();
-  if (request.wait) check(driver().cuEventRecord(start_, stream_.get()), "cuEventRecord");
-  check(driver().cuLaunchKernel(function_, launch.grid[0], launch.grid[1], launch.grid[2],
-                                launch.block[0], launch.block[1], launch.block[2], 0, stream_.get(),
-                                launch.arguments.data(), nullptr),
-        "cuLaunchKernel");
+  if (request.wait) KILN_CU_CHECK_WITH(check, driver().cuEventRecord(start_.get(), stream_.get()));
+  KILN_CU_CHECK_WITH(
+      check, driver().cuLaunchKernel(function_, launch.grid[0], launch.grid[1], launch.grid[2],
+                                     launch.block[0], launch.block[1], launch.block[2], 0,
+                                     stream_.get(), launch.arguments.data(), nullptr));
   stream_.launched(name_);
   if (!request.wait) return 0;
-  check(driver().cuEventRecord(end_, stream_.get()), "cuEventRecord");
+  KILN_CU_CHECK_WITH(check, driver().cuEventRecord(end_.get(), stream_.get()));
   // A fault inside the kernel shows here, named after it.
-  check(driver().cuEventSynchronize(end_), "cuEventSynchronize (after the kernel ran)");
+  KILN_CU_CHECK_WITH(check, driver().cuEventSynchronize(end_.get()));
   float milliseconds = 0;
-  check(driver().event_elapsed_time(&milliseconds, start_, end_), "cuEventElapsedTime");
+  KILN_CU_CHECK_WITH(check, driver().event_elapsed_time(&milliseconds, start_.get(), end_.get()));
   return milliseconds * 1e-3;
 }
 
 void CudaProgram::check(CUresult status, const char* call) const {
-  if (status != CUDA_SUCCESS)
-    stream_.check(status, (std::string(call) + " for kernel " + name_).c_str());
-}
-
-void CudaProgram::release() {
-  warn_cu(driver().cuCtxSetCurrent(stream_.context()), "cuCtxSetCurrent");
-  warn_cu(driver().cuStreamSynchronize(stream_.get()), "cuStreamSynchronize");
-  if (start_) warn_cu(driver().cuEventDestroy_v2(start_), "cuEventDestroy_v2");
-  if (end_) warn_cu(driver().cuEventDestroy_v2(end_), "cuEventDestroy_v2");
-  warn_cu(driver().cuModuleUnload(module_), "cuModuleUnload");
+  KernelCheck(stream_, name_)(status, call);
 }
 
 }  // namespace kiln::cuda

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "devices/cuda/cuda_api.h"
 #include "devices/cuda/cuda_stream.h"
 #include "runtime/device.h"
 
@@ -35,8 +36,7 @@ struct DriverLaunch {
 
 class CudaProgram : public Program {
  public:
-  // Owns `module` from here on, also when construction fails.
-  CudaProgram(CudaStream& stream, CUmodule module, std::string name);
+  CudaProgram(CudaStream& stream, OwnedModule module, std::string name);
   ~CudaProgram() override;
   CudaProgram(const CudaProgram&) = delete;
   CudaProgram& operator=(const CudaProgram&) = delete;
@@ -50,17 +50,15 @@ class CudaProgram : public Program {
   CudaStream& stream() const { return stream_; }
 
  private:
+  // A checker for KILN_CU_CHECK_WITH: CudaStream::check, naming this kernel.
   void check(CUresult status, const char* call) const;
-  // Waits for queued launches (the module must outlive them), then frees everything; errors
-  // have no one to go to from a destructor, so they are logged.
-  void release();
 
   CudaStream& stream_;
-  CUmodule module_;
+  OwnedModule module_;  // first: it must outlive the events and the launches (see the destructor)
   std::string name_;
   CUfunction function_ = nullptr;
   int max_threads_ = 0;
-  CUevent start_ = nullptr, end_ = nullptr;
+  OwnedEvent start_, end_;
   std::mutex mutex_;
 };
 

@@ -28,14 +28,16 @@ bool left_by_a_kernel(CUresult status) {
 
 CudaStream::CudaStream(CUcontext context) : context_(context) {
   KILN_CU_CHECK(driver().cuCtxSetCurrent(context_));
-  KILN_CU_CHECK(driver().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+  CUstream stream = nullptr;
+  KILN_CU_CHECK(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  stream_.reset(stream);
 }
 
 CudaStream::~CudaStream() {
-  // Errors have no one to go to from a destructor: they are logged.
-  warn_cu(driver().cuCtxSetCurrent(context_), "cuCtxSetCurrent");
-  warn_cu(driver().cuStreamSynchronize(stream_), "cuStreamSynchronize");
-  warn_cu(driver().cuStreamDestroy_v2(stream_), "cuStreamDestroy_v2");
+  // Errors have no one to go to from a destructor: they are logged. The stream is destroyed
+  // after this, by its owner.
+  KILN_CU_WARN(driver().cuCtxSetCurrent(context_));
+  KILN_CU_WARN(driver().cuStreamSynchronize(stream_.get()));
 }
 
 void CudaStream::make_current() const {
@@ -55,8 +57,7 @@ void CudaStream::check(CUresult status, const char* call) const {
     std::lock_guard<std::mutex> lock(mutex_);
     kernel = last_kernel_;
   }
-  throw DeviceLostError("[cuda] " + std::string(call) + " failed: " + cu_error_text(status) +
-                        " (the last kernel launched was " +
+  throw DeviceLostError(cu_failure(call, status) + " (the last kernel launched was " +
                         (kernel.empty() ? std::string("none") : kernel) +
                         "; after this error the CUDA context is unusable: restart the process, "
                         "and run with KILN_DEBUG=2 to wait for each kernel and find the one that "
@@ -65,7 +66,12 @@ void CudaStream::check(CUresult status, const char* call) const {
 
 void CudaStream::synchronize() const {
   make_current();
-  check(driver().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  KILN_CU_CHECK_WITH(check, driver().cuStreamSynchronize(stream_.get()));
+}
+
+void KernelCheck::operator()(CUresult status, const char* call) const {
+  if (status != CUDA_SUCCESS)
+    stream_.check(status, (std::string(call) + " for kernel " + kernel_).c_str());
 }
 
 }  // namespace kiln::cuda

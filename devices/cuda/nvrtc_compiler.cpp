@@ -14,31 +14,24 @@
 namespace kiln::cuda {
 namespace {
 
-// Owns one nvrtcProgram.
-class NvrtcProgram {
- public:
-  NvrtcProgram(const std::string& source, const std::string& file_name) {
-    KILN_NVRTC_CHECK(nvrtc().nvrtcCreateProgram(&program_, source.c_str(), file_name.c_str(), 0,
-                                                nullptr, nullptr));
-  }
-  ~NvrtcProgram() { nvrtc().nvrtcDestroyProgram(&program_); }
-  NvrtcProgram(const NvrtcProgram&) = delete;
-  NvrtcProgram& operator=(const NvrtcProgram&) = delete;
-  nvrtcProgram get() const { return program_; }
+OwnedNvrtcProgram create_program(const std::string& source, const std::string& file_name) {
+  nvrtcProgram program = nullptr;
+  KILN_NVRTC_CHECK(
+      nvrtc().nvrtcCreateProgram(&program, source.c_str(), file_name.c_str(), 0, nullptr, nullptr));
+  return OwnedNvrtcProgram(program);
+}
 
-  std::string log() const {
-    size_t size = 0;
-    if (nvrtc().nvrtcGetProgramLogSize(program_, &size) != NVRTC_SUCCESS || size == 0)
-      return "(no log)";
-    std::string text(size, '\0');
-    if (nvrtc().nvrtcGetProgramLog(program_, text.data()) != NVRTC_SUCCESS) return "(no log)";
-    while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.pop_back();
-    return text;
-  }
-
- private:
-  nvrtcProgram program_ = nullptr;
-};
+// NVRTC's log of compiling `program`, for a CompileError; "(no log)" where it has none or cannot
+// give it (the compile error is what matters then).
+std::string program_log(nvrtcProgram program) {
+  size_t size = 0;
+  if (nvrtc().nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size == 0)
+    return "(no log)";
+  std::string text(size, '\0');
+  if (nvrtc().nvrtcGetProgramLog(program, text.data()) != NVRTC_SUCCESS) return "(no log)";
+  while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.pop_back();
+  return text;
+}
 
 const NvrtcApi& loaded_nvrtc() {
   const NvrtcApi& api = nvrtc();
@@ -130,16 +123,19 @@ class NvrtcCompiler : public Compiler {
 
   std::vector<uint8_t> compile(const std::string& source, const std::string& kernel_name) override {
     const NvrtcApi& api = loaded_nvrtc();
-    NvrtcProgram program(source, kernel_name + ".cu");
+    const OwnedNvrtcProgram program = create_program(source, kernel_name + ".cu");
     std::vector<const char*> options;
     for (const std::string& option : options_) options.push_back(option.c_str());
-    const nvrtcResult status =
-        api.nvrtcCompileProgram(program.get(), static_cast<int>(options.size()), options.data());
-    if (status != NVRTC_SUCCESS) {
-      throw CompileError("[cuda] compiling kernel " + kernel_name +
-                             ": nvrtcCompileProgram failed: " + api.nvrtcGetErrorString(status),
-                         program.log(), source);
-    }
+    // A failed compile is the kernel's error, with NVRTC's log and the source.
+    const auto compiled = [&](nvrtcResult status, const char* call) {
+      if (status != NVRTC_SUCCESS)
+        throw CompileError("[cuda] compiling kernel " + kernel_name + ": " + call_name(call) +
+                               " failed: " + api.nvrtcGetErrorString(status),
+                           program_log(program.get()), source);
+    };
+    KILN_CU_CHECK_WITH(
+        compiled,
+        api.nvrtcCompileProgram(program.get(), static_cast<int>(options.size()), options.data()));
     size_t size = 0;
     std::vector<uint8_t> binary;
     if (ptx_) {

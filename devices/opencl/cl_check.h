@@ -11,7 +11,8 @@
 #include <CL/cl.h>
 
 #include <string>
-#include <utility>
+
+#include "runtime/driver_handle.h"
 
 namespace kiln::opencl {
 
@@ -34,34 +35,8 @@ auto create_checked(const char* call_text, Call call) {
 }
 
 // A move-only owner of one OpenCL object, released when the owner goes.
-template <typename Handle, cl_int (*Release)(Handle)>
-class ClHandle {
- public:
-  ClHandle() = default;
-  explicit ClHandle(Handle handle) : handle_(handle) {}
-  ~ClHandle() { reset(); }
-  ClHandle(ClHandle&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
-  ClHandle& operator=(ClHandle&& other) noexcept {
-    if (this != &other) {
-      reset();
-      handle_ = std::exchange(other.handle_, nullptr);
-    }
-    return *this;
-  }
-  ClHandle(const ClHandle&) = delete;
-  ClHandle& operator=(const ClHandle&) = delete;
-
-  Handle get() const { return handle_; }
-  explicit operator bool() const { return handle_ != nullptr; }
-  void reset() {
-    // A release can only fail on an invalid handle, which would be our bug; nothing to report
-    // from a destructor.
-    if (handle_) Release(std::exchange(handle_, nullptr));
-  }
-
- private:
-  Handle handle_ = nullptr;
-};
+template <typename Handle, auto Release>
+using ClHandle = UniqueHandle<Handle, CallRelease<Release>>;
 
 using ClContext = ClHandle<cl_context, clReleaseContext>;
 using ClQueue = ClHandle<cl_command_queue, clReleaseCommandQueue>;

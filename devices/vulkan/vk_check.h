@@ -2,7 +2,7 @@
 // Checked Vulkan calls and owned Vulkan handles.
 //
 //   KILN_VK_CHECK(vkQueueSubmit(queue, 1, &submit, fence));   // throws on an error result
-//   VkOwned<VkBuffer, vkDestroyBuffer> buffer(device, raw);   // destroyed with its owner
+//   OwnedBuffer buffer(raw, device);                          // destroyed with its owner
 //
 // A failure throws DeviceError("[vulkan] vkQueueSubmit(queue, 1, &submit, fence) failed:
 // VK_ERROR_DEVICE_LOST (-4)"), or OutOfMemoryError (a DeviceError) when the driver ran out of
@@ -11,7 +11,8 @@
 #include <vulkan/vulkan.h>
 
 #include <string>
-#include <utility>
+
+#include "runtime/driver_handle.h"
 
 namespace kiln::vulkan {
 
@@ -24,38 +25,27 @@ std::string vk_failure(const char* call_text, VkResult result);
 // Throws DeviceError (OutOfMemoryError for memory exhaustion) unless `result` is a success code.
 void check_vk(VkResult result, const char* call_text);
 
-// A move-only owner of one handle made from a VkDevice, destroyed with `Destroy` when the owner
-// goes. The device must outlive it.
+// The deleter of a handle made from a VkDevice: `Destroy(device, handle, nullptr)`. The device
+// must outlive the handle's owner.
 template <typename Handle, void (*Destroy)(VkDevice, Handle, const VkAllocationCallbacks*)>
-class VkOwned {
- public:
-  VkOwned() = default;
-  VkOwned(VkDevice device, Handle handle) : device_(device), handle_(handle) {}
-  ~VkOwned() { reset(); }
-  VkOwned(VkOwned&& other) noexcept
-      : device_(other.device_), handle_(std::exchange(other.handle_, VK_NULL_HANDLE)) {}
-  VkOwned& operator=(VkOwned&& other) noexcept {
-    if (this != &other) {
-      reset();
-      device_ = other.device_;
-      handle_ = std::exchange(other.handle_, VK_NULL_HANDLE);
-    }
-    return *this;
-  }
-  VkOwned(const VkOwned&) = delete;
-  VkOwned& operator=(const VkOwned&) = delete;
-
-  Handle get() const { return handle_; }
-  explicit operator bool() const { return handle_ != VK_NULL_HANDLE; }
-  void reset() {
-    if (handle_ != VK_NULL_HANDLE)
-      Destroy(device_, std::exchange(handle_, VK_NULL_HANDLE), nullptr);
-  }
-
- private:
-  VkDevice device_ = VK_NULL_HANDLE;
-  Handle handle_ = VK_NULL_HANDLE;
+struct DestroyWithDevice {
+  DestroyWithDevice() = default;
+  // Implicit, so that an owner is made as OwnedFence(fence, device).
+  DestroyWithDevice(VkDevice device) : device(device) {}  // NOLINT(google-explicit-constructor)
+  void operator()(Handle handle) const { Destroy(device, handle, nullptr); }
+  VkDevice device = VK_NULL_HANDLE;
 };
+
+// The instance, destroyed alone once every device made from it has gone.
+struct DestroyInstance {
+  void operator()(VkInstance instance) const { vkDestroyInstance(instance, nullptr); }
+};
+using OwnedInstance = UniqueHandle<VkInstance, DestroyInstance>;
+
+// A move-only owner of one handle made from `device`, destroyed when the owner goes:
+//   OwnedFence fence(raw_fence, device);
+template <typename Handle, void (*Destroy)(VkDevice, Handle, const VkAllocationCallbacks*)>
+using VkOwned = UniqueHandle<Handle, DestroyWithDevice<Handle, Destroy>>;
 
 using OwnedBuffer = VkOwned<VkBuffer, vkDestroyBuffer>;
 using OwnedMemory = VkOwned<VkDeviceMemory, vkFreeMemory>;

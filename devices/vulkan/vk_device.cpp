@@ -21,24 +21,16 @@
 namespace kiln::vulkan {
 namespace {
 
-// Owns the logical device: waits for it to go idle, then destroys it.
-class LogicalDevice {
- public:
-  explicit LogicalDevice(VkDevice device) : device_(device) {}
-  ~LogicalDevice() {
-    if (device_ == VK_NULL_HANDLE) return;
-    vkDeviceWaitIdle(device_);
-    vkDestroyDevice(device_, nullptr);
+// The logical device's deleter: waits for it to go idle, then destroys it.
+struct IdleThenDestroy {
+  void operator()(VkDevice device) const {
+    vkDeviceWaitIdle(device);
+    vkDestroyDevice(device, nullptr);
   }
-  LogicalDevice(const LogicalDevice&) = delete;
-  LogicalDevice& operator=(const LogicalDevice&) = delete;
-  VkDevice get() const { return device_; }
-
- private:
-  VkDevice device_;
 };
+using LogicalDevice = UniqueHandle<VkDevice, IdleThenDestroy>;
 
-std::unique_ptr<LogicalDevice> create_logical_device(const PhysicalDeviceInfo& info) {
+LogicalDevice create_logical_device(const PhysicalDeviceInfo& info) {
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{};
   queue_info.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
@@ -69,7 +61,7 @@ std::unique_ptr<LogicalDevice> create_logical_device(const PhysicalDeviceInfo& i
   create_info.pQueueCreateInfos = &queue_info;
   VkDevice device = VK_NULL_HANDLE;
   KILN_VK_CHECK(vkCreateDevice(info.handle, &create_info, nullptr, &device));
-  return std::make_unique<LogicalDevice>(device);
+  return LogicalDevice(device);
 }
 
 // The dtypes the device's features allow: bytes need 8-bit storage and int8 arithmetic (bool is
@@ -100,7 +92,7 @@ class VulkanDevice : public Device {
       : instance_(std::move(instance)), info_(std::move(info)) {
     name_ = index == 0 ? "VULKAN" : "VULKAN:" + std::to_string(index);
     logical_ = create_logical_device(info_);
-    const VkDevice device = logical_->get();
+    const VkDevice device = logical_.get();
     const VkPhysicalDeviceLimits& limits = info_.properties.limits;
 
     VkPhysicalDeviceFloatControlsProperties float_properties{};
@@ -143,7 +135,7 @@ class VulkanDevice : public Device {
     cache_info.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
     VkPipelineCache cache = VK_NULL_HANDLE;
     KILN_VK_CHECK(vkCreatePipelineCache(device, &cache_info, nullptr, &cache));
-    pipeline_cache_ = OwnedPipelineCache(device, cache);
+    pipeline_cache_ = OwnedPipelineCache(cache, device);
 
     const std::string device_name = info_.properties.deviceName;
     properties_.kind = info_.is_gpu() ? DeviceKind::GPU : DeviceKind::CPU;
@@ -213,8 +205,8 @@ class VulkanDevice : public Device {
 
   std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
                                         const std::string& kernel_name) override {
-    return std::make_unique<VkKernelProgram>(logical_->get(), *queue_, pipeline_cache_.get(),
-                                             binary, kernel_name, dispatch_limits_, *allocator_);
+    return std::make_unique<VkKernelProgram>(logical_.get(), *queue_, pipeline_cache_.get(), binary,
+                                             kernel_name, dispatch_limits_, *allocator_);
   }
 
   void synchronize() override {
@@ -233,59 +225,51 @@ class VulkanDevice : public Device {
     limits.notes = "no vendor GEMM through Vulkan: matmul has no limit beside it";
     const size_t bytes = std::min<size_t>(copy_bytes, properties_.max_allocation_bytes) / 16 * 16;
     if (bytes == 0) return limits;
-    DeviceMemory source = allocator_->alloc(bytes);
-    DeviceMemory destination = nullptr;
-    try {
-      destination = allocator_->alloc(bytes);
-      const VkBlock& from = block_of(source);
-      const VkBlock& to = block_of(destination);
-      const VkBufferCopy region{from.offset, to.offset, bytes};
-      double best = 0;
-      auto keep_best = [&best](int run, double seconds) {
-        if (run > 0 && seconds > 0 && (best == 0 || seconds < best)) best = seconds;  // warm
-      };
-      for (int run = 0; run < 6; ++run) {
-        const uint64_t serial = queue_->record(
-            [&](VkCommandBuffer commands, VkDescriptorPool) {
-              vkCmdCopyBuffer(commands, from.buffer, to.buffer, 1, &region);
-            },
-            /*timed=*/true);
-        keep_best(run, queue_->wait_timed(serial));
-      }
-      const std::unique_ptr<Program> shader = copy_shader(bytes / 16);
-      LaunchRequest request;
-      request.buffers = {destination, source};
-      const int64_t groups = std::clamp<int64_t>(static_cast<int64_t>(bytes / 16 / kCopyGroup), 1,
-                                                 dispatch_limits_.max_groups[0]);
-      request.global = {groups * kCopyGroup, 1, 1};
-      request.local = {kCopyGroup, 1, 1};
-      request.wait = true;
-      // The shader's copy is checked where its loop ends: a limit from a copy that stopped short
-      // would be no limit.
-      const size_t tail = std::min<size_t>(bytes, size_t{1} << 20);
-      std::vector<uint8_t> pattern(tail), copied(tail);
-      for (size_t at = 0; at < tail; ++at) pattern[at] = static_cast<uint8_t>(at * 131 + 7);
-      const size_t alignment = std::max<size_t>(allocator_->subregion_alignment(), 1);
-      const size_t tail_offset = (bytes - tail) / alignment * alignment;
-      DeviceMemory source_tail = allocator_->subregion(source, tail_offset, tail);
-      allocator_->copy_in(source_tail, pattern.data(), tail);
-      allocator_->release_subregion(source_tail);
-      for (int run = 0; run < 6; ++run) keep_best(run, shader->launch(request));
-      DeviceMemory destination_tail = allocator_->subregion(destination, tail_offset, tail);
-      allocator_->copy_out(copied.data(), destination_tail, tail);
-      allocator_->release_subregion(destination_tail);
-      if (copied != pattern)
-        throw InternalError("[vulkan] the copy shader that measures the copy limit left the last " +
-                            std::to_string(tail) + " bytes of " + std::to_string(bytes) +
-                            " uncopied");
-      if (best > 0) limits.copy_bytes_per_second = 2.0 * static_cast<double>(bytes) / best;
-    } catch (...) {
-      allocator_->free(source, bytes);
-      if (destination) allocator_->free(destination, bytes);
-      throw;
+    const OwnedDeviceMemory source_block = allocate_owned(*allocator_, bytes);
+    const OwnedDeviceMemory destination_block = allocate_owned(*allocator_, bytes);
+    const DeviceMemory source = source_block.get(), destination = destination_block.get();
+    const VkBlock& from = block_of(source);
+    const VkBlock& to = block_of(destination);
+    const VkBufferCopy region{from.offset, to.offset, bytes};
+    double best = 0;
+    auto keep_best = [&best](int run, double seconds) {
+      if (run > 0 && seconds > 0 && (best == 0 || seconds < best)) best = seconds;  // warm
+    };
+    for (int run = 0; run < 6; ++run) {
+      const uint64_t serial = queue_->record(
+          [&](VkCommandBuffer commands, VkDescriptorPool) {
+            vkCmdCopyBuffer(commands, from.buffer, to.buffer, 1, &region);
+          },
+          /*timed=*/true);
+      keep_best(run, queue_->wait_timed(serial));
     }
-    allocator_->free(source, bytes);
-    allocator_->free(destination, bytes);
+    const std::unique_ptr<Program> shader = copy_shader(bytes / 16);
+    LaunchRequest request;
+    request.buffers = {destination, source};
+    const int64_t groups = std::clamp<int64_t>(static_cast<int64_t>(bytes / 16 / kCopyGroup), 1,
+                                               dispatch_limits_.max_groups[0]);
+    request.global = {groups * kCopyGroup, 1, 1};
+    request.local = {kCopyGroup, 1, 1};
+    request.wait = true;
+    // The shader's copy is checked where its loop ends: a limit from a copy that stopped short
+    // would be no limit.
+    const size_t tail = std::min<size_t>(bytes, size_t{1} << 20);
+    std::vector<uint8_t> pattern(tail), copied(tail);
+    for (size_t at = 0; at < tail; ++at) pattern[at] = static_cast<uint8_t>(at * 131 + 7);
+    const size_t alignment = std::max<size_t>(allocator_->subregion_alignment(), 1);
+    const size_t tail_offset = (bytes - tail) / alignment * alignment;
+    DeviceMemory source_tail = allocator_->subregion(source, tail_offset, tail);
+    allocator_->copy_in(source_tail, pattern.data(), tail);
+    allocator_->release_subregion(source_tail);
+    for (int run = 0; run < 6; ++run) keep_best(run, shader->launch(request));
+    DeviceMemory destination_tail = allocator_->subregion(destination, tail_offset, tail);
+    allocator_->copy_out(copied.data(), destination_tail, tail);
+    allocator_->release_subregion(destination_tail);
+    if (copied != pattern)
+      throw InternalError("[vulkan] the copy shader that measures the copy limit left the last " +
+                          std::to_string(tail) + " bytes of " + std::to_string(bytes) +
+                          " uncopied");
+    if (best > 0) limits.copy_bytes_per_second = 2.0 * static_cast<double>(bytes) / best;
     return limits;
   }
 
@@ -317,7 +301,7 @@ class VulkanDevice : public Device {
   // Declared first: destroyed last, after everything made from them.
   std::shared_ptr<Instance> instance_;
   PhysicalDeviceInfo info_;
-  std::unique_ptr<LogicalDevice> logical_;
+  LogicalDevice logical_;
   std::unique_ptr<CommandQueue> queue_;
   OwnedPipelineCache pipeline_cache_;
   std::unique_ptr<VkAllocator> allocator_;

@@ -172,23 +172,15 @@ std::shared_ptr<Instance> Instance::create() {
                       "lavapipe; `vulkaninfo --summary` lists what the loader sees)");
   }
   KILN_VK_CHECK(result);
-  try {
-    return std::make_shared<Instance>(Key{}, instance);
-  } catch (...) {
-    vkDestroyInstance(instance, nullptr);
-    throw;
-  }
-}
-
-Instance::~Instance() {
-  if (instance_ != VK_NULL_HANDLE) vkDestroyInstance(instance_, nullptr);
+  OwnedInstance owned(instance);
+  return std::make_shared<Instance>(Key{}, std::move(owned));
 }
 
 std::vector<PhysicalDeviceInfo> Instance::devices(std::vector<std::string>* skipped) const {
   uint32_t count = 0;
-  KILN_VK_CHECK(vkEnumeratePhysicalDevices(instance_, &count, nullptr));
+  KILN_VK_CHECK(vkEnumeratePhysicalDevices(instance_.get(), &count, nullptr));
   std::vector<VkPhysicalDevice> handles(count);
-  KILN_VK_CHECK(vkEnumeratePhysicalDevices(instance_, &count, handles.data()));
+  KILN_VK_CHECK(vkEnumeratePhysicalDevices(instance_.get(), &count, handles.data()));
   std::vector<PhysicalDeviceInfo> usable;
   for (VkPhysicalDevice handle : handles) {
     PhysicalDeviceInfo info;

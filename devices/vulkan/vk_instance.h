@@ -6,7 +6,10 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "devices/vulkan/vk_check.h"
 
 namespace kiln::vulkan {
 
@@ -37,11 +40,10 @@ class Instance {
  public:
   // Throws DeviceError when the loader finds no driver or offers no Vulkan 1.2.
   static std::shared_ptr<Instance> create();
-  ~Instance();
   Instance(const Instance&) = delete;
   Instance& operator=(const Instance&) = delete;
 
-  VkInstance get() const { return instance_; }
+  VkInstance get() const { return instance_.get(); }
   // Usable devices in kiln's order; `skipped` (optional) gets one line per device left out, why.
   std::vector<PhysicalDeviceInfo> devices(std::vector<std::string>* skipped = nullptr) const;
 
@@ -51,10 +53,10 @@ class Instance {
     Key() = default;
     friend class Instance;
   };
-  Instance(Key, VkInstance instance) : instance_(instance) {}
+  Instance(Key, OwnedInstance instance) : instance_(std::move(instance)) {}
 
  private:
-  VkInstance instance_ = VK_NULL_HANDLE;
+  OwnedInstance instance_;
 };
 
 }  // namespace kiln::vulkan

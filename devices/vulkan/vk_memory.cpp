@@ -39,7 +39,7 @@ uint32_t memory_type_bits(VkDevice device, VkBufferUsageFlags usage) {
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkBuffer raw = VK_NULL_HANDLE;
   KILN_VK_CHECK(vkCreateBuffer(device, &info, nullptr, &raw));
-  const OwnedBuffer probe(device, raw);
+  const OwnedBuffer probe(raw, device);
   VkMemoryRequirements requirements{};
   vkGetBufferMemoryRequirements(device, probe.get(), &requirements);
   return requirements.memoryTypeBits;
@@ -126,7 +126,7 @@ std::unique_ptr<VkBlock> VkAllocator::make_block(VkDeviceSize size, uint32_t mem
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkBuffer buffer = VK_NULL_HANDLE;
   KILN_VK_CHECK(vkCreateBuffer(device_, &info, nullptr, &buffer));
-  block->owned_buffer = OwnedBuffer(device_, buffer);
+  block->owned_buffer = OwnedBuffer(buffer, device_);
   VkMemoryRequirements requirements{};
   vkGetBufferMemoryRequirements(device_, buffer, &requirements);
   VkMemoryAllocateInfo allocate{};
@@ -135,7 +135,7 @@ std::unique_ptr<VkBlock> VkAllocator::make_block(VkDeviceSize size, uint32_t mem
   allocate.memoryTypeIndex = memory_type;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   KILN_VK_CHECK(vkAllocateMemory(device_, &allocate, nullptr, &memory));
-  block->owned_memory = OwnedMemory(device_, memory);
+  block->owned_memory = OwnedMemory(memory, device_);
   KILN_VK_CHECK(vkBindBufferMemory(device_, buffer, memory, 0));
   if (map) {
     void* address = nullptr;

@@ -26,8 +26,9 @@ struct VkBlock {
   uint8_t* mapped = nullptr;  // the host address of this block's first byte, where mapped
   VkBlock* base = nullptr;    // the allocation a subregion lies in; nullptr for an allocation
   uint64_t last_use = 0;      // the last submission that may touch the allocation
-  OwnedBuffer owned_buffer;   // an allocation's own
+  // An allocation's own; the buffer is destroyed before the memory bound to it.
   OwnedMemory owned_memory;
+  OwnedBuffer owned_buffer;
 
   VkBlock& allocation() { return base ? *base : *this; }
 };

@@ -39,7 +39,7 @@ VkKernelProgram::VkKernelProgram(VkDevice device, CommandQueue& queue, VkPipelin
   module_info.pCode = reinterpret_cast<const uint32_t*>(spirv.data());
   VkShaderModule module = VK_NULL_HANDLE;
   KILN_VK_CHECK(vkCreateShaderModule(device_, &module_info, nullptr, &module));
-  module_ = OwnedShaderModule(device_, module);
+  module_ = OwnedShaderModule(module, device_);
 
   std::vector<VkDescriptorSetLayoutBinding> bindings(bindings_);
   for (uint32_t binding = 0; binding < bindings_; ++binding) {
@@ -54,7 +54,7 @@ VkKernelProgram::VkKernelProgram(VkDevice device, CommandQueue& queue, VkPipelin
   set_info.pBindings = bindings.data();
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   KILN_VK_CHECK(vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &set_layout));
-  set_layout_ = OwnedDescriptorSetLayout(device_, set_layout);
+  set_layout_ = OwnedDescriptorSetLayout(set_layout, device_);
 
   // The GLSL dialect's push constants: zeros the shader compiler cannot fold, and variables.
   const VkPushConstantRange push_range{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes};
@@ -66,7 +66,7 @@ VkKernelProgram::VkKernelProgram(VkDevice device, CommandQueue& queue, VkPipelin
   layout_info.pPushConstantRanges = &push_range;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   KILN_VK_CHECK(vkCreatePipelineLayout(device_, &layout_info, nullptr, &layout));
-  layout_ = OwnedPipelineLayout(device_, layout);
+  layout_ = OwnedPipelineLayout(layout, device_);
 }
 
 VkKernelProgram::~VkKernelProgram() {
@@ -98,7 +98,7 @@ VkPipeline VkKernelProgram::pipeline_for(const std::array<uint32_t, 3>& local) {
   const VkResult result = vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &pipeline);
   if (result != VK_SUCCESS)
     throw DeviceError(vk_failure("vkCreateComputePipelines", result) + " for kernel " + name_);
-  return pipelines_.emplace(local, OwnedPipeline(device_, pipeline)).first->second.get();
+  return pipelines_.emplace(local, OwnedPipeline(pipeline, device_)).first->second.get();
 }
 
 double VkKernelProgram::launch(const LaunchRequest& request) {
@@ -110,12 +110,12 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
   std::vector<DeviceMemory> buffers = request.buffers;
   const std::vector<int64_t>& values = request.variables;
   const size_t pushed = std::min<size_t>(values.size(), kGlslPushVariables);
-  DeviceMemory overflow = nullptr;
+  OwnedDeviceMemory overflow;
   const size_t overflow_bytes = 8 * (values.size() - pushed);
   if (overflow_bytes > 0) {
-    overflow = allocator_.alloc(overflow_bytes);
-    allocator_.copy_in(overflow, values.data() + pushed, overflow_bytes);
-    buffers.push_back(overflow);
+    overflow = allocate_owned(allocator_, overflow_bytes);
+    allocator_.copy_in(overflow.get(), values.data() + pushed, overflow_bytes);
+    buffers.push_back(overflow.get());
   }
   // glslang may drop a buffer the shader never reads: bindings_ can be fewer than the buffers.
   if (buffers.size() < bindings_)
@@ -197,14 +197,8 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
   for (DeviceMemory memory : buffers) block_of(memory).allocation().last_use = serial;
   last_use_ = serial;
   // A timed launch waits here; the wait retires the submission, whose time it then reads.
-  double seconds = 0;
-  try {
-    if (request.wait) seconds = queue_.wait_timed(serial);
-  } catch (...) {
-    if (overflow) allocator_.free(overflow, overflow_bytes);
-    throw;
-  }
-  if (overflow) allocator_.free(overflow, overflow_bytes);  // kept until the launch has run
+  const double seconds = request.wait ? queue_.wait_timed(serial) : 0;
+  overflow.reset();  // kept until the launch has run
   if (!ran_) {
     // The first run compiles (see CommandQueue::finish_all_at_exit): waited for once per kernel.
     if (!request.wait) queue_.wait(serial);

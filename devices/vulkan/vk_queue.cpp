@@ -88,7 +88,7 @@ CommandQueue::CommandQueue(VkDevice device, uint32_t family, uint32_t max_bindin
   pool_info.queueFamilyIndex = family;
   VkCommandPool pool = VK_NULL_HANDLE;
   KILN_VK_CHECK(vkCreateCommandPool(device_, &pool_info, nullptr, &pool));
-  pool_ = OwnedCommandPool(device_, pool);
+  pool_ = OwnedCommandPool(pool, device_);
 
   if (timestamp_bits > 0) {
     VkQueryPoolCreateInfo query_info{};
@@ -97,7 +97,7 @@ CommandQueue::CommandQueue(VkDevice device, uint32_t family, uint32_t max_bindin
     query_info.queryCount = 2 * kSlots;
     VkQueryPool queries = VK_NULL_HANDLE;
     KILN_VK_CHECK(vkCreateQueryPool(device_, &query_info, nullptr, &queries));
-    timestamps_ = OwnedQueryPool(device_, queries);
+    timestamps_ = OwnedQueryPool(queries, device_);
   }
 
   for (Slot& slot : slots_) {
@@ -112,7 +112,7 @@ CommandQueue::CommandQueue(VkDevice device, uint32_t family, uint32_t max_bindin
     fence_info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
     VkFence fence = VK_NULL_HANDLE;
     KILN_VK_CHECK(vkCreateFence(device_, &fence_info, nullptr, &fence));
-    slot.fence = OwnedFence(device_, fence);
+    slot.fence = OwnedFence(fence, device_);
 
     VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, max_bindings * kBatchCommands};
     VkDescriptorPoolCreateInfo descriptor_info{};
@@ -122,7 +122,7 @@ CommandQueue::CommandQueue(VkDevice device, uint32_t family, uint32_t max_bindin
     descriptor_info.pPoolSizes = &size;
     VkDescriptorPool descriptors = VK_NULL_HANDLE;
     KILN_VK_CHECK(vkCreateDescriptorPool(device_, &descriptor_info, nullptr, &descriptors));
-    slot.descriptors = OwnedDescriptorPool(device_, descriptors);
+    slot.descriptors = OwnedDescriptorPool(descriptors, device_);
   }
   std::lock_guard<std::mutex> lock(live_queues_mutex());
   live_queues().insert(this);
