@@ -68,8 +68,9 @@ run_tests() {
   skips="$(mktemp)"
   KILN_TEST_SKIP_LOG="$skips" ctest --test-dir build --output-on-failure -j2 "$@" || status=$?
   if [[ -s $skips ]]; then
-    echo "Skipped here${KILN_DEVICE:+ (KILN_DEVICE=$KILN_DEVICE${KILN_OPTS:+ KILN_OPTS=$KILN_OPTS})}:"
-    sort -u "$skips" |
+    local where="${KILN_DEVICE:+ (KILN_DEVICE=$KILN_DEVICE${KILN_OPTS:+ KILN_OPTS=$KILN_OPTS})}"
+    echo "Skipped here$where:"
+    sort -u "$skips" | sort -s -t "$(printf '\t')" -k2,2r |
       awk -F '\t' '{ printf "  %s%s: %s\n", $1, ($2 == "in part" ? " (in part)" : ""), $3 }'
   fi
   rm -f "$skips"
