@@ -8,14 +8,12 @@
 
 #include "runtime/registry.h"
 #include "tests/scoped_settings.h"
+#include "tests/test_support.h"
 
 using namespace kiln;
+using testing::contains;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 std::vector<float> values_of(const Tensor& tensor) {
   return tensor.cast(dtypes::float32).to_vector<float>();

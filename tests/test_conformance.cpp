@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "tests/child_process.h"
+#include "tests/test_support.h"
 #include "tools/conformance/battery.h"
 #include "tools/conformance/fuzz.h"
 #include "tools/conformance/reference.h"
@@ -25,6 +26,7 @@
 
 using namespace kiln;
 using namespace kiln::conformance;
+using testing::contains;
 
 namespace {
 
@@ -249,9 +251,8 @@ TEST_CASE("kiln conformance stops a case that outruns --case-timeout and goes on
           " conformance --device CPU --jobs 2 --case-timeout 2 --filter '^unary.exact/(neg|abs)/'");
   INFO(result.output);
   CHECK(result.exit_code == 1);
-  CHECK(result.output.find("25 cases: 24 pass, 0 fail, 1 error") != std::string::npos);
-  CHECK(result.output.find("timed out: still running after 2 s (--case-timeout)") !=
-        std::string::npos);
+  CHECK(contains(result.output, "25 cases: 24 pass, 0 fail, 1 error"));
+  CHECK(contains(result.output, "timed out: still running after 2 s (--case-timeout)"));
 }
 
 TEST_CASE("a conformance worker that loses its device hands over to a new one", "[conformance]") {
@@ -264,7 +265,7 @@ TEST_CASE("a conformance worker that loses its device hands over to a new one", 
   INFO(result.output);
   CHECK(result.exit_code == 1);
   CHECK(result.output.find("25 cases: 24 pass, 0 fail, 1 error") != std::string::npos);
-  CHECK(result.output.find("DeviceLostError: injected") != std::string::npos);
+  CHECK(contains(result.output, "DeviceLostError: injected"));
 }
 
 TEST_CASE("kiln conformance names the option a bad number was given to", "[conformance]") {
@@ -277,7 +278,7 @@ TEST_CASE("kiln conformance names the option a bad number was given to", "[confo
     INFO(result.output);
     CHECK(result.exit_code == 2);
     const std::string option = std::string(options).substr(0, std::string(options).find(' '));
-    CHECK(result.output.find(option + " needs a whole number from ") != std::string::npos);
+    CHECK(contains(result.output, option + " needs a whole number from "));
   }
 }
 #endif

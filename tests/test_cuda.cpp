@@ -14,57 +14,39 @@
 #include "runtime/opt_policy.h"
 #include "runtime/registry.h"
 #include "tests/child_process.h"
+#include "tests/test_support.h"
 
 using namespace kiln;
+using testing::contains;
 
 namespace {
 
-const DeviceRecord* cuda_record() {
-  static const std::vector<DeviceRecord> records = device_records();
-  for (const DeviceRecord& record : records) {
-    if (record.name == "CUDA") return &record;
-  }
-  return nullptr;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-// The compile-only device, or nullptr (with a warning) where the plugin was not built.
+// The compile-only device; skips the test case where the plugin was not built (no CUDA toolkit
+// headers).
 std::shared_ptr<DeviceContext> compile_only_device() {
-  if (!cuda_record()) {
-    WARN("no CUDA plugin in this build (CUDA toolkit headers not found)");
-    return nullptr;
-  }
+  testing::plugin_or_skip("CUDA");
   return open_device("CUDA@sm_90");
 }
 
 }  // namespace
 
 TEST_CASE("an unavailable CUDA device says why", "[cuda]") {
-  const DeviceRecord* record = cuda_record();
-  if (!record) {
-    WARN("no CUDA plugin in this build");
-    return;
-  }
-  if (record->available) return;  // a GPU: nothing to explain
-  CHECK_FALSE(record->reason.empty());
+  const DeviceRecord& record = testing::plugin_or_skip("CUDA");
+  if (record.available) testing::skip("a CUDA GPU is here: no reason to check");
+  CHECK_FALSE(record.reason.empty());
   try {
     open_device("CUDA");
     FAIL("opening CUDA without a driver succeeded");
   } catch (const DeviceError& error) {
-    CHECK(contains(error.what(), "CUDA is unavailable: " + record->reason));
+    CHECK(contains(error.what(), "CUDA is unavailable: " + record.reason));
   }
 }
 
 #ifdef KILN_TOOL_PATH
 TEST_CASE("the CUDA toolkit's stub driver is reported as no driver", "[cuda]") {
   const std::string stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
-  if (!cuda_record() || !std::filesystem::exists(stub)) {
-    WARN("no CUDA plugin or no stub driver at " << stub);
-    return;
-  }
+  testing::plugin_or_skip("CUDA");
+  if (!std::filesystem::exists(stub)) testing::skip("no CUDA stub driver at " + stub);
   const test::ChildResult listed =
       test::run_child("KILN_CUDA_DRIVER=" + stub, std::string(KILN_TOOL_PATH) + " devices");
   INFO(listed.output);
@@ -75,7 +57,6 @@ TEST_CASE("the CUDA toolkit's stub driver is reported as no driver", "[cuda]") {
 
 TEST_CASE("the compile-only CUDA device compiles programs and runs none", "[cuda]") {
   std::shared_ptr<DeviceContext> context = compile_only_device();
-  if (!context) return;
   CHECK(context->name() == "CUDA@sm_90");
   CHECK(open_device("cuda@SM_90") == context);
   CHECK(context->device().properties().compile_only);
@@ -107,7 +88,6 @@ TEST_CASE("the compile-only CUDA device compiles programs and runs none", "[cuda
 
 TEST_CASE("NVRTC's errors carry its log and the source", "[cuda]") {
   std::shared_ptr<DeviceContext> context = compile_only_device();
-  if (!context) return;
   const std::string source =
       "extern \"C\" __global__ void broken(float* out) { out[0] = undeclared_name; }\n";
   try {
@@ -121,7 +101,7 @@ TEST_CASE("NVRTC's errors carry its log and the source", "[cuda]") {
 }
 
 TEST_CASE("an architecture NVRTC does not know is refused with the ones it knows", "[cuda]") {
-  if (!cuda_record()) return;
+  testing::plugin_or_skip("CUDA");
   try {
     open_device("CUDA@sm_12");
     FAIL("sm_12 was accepted");
@@ -134,7 +114,6 @@ TEST_CASE("an architecture NVRTC does not know is refused with the ones it knows
 
 TEST_CASE("the cache key of a CUDA kernel names NVRTC and the architecture", "[cuda]") {
   std::shared_ptr<DeviceContext> context = compile_only_device();
-  if (!context) return;
   const std::string identity = context->device().compiler().identity();
   CHECK(contains(identity, "NVRTC"));
   CHECK(contains(identity, "sm_90"));
@@ -148,8 +127,8 @@ TEST_CASE("the cache key of a CUDA kernel names NVRTC and the architecture", "[c
 }
 
 TEST_CASE("CUDA computes what the CPU computes", "[cuda]") {
-  const DeviceRecord* record = cuda_record();
-  if (!record || !record->available) return;  // scripts/gpu-check.sh runs everything on a GPU
+  // scripts/gpu-check.sh runs everything on a GPU.
+  testing::device_or_skip("CUDA");
   auto same = [](const Tensor& on_gpu, const Tensor& on_cpu) {
     const std::vector<float> want = on_cpu.cast(dtypes::float32).to_vector<float>();
     const std::vector<float> got =

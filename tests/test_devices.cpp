@@ -16,6 +16,7 @@
 
 #include "runtime/registry.h"
 #include "tests/child_process.h"
+#include "tests/test_support.h"
 
 using namespace kiln;
 
@@ -285,7 +286,7 @@ TEST_CASE("tensors move between devices and mixing devices is an error", "[devic
       }
     }
   }
-  if (names.size() < 2) WARN("only one device available: no cross-device moves were checked");
+  if (names.size() < 2) testing::skip_part("moves between devices: only one device here");
 }
 
 TEST_CASE("processes starting cold on OpenCL at once all succeed", "[devices][opencl]") {
@@ -293,11 +294,7 @@ TEST_CASE("processes starting cold on OpenCL at once all succeed", "[devices][op
   // PoCL (pocl_binary.c: Assertion 'len > 0'); kiln turns it off for its process. Each child has
   // its own empty kiln cache and all share one empty PoCL cache folder, as they would share
   // ~/.cache/pocl.
-  const std::vector<std::string> names = devices();
-  if (std::find(names.begin(), names.end(), "CL") == names.end()) {
-    WARN("no CL device here: concurrent cold processes not checked");
-    return;
-  }
+  testing::device_or_skip("CL");
   const kiln::test::ScratchFolder scratch("cold-cl");
   const std::string root = scratch.string();
   const std::string command =

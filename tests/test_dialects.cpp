@@ -22,15 +22,12 @@
 #include "runtime/registry.h"
 #include "tests/child_process.h"
 #include "tests/codegen_helpers.h"
+#include "tests/test_support.h"
 
 using namespace kiln;
 using namespace kiln::testing;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // Every kernel of these programs, lowered for a GPU with the heuristics' opts and with none.
 std::vector<LinearProgram> kernels_of(const std::vector<Tensor>& programs) {
@@ -121,13 +118,9 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 // Compiles CUDA sources as one translation unit (the prelude once) to a cubin for sm_90 (the
 // H100), with the CUDA device's own compiler: NVRTC, whose cubin step runs ptxas.
 void check_cuda_compiles(const std::vector<std::string>& sources) {
-  std::shared_ptr<DeviceContext> context;
-  try {
-    context = open_device("CUDA@sm_90");
-  } catch (const DeviceError& error) {
-    WARN("CUDA sources rendered, not compiled: " << error.what());
-    return;
-  }
+  const std::shared_ptr<DeviceContext> context =
+      device_or_skip_part("CUDA@sm_90", "the CUDA sources compiled by NVRTC");
+  if (!context) return;
   const std::string& prelude = cuda_dialect().prelude;
   std::string unit = prelude;
   for (const std::string& source : sources) {
@@ -365,13 +358,7 @@ bool same_values(DType dtype, const std::vector<uint8_t>& a, const std::vector<u
 
 TEST_CASE("OpenCL vector loads and stores compute what scalar ones compute", "[dialects]") {
   // PoCL's dialect has no vector loads (they slow it down); a GPU's has. Both run here.
-  std::shared_ptr<DeviceContext> context;
-  try {
-    context = open_device("CL");
-  } catch (const DeviceError& error) {
-    WARN("no OpenCL device: " << error.what());
-    return;
-  }
+  const std::shared_ptr<DeviceContext> context = device_or_skip("CL");
   const Dialect with_vectors = opencl_dialect(context->device().supports(dtypes::float64), true);
   const Dialect without = opencl_dialect(context->device().supports(dtypes::float64), false);
   Allocator& memory = context->allocator().driver();

@@ -7,8 +7,11 @@
 
 #include <string>
 
+#include "tests/test_support.h"
+
 using namespace kiln;
 using Catch::Matchers::Contains;
+using testing::contains;
 
 namespace {
 
@@ -26,8 +29,7 @@ TEST_CASE("shape errors name the op and the shapes", "[errors]") {
   CHECK_THROWS_MATCHES(
       a + b, ShapeError, Catch::Matchers::Predicate<ShapeError>([](const ShapeError& error) {
         const std::string text = error.what();
-        return text.find("[add]") != std::string::npos &&
-               text.find("(2, 3)") != std::string::npos && text.find("(4, 5)") != std::string::npos;
+        return contains(text, "[add]") && contains(text, "(2, 3)") && contains(text, "(4, 5)");
       }));
   CHECK_THROWS_WITH(a.reshape({4, 2}),
                     Contains("[reshape]") && Contains("6 elements") && Contains("(4, 2)"));

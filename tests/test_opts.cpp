@@ -17,6 +17,7 @@
 #include "runtime/opt_policy.h"
 #include "runtime/registry.h"
 #include "tests/codegen_helpers.h"
+#include "tests/test_support.h"
 
 using namespace kiln;
 using namespace kiln::testing;
@@ -31,10 +32,6 @@ std::string refusal(const ScheduleItem& item, const std::vector<Opt>& opts,
     return error.what();
   }
   return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // Restores the default opt policy when a test ends.
@@ -367,5 +364,5 @@ TEST_CASE("the gpu opt policy runs a GPU's kernels on devices with workgroups",
     }
   }
   set_opt_settings(before);
-  if (devices_run == 0) WARN("no device with workgroups here");
+  if (devices_run == 0) skip("no device with workgroups here");
 }

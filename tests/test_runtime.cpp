@@ -19,6 +19,7 @@
 #include "tests/child_process.h"
 #include "tests/codegen_helpers.h"
 #include "tests/device_launch.h"
+#include "tests/test_support.h"
 
 using namespace kiln;
 using Catch::Matchers::Contains;
@@ -267,10 +268,7 @@ TEST_CASE("a program load out of memory gives back kiln's cache and tries once m
                              "(void)end; }\n";
   context.compile(source, name);  // in the disk cache: the loads below read it
   const std::string key = kernel_cache_key(device.compiler().identity(), source);
-  if (!DiskCache::instance().load(key)) {
-    WARN("the disk cache is not writable here: nothing to load");
-    return;
-  }
+  if (!DiskCache::instance().load(key)) testing::skip("the disk cache is not writable here");
   const int64_t compiles = context.stats().compiles;
   // A freed block waits in kiln's cache.
   context.allocator().free(context.allocator().alloc(4096), 4096);

@@ -12,6 +12,7 @@
 #include "runtime/opt_policy.h"
 #include "tests/codegen_helpers.h"
 #include "tests/scoped_settings.h"
+#include "tests/test_support.h"
 
 using namespace kiln;
 using namespace kiln::testing;
@@ -86,9 +87,9 @@ TEST_CASE("index arithmetic is simplified in rendered kernels", "[schedule]") {
   const std::string source = render_kernel(lowered(schedule.items[0], cpu_target()), c_dialect());
   const std::string body = source.substr(source.find("void e_"));
   // Contiguous operands are read at gid itself: no division or modulo survives.
-  CHECK(body.find("data1[gidx0]") != std::string::npos);
-  CHECK(body.find('%') == std::string::npos);
-  CHECK(body.find('/') == std::string::npos);
+  CHECK(contains(body, "data1[gidx0]"));
+  CHECK_FALSE(contains(body, "%"));
+  CHECK_FALSE(contains(body, "/"));
 }
 
 TEST_CASE("an elementwise kernel reading a row broadcast loops over rows and columns",
@@ -101,9 +102,9 @@ TEST_CASE("an elementwise kernel reading a row broadcast loops over rows and col
   const std::string source = render_kernel(program, c_dialect());
   const std::string body = source.substr(source.find("void e_"));
   // The broadcast operand is read per row; no division is left in the column loop.
-  CHECK(body.find("data2[gid_row]") != std::string::npos);
-  CHECK(body.find("gid_col + gid_row * 32") != std::string::npos);
-  CHECK(body.find('%') == std::string::npos);
+  CHECK(contains(body, "data2[gid_row]"));
+  CHECK(contains(body, "gid_col + gid_row * 32"));
+  CHECK_FALSE(contains(body, "%"));
   // ROWS is for loop-style devices; OpenCL kernels stay flat (PoCL vectorizes contiguous flat
   // indices better), and asking for it there is refused.
   CHECK(lowered(schedule.items[0], cl_target()).row_length == 0);
@@ -119,7 +120,7 @@ TEST_CASE("float sum, max and min reduction loops may be reassociated on the CPU
     Schedule schedule = schedule_of(reduced);
     REQUIRE(schedule.items.size() == 1);
     const std::string source = render_kernel(lowered(schedule.items[0], cpu_target()), c_dialect());
-    CHECK(source.find(std::string("#pragma omp simd reduction") + clause) != std::string::npos);
+    CHECK(contains(source, std::string("#pragma omp simd reduction") + clause));
   }
   // OpenCL C has no such pragma: a max gets 8 partial maxes (an UPCAST of its reduce axis),
   // combined NaN-safely.
@@ -129,11 +130,11 @@ TEST_CASE("float sum, max and min reduction loops may be reassociated on the CPU
   CHECK(max_program.opts ==
         std::vector<Opt>{{OptKind::Upcast, 1, 8}, {OptKind::Local, Opt::kFlatAxis, 4}});
   const std::string max_source = render_kernel(max_program, opencl_dialect(false));
-  CHECK(max_source.find(" != ") != std::string::npos);
+  CHECK(contains(max_source, " != "));
   // A product is not reassociated.
   Schedule schedule = schedule_of(a.prod({1}));
   const std::string source = render_kernel(lowered(schedule.items[0], cpu_target()), c_dialect());
-  CHECK(source.find("#pragma omp simd reduction") == std::string::npos);
+  CHECK_FALSE(contains(source, "#pragma omp simd reduction"));
 }
 
 namespace {

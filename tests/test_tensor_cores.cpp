@@ -20,6 +20,7 @@
 #include "tests/codegen_helpers.h"
 #include "tests/device_launch.h"
 #include "tests/scoped_settings.h"
+#include "tests/test_support.h"
 
 using namespace kiln;
 using namespace kiln::testing;
@@ -264,15 +265,17 @@ TEST_CASE("TC kernels multiply correctly on every device with workgroups",
       }
     }
   }
-  if (devices_run == 0) WARN("no device with workgroups here: only the CUDA compile check ran");
+  if (devices_run == 0) skip("no device here runs tensor core (TC) kernels");
 }
 
 TEST_CASE("TC kernels finish a batched product with what follows it",
           "[opts][tensor_cores][devices]") {
+  int devices_run = 0;
   for (const std::string& name : devices()) {
     std::shared_ptr<DeviceContext> context = open_device(name);
     const OptTarget target = opt_target(context->device());
     if (!target.tensor_cores || context->device().properties().compile_only) continue;
+    ++devices_run;
     for (DType dtype : {dtypes::bfloat16, dtypes::float16}) {
       DYNAMIC_SECTION(name << " " << dtype.name()) {
         const int64_t batch = 3, m = 32, k = 48, n = 64;
@@ -288,16 +291,11 @@ TEST_CASE("TC kernels finish a batched product with what follows it",
       }
     }
   }
+  if (devices_run == 0) skip("no device here runs tensor core (TC) kernels");
 }
 
 TEST_CASE("TC renders for CUDA's tensor cores, and NVRTC compiles it", "[dialects][tensor_cores]") {
-  std::shared_ptr<DeviceContext> context;
-  try {
-    context = open_device("CUDA@sm_90");
-  } catch (const DeviceError& error) {
-    WARN("CUDA not compiled here: " << error.what());
-    return;
-  }
+  const std::shared_ptr<DeviceContext> context = device_or_skip("CUDA@sm_90");
   const OptTarget target = opt_target(context->device());
   CHECK(target.native_tensor_cores);
   // Before sm_80 there are no bfloat16 fragments: TC is refused there, not emulated.
@@ -371,12 +369,9 @@ TEST_CASE("TC: KILN_TENSOR_CORES=0 keeps every policy off the matrix units",
   for (OptPolicy policy : {OptPolicy::Default, OptPolicy::Gpu, OptPolicy::Random}) {
     without.policy = policy;
     for (const std::string& name : std::vector<std::string>{"CUDA@sm_90", "CL", "VULKAN"}) {
-      std::shared_ptr<DeviceContext> context;
-      try {
-        context = open_device(name);
-      } catch (const DeviceError&) {
-        continue;  // not built or not available here
-      }
+      const std::shared_ptr<DeviceContext> context =
+          device_or_skip_part(name, "TC turned off on " + name);
+      if (!context) continue;
       INFO(name << " under " << opt_settings_to_string(without) << " without tensor cores");
       const OptTarget target = opt_target(context->device(), without);
       CHECK_FALSE(target.tensor_cores);
@@ -388,10 +383,12 @@ TEST_CASE("TC: KILN_TENSOR_CORES=0 keeps every policy off the matrix units",
   }
 
   // End to end: under the gpu policy a half matmul still computes right without TC.
+  int devices_run = 0;
   for (const std::string& name : devices()) {
     std::shared_ptr<DeviceContext> context = open_device(name);
     if (opt_target(context->device()).loop_launch || context->device().properties().compile_only)
       continue;
+    ++devices_run;
     DYNAMIC_SECTION(name) {
       OptSettings gpu_without;
       gpu_without.policy = OptPolicy::Gpu;
@@ -410,4 +407,6 @@ TEST_CASE("TC: KILN_TENSOR_CORES=0 keeps every policy off the matrix units",
       CHECK(wrong == 0);
     }
   }
+  if (devices_run == 0)
+    skip_part("a half matmul without TC end to end: no device with workgroups here");
 }

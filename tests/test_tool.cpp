@@ -9,17 +9,17 @@
 #include <vector>
 
 #include "tests/child_process.h"
+#include "tests/test_support.h"
 
 #ifdef KILN_TOOL_PATH
 namespace kiln {
+
+using testing::contains;
+
 namespace {
 
 test::ChildResult kiln_tool(const std::string& arguments) {
   return test::run_child("", std::string(KILN_TOOL_PATH) + " " + arguments);
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 struct Subcommand {

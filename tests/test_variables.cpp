@@ -10,14 +10,12 @@
 
 #include "runtime/registry.h"
 #include "tests/scoped_settings.h"
+#include "tests/test_support.h"
 
 using namespace kiln;
+using testing::contains;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // Kernels the device built or loaded: a kernel served from the in-memory cache adds nothing.
 int64_t kernels_built(const std::string& device) {

@@ -21,33 +21,17 @@
 #include "runtime/registry.h"
 #include "tests/child_process.h"
 #include "tests/codegen_helpers.h"
+#include "tests/test_support.h"
 #include "tools/conformance/runner.h"
 
 using namespace kiln;
+using testing::contains;
 
 namespace {
 
-const DeviceRecord* vulkan_record() {
-  static const std::vector<DeviceRecord> records = device_records();
-  for (const DeviceRecord& record : records) {
-    if (record.name == "VULKAN") return &record;
-  }
-  return nullptr;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-// The VULKAN device, or nullptr (with a warning) where the plugin was not built or finds no
-// device here.
+// The VULKAN device; skips the test case where the plugin was not built or finds no device here.
 std::shared_ptr<DeviceContext> vulkan() {
-  const DeviceRecord* record = vulkan_record();
-  if (!record || !record->available) {
-    WARN("no usable Vulkan device here: " << (record ? record->reason : "no plugin built"));
-    return nullptr;
-  }
-  return open_device("VULKAN");
+  return testing::device_or_skip("VULKAN");
 }
 
 std::vector<double> values_of(const Tensor& tensor) {
@@ -75,10 +59,7 @@ void with_opts(OptPolicy policy, Body&& body) {
 
 #ifdef KILN_TOOL_PATH
 TEST_CASE("without a Vulkan driver, VULKAN is unavailable and says why", "[vulkan]") {
-  if (!vulkan_record()) {
-    WARN("no Vulkan plugin in this build");
-    return;
-  }
+  testing::plugin_or_skip("VULKAN");
   // The loader then finds no driver manifest at all.
   const test::ChildResult listed = test::run_child(
       "VK_ICD_FILENAMES=/nonexistent/icd.json VK_DRIVER_FILES=/nonexistent/icd.json",
@@ -98,7 +79,6 @@ TEST_CASE("without a Vulkan driver, VULKAN is unavailable and says why", "[vulka
 
 TEST_CASE("the Vulkan device reports the driver's limits", "[vulkan]") {
   std::shared_ptr<DeviceContext> context = vulkan();
-  if (!context) return;
   const DeviceProperties& properties = context->device().properties();
   CHECK(properties.max_kernel_buffers >= 8);
   CHECK(properties.max_workgroups[0] >= 65535);
@@ -122,7 +102,6 @@ TEST_CASE("the Vulkan device reports the driver's limits", "[vulkan]") {
 TEST_CASE("the Vulkan copy limit is the faster of vkCmdCopyBuffer and a checked shader copy",
           "[vulkan]") {
   std::shared_ptr<DeviceContext> context = vulkan();
-  if (!context) return;
   // Not a multiple of the shader's workgroup: its loop must still reach the last bytes, which
   // measure_limits checks (it throws where they were not copied).
   const DeviceLimits limits = context->device().measure_limits((size_t{3} << 20) + 48, 0);
@@ -132,7 +111,6 @@ TEST_CASE("the Vulkan copy limit is the faster of vkCmdCopyBuffer and a checked 
 
 TEST_CASE("glslang's errors carry its log and the source", "[vulkan]") {
   std::shared_ptr<DeviceContext> context = vulkan();
-  if (!context) return;
   const std::string source =
       "#version 450\nlayout(local_size_x = 1) in;\nvoid main() { undeclared_name = 1; }\n";
   try {
@@ -147,9 +125,10 @@ TEST_CASE("glslang's errors carry its log and the source", "[vulkan]") {
 
 TEST_CASE("a launch of more workgroups than one dimension allows is spread", "[vulkan]") {
   std::shared_ptr<DeviceContext> context = vulkan();
-  if (!context) return;
   const int64_t per_dimension = context->device().properties().max_workgroups[0];
-  if (per_dimension > (int64_t{1} << 20)) return;  // a GPU takes it in one dimension
+  if (per_dimension > (int64_t{1} << 20))
+    testing::skip("this device takes " + std::to_string(per_dimension) +
+                  " workgroups in one dimension: nothing to spread");
   // One work item per workgroup (no opts): 3 * per_dimension + 5 workgroups along x.
   const int64_t count = 3 * per_dimension + 5;
   with_opts(OptPolicy::None, [&] {
@@ -168,7 +147,8 @@ TEST_CASE("a launch of more workgroups than one dimension allows is spread", "[v
 
 TEST_CASE("long reductions stay inside lavapipe's loop limit", "[vulkan]") {
   std::shared_ptr<DeviceContext> context = vulkan();
-  if (!context || context->device().properties().max_loop_iterations <= 0) return;
+  if (context->device().properties().max_loop_iterations <= 0)
+    testing::skip("this Vulkan device does not limit a work item's loops");
   // Rows far longer than 65535, reduced along either axis, with every policy: each is split.
   const int64_t length = 200003;
   const Tensor values = Tensor::arange(0, 2 * length, 1, dtypes::float32, "VULKAN") % 7.0f;
@@ -191,7 +171,6 @@ TEST_CASE("long reductions stay inside lavapipe's loop limit", "[vulkan]") {
 
 TEST_CASE("a kernel binds no more buffers than the Vulkan device allows", "[vulkan]") {
   std::shared_ptr<DeviceContext> context = vulkan();
-  if (!context) return;
   const int64_t inputs = 2 * context->device().properties().max_kernel_buffers + 3;
   Tensor total = Tensor::full({5}, 0, dtypes::int32, "VULKAN");
   for (int64_t index = 0; index < inputs; ++index)
@@ -204,9 +183,9 @@ TEST_CASE("a kernel binds no more buffers than the Vulkan device allows", "[vulk
 
 TEST_CASE("a buffer past the device's binding range is refused naming the limit", "[vulkan]") {
   std::shared_ptr<DeviceContext> context = vulkan();
-  if (!context) return;
   const uint64_t limit = context->device().properties().max_allocation_bytes;
-  if (limit > (uint64_t{1} << 31)) return;  // too large to try here
+  if (limit > (uint64_t{1} << 31))
+    testing::skip("the binding range (" + std::to_string(limit) + " bytes) is too large to try");
   const int64_t elements = static_cast<int64_t>(limit / 4) + 1;
   try {
     Tensor::full({elements}, 1, dtypes::float32, "VULKAN").contiguous().realize();
@@ -219,7 +198,6 @@ TEST_CASE("a buffer past the device's binding range is refused naming the limit"
 
 TEST_CASE("Vulkan divides within 1 ulp over the whole float range", "[vulkan]") {
   std::shared_ptr<DeviceContext> context = vulkan();
-  if (!context) return;
   // Huge divisors (NVIDIA's reciprocal underflowed), quotients a rounding apart, subnormal
   // divisors (a correction step through their overflowing reciprocal would give NaN), and the
   // special values.
@@ -248,7 +226,6 @@ TEST_CASE("Vulkan divides within 1 ulp over the whole float range", "[vulkan]") 
 
 TEST_CASE("Vulkan keeps IEEE results the shader compiler would fold", "[vulkan]") {
   std::shared_ptr<DeviceContext> context = vulkan();
-  if (!context) return;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   const Tensor x =
@@ -273,7 +250,6 @@ TEST_CASE("Vulkan keeps IEEE results the shader compiler would fold", "[vulkan]"
 
 TEST_CASE("Vulkan computes what the CPU computes", "[vulkan]") {
   std::shared_ptr<DeviceContext> context = vulkan();
-  if (!context) return;
   auto same = [](const Tensor& on_vulkan, const Tensor& on_cpu) {
     const std::vector<double> want = values_of(on_cpu);
     const std::vector<double> got = values_of(on_vulkan.to(std::string("CPU")));
@@ -292,7 +268,7 @@ TEST_CASE("Vulkan computes what the CPU computes", "[vulkan]") {
 }
 
 TEST_CASE("a Vulkan kernel reads variables past its push constants from a buffer", "[vulkan]") {
-  if (!vulkan()) return;
+  vulkan();
   // 34 variables in one kernel: the sums of 34 prefixes of one buffer, added.
   const Tensor base = Tensor::arange(200, "VULKAN");
   for (int64_t shift : {0, 7}) {
@@ -310,7 +286,7 @@ TEST_CASE("a Vulkan kernel reads variables past its push constants from a buffer
 }
 
 TEST_CASE("Vulkan runs more kernels than one batch holds, in order", "[vulkan]") {
-  if (!vulkan()) return;
+  vulkan();
   // Launches are recorded into batches of CommandQueue::kBatchCommands: a chain of 100 kernels
   // spans several, reuses its intermediates' memory inside one, and takes new host inputs between
   // kernels. The reference is the same float arithmetic on the host.
@@ -357,7 +333,7 @@ TEST_CASE("Vulkan runs more kernels than one batch holds, in order", "[vulkan]")
 // Run in a child process with KILN_VULKAN_STAGING=1 (below): copies in both directions through
 // the two 8 MiB staging buffers, in chunks, interleaved with batched kernels.
 TEST_CASE("Vulkan copies through staging buffers", "[.][vulkan-staging]") {
-  if (!vulkan()) return;
+  vulkan();
   for (int64_t count : {int64_t{1}, int64_t{7}, int64_t{5'000'003}}) {
     INFO(count << " floats");
     std::vector<float> host(static_cast<size_t>(count));
@@ -382,7 +358,7 @@ TEST_CASE("Vulkan copies through staging buffers", "[.][vulkan-staging]") {
 }
 
 TEST_CASE("Vulkan's staging copies (a discrete GPU's path) work on this device", "[vulkan]") {
-  if (!vulkan()) return;
+  vulkan();
   const test::ChildResult result =
       test::run_child("KILN_VULKAN_STAGING=1 KILN_DEVICE=VULKAN",
                       "/proc/" + std::to_string(getpid()) + "/exe '[vulkan-staging]'");
@@ -393,7 +369,7 @@ TEST_CASE("Vulkan's staging copies (a discrete GPU's path) work on this device",
 
 #ifdef KILN_TOOL_PATH
 TEST_CASE("timed Vulkan launches (KILN_DEBUG=2) report their times", "[vulkan]") {
-  if (!vulkan()) return;
+  vulkan();
   // A kernel's first launch waits for its compile; a timed one then read a retired submission.
   const test::ScratchFolder cache("timed-vulkan");
   const test::ChildResult result =
