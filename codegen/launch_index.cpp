@@ -52,10 +52,9 @@ LaunchIndex index_launch(const KernelAxes& axes, const std::vector<Opt>& opts,
         SymShape rows;
         for (size_t output = 0; output + 1 < ndim; ++output) rows.push_back(tiles[output]);
         const std::vector<Sym> row_index = unravel_index(
-            Sym::var(program.row_var, 0, std::max<int64_t>(dim.size.vmax() / row_length, 1) - 1),
-            rows);
+            Sym::var(kRowVar, 0, std::max<int64_t>(dim.size.vmax() / row_length, 1) - 1), rows);
         for (size_t output = 0; output + 1 < ndim; ++output) tile[output] = row_index[output];
-        tile[ndim - 1] = Sym::var(program.column_var, 0, row_length - 1);
+        tile[ndim - 1] = Sym::var(kColumnVar, 0, row_length - 1);
       } else {
         SymShape sizes;
         for (size_t output : covered) sizes.push_back(tiles[output]);

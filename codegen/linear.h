@@ -123,6 +123,10 @@ struct LaunchDim {
   bool spread() const { return hardware.size() > 1; }
 };
 
+// The names of a ROWS program's row and column indices (LinearProgram::row_length).
+inline constexpr char kRowVar[] = "gid_row";
+inline constexpr char kColumnVar[] = "gid_col";
+
 struct LinearProgram {
   std::string name;
   std::vector<KernelParam> params;  // output first, then inputs
@@ -133,13 +137,11 @@ struct LinearProgram {
   // passed at launch (LaunchRequest::variables).
   std::vector<Sym> variables;
   std::vector<Opt> opts;  // the opts applied
-  // Above 0 (ROWS): the flat work item index is split into gid_row = index / row_length and
-  // gid_col = index % row_length, and indices are written in those two. A loop-style renderer then
-  // runs a loop over columns inside a loop over rows, so whatever depends only on the row (a
+  // Above 0 (ROWS): the flat work item index is split into kRowVar = index / row_length and
+  // kColumnVar = index % row_length, and indices are written in those two. A loop-style renderer
+  // then runs a loop over columns inside a loop over rows, so whatever depends only on the row (a
   // broadcast operand) is computed once per row and the column loop reads memory contiguously.
   int64_t row_length = 0;
-  std::string row_var = "gid_row";
-  std::string column_var = "gid_col";
   // Every element computed is stored by exactly one work item.
   std::string to_string() const;
 };

@@ -563,10 +563,6 @@ class Renderer {
 
 }  // namespace
 
-std::string render_sym(const Sym& value) {
-  return sym_text(value, c_dialect());
-}
-
 std::string render_kernel(const LinearProgram& program, const Dialect& dialect) {
   return Renderer(program, dialect).run();
 }

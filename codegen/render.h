@@ -12,7 +12,4 @@ namespace kiln {
 // (codegen/vectorize.h; realize runs those passes first).
 std::string render_kernel(const LinearProgram& program, const Dialect& dialect);
 
-// A symbolic integer as an expression in the dialect (floor division where it matters).
-std::string render_sym(const Sym& value);
-
 }  // namespace kiln

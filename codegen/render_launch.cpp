@@ -53,8 +53,8 @@ int render_work_item_ids(std::ostringstream& out, const LinearProgram& program,
     const std::string pragma = has_loops ? "" : dialect.work_item_loop_pragma;
     if (program.row_length > 0) {
       // The flat range [begin, end) as whole and partial rows.
-      const std::string& row = program.row_var;
-      const std::string& column = program.column_var;
+      const std::string row = kRowVar;
+      const std::string column = kColumnVar;
       const std::string length = std::to_string(program.row_length) + "LL";
       const std::string row_start = "(" + row + " * " + length + ")";
       out << "  for (long long " << row << " = begin / " << length << "; " << row_start

@@ -248,24 +248,28 @@ void bound_loop_work(const UOp& node, int64_t limit,
   loop_work[&node] = work;
 }
 
-}  // namespace
+// Each device's KernelLimits, asked of `limits_of` once per device.
+class LimitsOf {
+ public:
+  explicit LimitsOf(const KernelLimitsOf& limits_of) : limits_of_(limits_of) {}
 
-std::vector<UOpRef> split_large_reductions(const std::vector<UOpRef>& roots) {
-  return graph_rewrite(roots, split_rule);
-}
+  const KernelLimits& operator()(const std::string& device) {
+    auto found = known_.find(device);
+    if (found != known_.end()) return found->second;
+    return known_.emplace(device, limits_of_ ? limits_of_(device) : KernelLimits{}).first->second;
+  }
 
-Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::string& device,
-                         const BufferFactory& make_buffer, const KernelLimitsOf& limits_of,
-                         bool read_realized) {
-  std::unordered_map<std::string, KernelLimits> known_limits;
-  auto limits = [&](const std::string& name) -> const KernelLimits& {
-    auto found = known_limits.find(name);
-    if (found != known_limits.end()) return found->second;
-    return known_limits.emplace(name, limits_of ? limits_of(name) : KernelLimits{}).first->second;
-  };
-  // One pass: values realized before (by another graph that shares these nodes) are read, not
-  // computed, and long reductions are split (a replacement's new nodes are rewritten too, so a
-  // split's parts are bounded).
+ private:
+  const KernelLimitsOf& limits_of_;
+  std::unordered_map<std::string, KernelLimits> known_;
+};
+
+// One pass: values realized before (by another graph that shares these nodes) are read, not
+// computed, and long reductions are split (a replacement's new nodes are rewritten too, so a
+// split's parts are bounded).
+std::vector<UOpRef> rewrite_reductions(const std::vector<UOpRef>& input_roots,
+                                       const std::string& device, LimitsOf& limits,
+                                       bool read_realized) {
   DeviceOf device_of_node(device);
   const RewriteRule realized_before = [&](const UOpRef& node) -> UOpRef {
     UOpRef value = node->realized_value();
@@ -274,7 +278,7 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
     const UOp& buffer = value->op() == Op::Buffer ? *value : *value->src();
     return buffer.storage()->device() == device_of_node(node) ? value : nullptr;
   };
-  const std::vector<UOpRef> roots = graph_rewrite(
+  return graph_rewrite(
       input_roots,
       [&](const UOpRef& node) -> UOpRef {
         if (node->op() != Op::Reduce) return nullptr;
@@ -286,156 +290,216 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
         return bound_reduce_length(node, limits(device_of_node(node)).max_reduce_length);
       },
       read_realized ? realized_before : RewriteRule());
-  const std::vector<UOpRef> order = toposort(roots);
+}
 
-  // How many distinct nodes use each node (a node that lists a source twice counts once: its
-  // users are met in order, so a repeat is the last one counted), and whether any user
-  // broadcasts it through a View.
+// How the graph uses each node, as far as the choice of realized nodes needs it.
+struct Uses {
+  // How many distinct nodes use a node (a node that lists a source twice counts once: its users
+  // are met in order, so a repeat is the last one counted).
   struct Users {
     int64_t count = 0;
     const UOp* last = nullptr;
   };
   std::unordered_map<const UOp*, Users> users;
-  std::unordered_set<const UOp*> broadcast_read;
-  std::unordered_set<const UOp*> must_realize;
+  std::unordered_set<const UOp*> broadcast_read;  // some user broadcasts it through a View
+  std::unordered_set<const UOp*> must_realize;    // roots, Contiguous, the source of a Copy
+
+  int64_t user_count(const UOp* node) const {
+    auto found = users.find(node);
+    return found == users.end() ? 0 : found->second.count;
+  }
+};
+
+// What choose_realized asks of every node, gathered in one walk over the graph.
+Uses find_uses(const std::vector<UOpRef>& order, const std::vector<UOpRef>& roots) {
+  Uses uses;
   for (const UOpRef& ref : order) {
     const UOp* node = ref.get();
     for (const UOpRef& src : node->srcs()) {
-      Users& of_src = users[src.get()];
+      Uses::Users& of_src = uses.users[src.get()];
       if (of_src.last != node) of_src.count += 1, of_src.last = node;
     }
     if (node->op() == Op::View && !node->tracker().is_injective())
-      broadcast_read.insert(node->src().get());
-    if (node->op() == Op::Contiguous) must_realize.insert(node);
+      uses.broadcast_read.insert(node->src().get());
+    if (node->op() == Op::Contiguous) uses.must_realize.insert(node);
     if (node->op() == Op::Copy && node->src()->op() != Op::Buffer)
-      must_realize.insert(node->src().get());
+      uses.must_realize.insert(node->src().get());
   }
   for (const UOpRef& root : roots) {
-    if (!is_leaf_buffer_view(*root)) must_realize.insert(root.get());
+    if (!is_leaf_buffer_view(*root)) uses.must_realize.insert(root.get());
   }
+  return uses;
+}
 
-  // Which nodes get a buffer, deciding in order so that realized sources stop the reduce search.
-  // A node lives on its Copy's target, else on its sources' device, else on `device`.
+// Which nodes get a buffer, and the device of each node.
+struct Placement {
   std::unordered_set<const UOp*> realized;
+  std::unordered_map<const UOp*, std::string> device_of;  // "" for a graph of constants
+};
+
+// A node lives on its Copy's target, else on its Buffer's device, else on its first source's
+// device that is set. Its sources are placed before it.
+const std::string& place(const UOp& node, std::unordered_map<const UOp*, std::string>& device_of) {
+  std::string& node_device = device_of[&node];
+  if (node.op() == Op::Copy) {
+    node_device = node.device_arg();
+  } else if (node.op() == Op::Buffer) {
+    node_device = node.storage()->device();
+  } else {
+    for (const UOpRef& src : node.srcs()) {
+      if (node_device.empty()) node_device = device_of[src.get()];
+    }
+  }
+  return node_device;
+}
+
+// The size of a kernel computing `node`, its sources realized as needed to bind at most
+// `max_buffers` buffers (its output is one more): those that read the most first, until it binds
+// few enough.
+KernelSize fit_buffers(const UOp& node, int64_t max_buffers,
+                       std::unordered_set<const UOp*>& realized,
+                       std::unordered_map<const UOp*, KernelSize>& size_of) {
+  KernelSize size = kernel_size(node, realized, size_of);
+  const int64_t max_inputs =
+      std::max<int64_t>(max_buffers - 1, static_cast<int64_t>(node.srcs().size()));
+  if (size.buffers <= kMinKernelBuffers - 1 || size.buffers <= max_inputs) return size;
+  std::vector<const UOp*> sources;
+  for (const UOpRef& src : node.srcs()) {
+    // Realizing a source pays where it reads more than the one buffer it would become.
+    auto src_size = size_of.find(src.get());
+    if (!realized.count(src.get()) && src_size != size_of.end() && src_size->second.buffers > 1)
+      sources.push_back(src.get());
+  }
+  std::sort(sources.begin(), sources.end(),
+            [&](const UOp* a, const UOp* b) { return size_of[a].buffers > size_of[b].buffers; });
+  for (const UOp* src : sources) {
+    realized.insert(src);
+    size = kernel_size(node, realized, size_of);
+    if (size.buffers <= max_inputs) break;
+  }
+  return size;
+}
+
+// Decides in order, so that realized sources stop the reduce search: a node is realized where it
+// must be, where recomputing it would repeat a reduction, or where its kernel would grow too
+// large; and a source where its user's kernel would bind too many buffers or loop too long.
+Placement choose_realized(const std::vector<UOpRef>& order, const Uses& uses,
+                          const std::string& device, LimitsOf& limits) {
+  Placement placement;
+  std::unordered_set<const UOp*>& realized = placement.realized;
   std::unordered_map<const UOp*, bool> holds_reduce;
   std::unordered_map<const UOp*, KernelSize> size_of;
-  std::unordered_map<const UOp*, std::string> device_of;
   std::unordered_map<const UOp*, int64_t> loop_work;
   for (const UOpRef& ref : order) {
     const UOp* node = ref.get();
-    std::string& node_device = device_of[node];
-    if (node->op() == Op::Copy) {
-      node_device = node->device_arg();
-    } else if (node->op() == Op::Buffer) {
-      node_device = node->storage()->device();
-    } else {
-      for (const UOpRef& src : node->srcs()) {
-        if (node_device.empty()) node_device = device_of[src.get()];
-      }
-    }
-    // A kernel computing the node would bind too many buffers (its output is one more): its
-    // sources are realized, those that read the most first, until it binds few enough.
-    const auto max_inputs = [&] {
-      return std::max<int64_t>(limits(node_device.empty() ? device : node_device).max_buffers - 1,
-                               static_cast<int64_t>(node->srcs().size()));
-    };
-    KernelSize size;
-    if (node->op() != Op::Buffer) size = kernel_size(*node, realized, size_of);
-    if (size.buffers > kMinKernelBuffers - 1 && size.buffers > max_inputs()) {
-      std::vector<const UOp*> sources;
-      for (const UOpRef& src : node->srcs()) {
-        // Realizing a source pays where it reads more than the one buffer it would become.
-        auto size = size_of.find(src.get());
-        if (!realized.count(src.get()) && size != size_of.end() && size->second.buffers > 1)
-          sources.push_back(src.get());
-      }
-      std::sort(sources.begin(), sources.end(), [&](const UOp* a, const UOp* b) {
-        return size_of[a].buffers > size_of[b].buffers;
-      });
-      for (const UOp* src : sources) {
-        realized.insert(src);
-        size = kernel_size(*node, realized, size_of);
-        if (size.buffers <= max_inputs()) break;
-      }
-    }
-    if (node->op() != Op::Buffer)
-      bound_loop_work(*node, limits(node_device.empty() ? device : node_device).max_reduce_length,
-                      loop_work, realized);
+    const std::string& node_device = place(*node, placement.device_of);
+    if (node->op() == Op::Buffer) continue;
+    const KernelLimits& node_limits = limits(node_device.empty() ? device : node_device);
+    const KernelSize size = fit_buffers(*node, node_limits.max_buffers, realized, size_of);
+    bound_loop_work(*node, node_limits.max_reduce_length, loop_work, realized);
     bool reduce_inside = node->op() == Op::Reduce;
     for (const UOpRef& src : node->srcs()) {
       if (!realized.count(src.get()) && holds_reduce[src.get()]) reduce_inside = true;
     }
     holds_reduce[node] = reduce_inside;
-    if (node->op() == Op::Buffer) continue;
     const bool repeats_reduce =
-        reduce_inside && (users[node].count > 1 || broadcast_read.count(node));
+        reduce_inside && (uses.user_count(node) > 1 || uses.broadcast_read.count(node));
     size_of[node] = size;
     const bool too_large = size.ops > kMaxFusedOps;
-    if (must_realize.count(node) || repeats_reduce || too_large || node->op() == Op::Copy)
+    if (uses.must_realize.count(node) || repeats_reduce || too_large || node->op() == Op::Copy)
       realized.insert(node);
   }
+  return placement;
+}
 
-  Schedule schedule;
-  std::unordered_map<const UOp*, UOpRef> buffer_of;
-  std::unordered_map<const UOp*, UOpRef> substituted;
-  // The value of `root` as a kernel sees it: realized sources become their buffers. Sources
-  // first, with an explicit stack (graphs may be 100,000 nodes deep).
-  auto substitute = [&](const UOpRef& root) -> UOpRef {
-    auto as_source = [&](const UOpRef& src) -> const UOpRef* {
-      if (auto buffer = buffer_of.find(src.get()); buffer != buffer_of.end())
-        return &buffer->second;
-      if (auto done = substituted.find(src.get()); done != substituted.end()) return &done->second;
-      return nullptr;
-    };
-    if (auto done = substituted.find(root.get()); done != substituted.end()) return done->second;
-    std::vector<std::pair<UOpRef, size_t>> stack{{root, 0}};
-    while (!stack.empty()) {
-      const UOpRef node = stack.back().first;
-      const size_t next = stack.back().second++;
-      if (next < node->srcs().size()) {
-        const UOpRef& src = node->srcs()[next];
-        if (!as_source(src)) stack.emplace_back(src, 0);
-        continue;
-      }
-      stack.pop_back();
-      if (substituted.count(node.get())) continue;
-      std::vector<UOpRef> srcs;
-      for (const UOpRef& src : node->srcs()) srcs.push_back(*as_source(src));
-      substituted[node.get()] = with_srcs(node, std::move(srcs));
-    }
-    return substituted.at(root.get());
+using NodeMap = std::unordered_map<const UOp*, UOpRef>;
+
+// The value of `root` as a kernel sees it: realized sources become their buffers. Sources first,
+// with an explicit stack (graphs may be 100,000 nodes deep); `substituted` keeps what is done for
+// the next kernels.
+UOpRef as_kernel_reads(const UOpRef& root, const NodeMap& buffer_of, NodeMap& substituted) {
+  auto as_source = [&](const UOpRef& src) -> const UOpRef* {
+    if (auto buffer = buffer_of.find(src.get()); buffer != buffer_of.end()) return &buffer->second;
+    if (auto done = substituted.find(src.get()); done != substituted.end()) return &done->second;
+    return nullptr;
   };
+  if (auto done = substituted.find(root.get()); done != substituted.end()) return done->second;
+  std::vector<std::pair<UOpRef, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    const UOpRef node = stack.back().first;
+    const size_t next = stack.back().second++;
+    if (next < node->srcs().size()) {
+      const UOpRef& src = node->srcs()[next];
+      if (!as_source(src)) stack.emplace_back(src, 0);
+      continue;
+    }
+    stack.pop_back();
+    if (substituted.count(node.get())) continue;
+    std::vector<UOpRef> srcs;
+    for (const UOpRef& src : node->srcs()) srcs.push_back(*as_source(src));
+    substituted[node.get()] = with_srcs(node, std::move(srcs));
+  }
+  return substituted.at(root.get());
+}
+
+// The item that fills `buffer` with the value of the realized `node`.
+ScheduleItem make_item(const UOpRef& node, const UOpRef& buffer, const NodeMap& buffer_of,
+                       NodeMap& substituted) {
+  ScheduleItem item;
+  item.output = buffer;
+  if (node->op() == Op::Copy) {
+    item.kind = ScheduleItem::Kind::Copy;
+    const UOpRef& src = node->src();
+    item.inputs = {src->op() == Op::Buffer ? src : buffer_of.at(src.get())};
+    return item;
+  }
+  const UOpRef value = node->op() == Op::Contiguous ? node->src() : node;
+  auto src_buffer = buffer_of.find(value.get());
+  item.ast = src_buffer != buffer_of.end() ? src_buffer->second
+                                           : as_kernel_reads(value, buffer_of, substituted);
+  for (const UOpRef& leaf : toposort({item.ast})) {
+    if (leaf->op() == Op::Buffer) item.inputs.push_back(leaf);
+  }
+  return item;
+}
+
+// One item per realized node, in order (sources first), each with a new buffer; the
+// roots' results are their buffers where realized.
+Schedule build_items(const std::vector<UOpRef>& order, const std::vector<UOpRef>& roots,
+                     const Placement& placement, const std::string& device,
+                     const BufferFactory& make_buffer) {
+  Schedule schedule;
+  NodeMap buffer_of;
+  NodeMap substituted;
   for (const UOpRef& node : order) {
     const UOp* raw = node.get();
-    if (!realized.count(raw)) continue;
-    const std::string& node_device = device_of[raw].empty() ? device : device_of[raw];
-    auto storage = make_buffer(node_device, node->dtype(), node->numel());
+    if (!placement.realized.count(raw)) continue;
+    const std::string& placed = placement.device_of.at(raw);
+    auto storage = make_buffer(placed.empty() ? device : placed, node->dtype(), node->numel());
     UOpRef buffer =
         node->is_symbolic()
             ? UOp::make_symbolic(Op::Buffer, node->dtype(), {}, storage, node->sym_shape())
             : UOp::make(Op::Buffer, node->dtype(), {}, storage, node->shape());
-    ScheduleItem item;
-    item.output = buffer;
-    if (node->op() == Op::Copy) {
-      item.kind = ScheduleItem::Kind::Copy;
-      const UOpRef& src = node->src();
-      item.inputs = {src->op() == Op::Buffer ? src : buffer_of.at(src.get())};
-    } else {
-      const UOpRef value = node->op() == Op::Contiguous ? node->src() : node;
-      auto src_buffer = buffer_of.find(value.get());
-      item.ast = src_buffer != buffer_of.end() ? src_buffer->second : substitute(value);
-      for (const UOpRef& leaf : toposort({item.ast})) {
-        if (leaf->op() == Op::Buffer) item.inputs.push_back(leaf);
-      }
-    }
+    schedule.items.push_back(make_item(node, buffer, buffer_of, substituted));
     buffer_of[raw] = buffer;
-    schedule.items.push_back(std::move(item));
   }
   for (const UOpRef& root : roots) {
     auto buffer = buffer_of.find(root.get());
     schedule.results.push_back(buffer != buffer_of.end() ? buffer->second : root);
   }
   return schedule;
+}
+
+}  // namespace
+
+Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::string& device,
+                         const BufferFactory& make_buffer, const KernelLimitsOf& limits_of,
+                         bool read_realized) {
+  LimitsOf limits(limits_of);
+  const std::vector<UOpRef> roots = rewrite_reductions(input_roots, device, limits, read_realized);
+  const std::vector<UOpRef> order = toposort(roots);
+  const Placement placement = choose_realized(order, find_uses(order, roots), device, limits);
+  return build_items(order, roots, placement, device, make_buffer);
 }
 
 std::string schedule_to_string(const Schedule& schedule) {

@@ -52,9 +52,6 @@ Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& de
                          const BufferFactory& make_buffer, const KernelLimitsOf& limits_of = {},
                          bool read_realized = true);
 
-// The passes create_schedule runs first, exposed for tests.
-std::vector<UOpRef> split_large_reductions(const std::vector<UOpRef>& roots);
-
 // Text of a schedule (what KILN_DEBUG=3 prints).
 std::string schedule_to_string(const Schedule& schedule);
 

@@ -59,8 +59,6 @@ class ShapeTracker {
   ShapeTracker pad(const std::vector<std::pair<Sym, Sym>>& before_after) const;
   ShapeTracker shrink(const std::vector<std::pair<Sym, Sym>>& begin_end) const;
   ShapeTracker flip(const std::vector<bool>& flip_axis) const;
-  // This view applied on top of `below` (whose shape must equal this tracker's buffer shape).
-  ShapeTracker compose_onto(const ShapeTracker& below) const;
 
   // Every variable named in `values` replaced (for instance bound variables by unbound ones).
   ShapeTracker substitute(const std::map<std::string, Sym>& values) const;

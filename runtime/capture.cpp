@@ -24,6 +24,25 @@
 #include "runtime/tensor_internal.h"
 
 namespace kiln {
+namespace {
+
+// The bound variables of a replay's inputs, by name, at the call's values.
+using Bindings = std::map<std::string, Sym>;
+
+// The buffers of one replay: each captured buffer the call replaces, with its replacement.
+struct CallBuffers {
+  // The call's inputs as whole buffers: held until the call's launches are done.
+  std::vector<Tensor> plain_inputs;
+  std::unordered_map<const Buffer*, std::shared_ptr<Buffer>> swapped;
+
+  const std::shared_ptr<Buffer>& counterpart(const std::shared_ptr<Buffer>& captured) const {
+    auto found = swapped.find(captured.get());
+    return found == swapped.end() ? captured : found->second;
+  }
+  Buffer& current(const std::shared_ptr<Buffer>& captured) const { return *counterpart(captured); }
+};
+
+}  // namespace
 
 struct CapturedStep::State {
   Function function;
@@ -59,10 +78,30 @@ struct CapturedStep::State {
   std::unique_ptr<LaunchGraph> graph;
   bool graph_tried = false;
 
+  // The first call: the step run as written, which compiles what the step needs.
+  std::vector<Tensor> warm_up(const std::vector<Tensor>& call_inputs);
   // The second call: the step run while recording every launch.
-  std::vector<Tensor> capture(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> capture(const std::vector<Tensor>& call_inputs);
   // A later call: the captured launches again, on this call's buffers.
-  std::vector<Tensor> replay(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> replay(const std::vector<Tensor>& call_inputs);
+
+  // The phases of a capture.
+  static std::vector<Input> private_inputs(const std::vector<Tensor>& call_inputs,
+                                           std::vector<Tensor>& private_tensors);
+  std::vector<Tensor> record(const std::vector<Tensor>& private_tensors,
+                             LaunchRecorder& recorder) const;
+  static std::vector<Output> outputs_to_replay(const std::vector<Tensor>& results);
+  void keep(std::vector<Input> captured_inputs, std::vector<Output> captured_outputs,
+            std::vector<RecordedLaunch> recorded);
+
+  // The phases of a replay.
+  Bindings check_inputs(const std::vector<Tensor>& call_inputs) const;
+  CallBuffers buffers_of_call(const std::vector<Tensor>& call_inputs,
+                              const std::map<std::string, int64_t>& values) const;
+  void launch_recorded(const CallBuffers& call, const std::map<std::string, int64_t>& values);
+  void launch_one_by_one(const CallBuffers& call, const std::map<std::string, int64_t>& values,
+                         std::vector<Device*>& launched_on) const;
+  std::vector<Tensor> outputs_of_call(const CallBuffers& call, const Bindings& bindings) const;
 };
 
 namespace {
@@ -111,9 +150,6 @@ Sym size_pattern(const Sym& size) {
   }
   return size.substitute(unbound);
 }
-
-// The bound variables of a replay's inputs, by name, at the call's values.
-using Bindings = std::map<std::string, Sym>;
 
 // Each bound variable of `value` at its binding in `bindings` (by name).
 Sym rebind(const Sym& value, const Bindings& bindings) {
@@ -203,38 +239,9 @@ bool inside_capture(const std::vector<Tensor>& inputs) {
   return recorder_for(nodes) != nullptr;
 }
 
-}  // namespace
-
-// The second call: the step run while recording every launch, built aside and kept only when
-// it succeeds.
-std::vector<Tensor> CapturedStep::State::capture(const std::vector<Tensor>& inputs) {
-  State& state = *this;
-  std::vector<Tensor> private_inputs;
-  std::vector<State::Input> captured_inputs;
-  for (const Tensor& input : inputs) {
-    private_inputs.push_back(private_copy(input));
-    captured_inputs.push_back({input.shape(), private_inputs.back().node()->sym_shape(),
-                               input.dtype(), input.device(),
-                               buffer_behind(*private_inputs.back().node())});
-  }
-  LaunchRecorder recorder;
-  for (const State::Input& input : captured_inputs)
-    recorder.step_buffers.insert(input.buffer.get());
-  std::vector<Tensor> outputs;
-  {
-    const RecordingScope recording(recorder);
-    outputs = state.function(private_inputs);
-    for (const Tensor& output : outputs) output.realize();
-  }
-  std::vector<State::Output> captured_outputs;
-  for (size_t index = 0; index < outputs.size(); ++index) {
-    const UOpRef node = outputs[index].node();
-    if (node->op() != Op::Buffer && !(node->op() == Op::View && node->src()->op() == Op::Buffer))
-      throw InternalError("[CapturedStep] output " + std::to_string(index) +
-                          " is, realized, not a view of a buffer: " + node->to_string());
-    captured_outputs.push_back({node, outputs[index].device(), buffer_behind(*node)});
-  }
-  for (const RecordedLaunch& launch : recorder.launches) {
+// A replay gives each variable one value, taken from the inputs.
+void check_each_variable_bound_once(const std::vector<RecordedLaunch>& recorded) {
+  for (const RecordedLaunch& launch : recorded) {
     for (size_t at = 0; at < launch.bound.size(); ++at) {
       for (size_t other = 0; other < at; ++other) {
         if (launch.bound[at].var_name() == launch.bound[other].var_name())
@@ -244,33 +251,111 @@ std::vector<Tensor> CapturedStep::State::capture(const std::vector<Tensor>& inpu
       }
     }
   }
-  for (const State::Input& input : captured_inputs) {
-    for (const Sym& size : input.sym_shape) state.symbolic |= !size.is_const();
-  }
-  for (const RecordedLaunch& launch : recorder.launches)
-    state.written.insert(launch.buffers[launch.program ? 0 : 1].get());
-  state.inputs = std::move(captured_inputs);
-  state.outputs = std::move(captured_outputs);
-  state.launches = std::move(recorder.launches);
-  state.calls.store(2, std::memory_order_release);
-  return outputs;
 }
 
-// A later call: the captured launches again on this call's buffers.
-std::vector<Tensor> CapturedStep::State::replay(const std::vector<Tensor>& inputs) {
-  State& state = *this;
-  if (inputs.size() != state.inputs.size())
-    throw ShapeError("[CapturedStep] the step was captured with " +
-                     std::to_string(state.inputs.size()) + " input(s), got " +
-                     std::to_string(inputs.size()));
-  Bindings bindings;  // the variables' values in this call
-  for (size_t index = 0; index < inputs.size(); ++index) {
-    const State::Input& captured = state.inputs[index];
-    const Tensor& input = inputs[index];
+// The recorded request on this call's buffers.
+LaunchRequest request_of(const RecordedLaunch& launch, const CallBuffers& call) {
+  LaunchRequest request = launch.request;
+  for (size_t index = 0; index < launch.buffers.size(); ++index)
+    request.buffers[index] = call.current(launch.buffers[index]).memory();
+  return request;
+}
+
+}  // namespace
+
+std::vector<Tensor> CapturedStep::State::warm_up(const std::vector<Tensor>& call_inputs) {
+  std::vector<Tensor> results = run_as_written(function, call_inputs);
+  calls.store(1, std::memory_order_release);
+  return results;
+}
+
+// Built aside and kept only when it succeeds: a capture that throws leaves the step to capture
+// at its next call.
+std::vector<Tensor> CapturedStep::State::capture(const std::vector<Tensor>& call_inputs) {
+  std::vector<Tensor> private_tensors;
+  std::vector<Input> captured_inputs = private_inputs(call_inputs, private_tensors);
+  LaunchRecorder recorder;
+  for (const Input& input : captured_inputs) recorder.step_buffers.insert(input.buffer.get());
+  std::vector<Tensor> results = record(private_tensors, recorder);
+  std::vector<Output> captured_outputs = outputs_to_replay(results);
+  check_each_variable_bound_once(recorder.launches);
+  keep(std::move(captured_inputs), std::move(captured_outputs), std::move(recorder.launches));
+  return results;
+}
+
+// Each input copied into a buffer of its own (`private_tensors`), as a replay swaps it.
+std::vector<CapturedStep::State::Input> CapturedStep::State::private_inputs(
+    const std::vector<Tensor>& call_inputs, std::vector<Tensor>& private_tensors) {
+  std::vector<Input> captured_inputs;
+  for (const Tensor& input : call_inputs) {
+    private_tensors.push_back(private_copy(input));
+    captured_inputs.push_back({input.shape(), private_tensors.back().node()->sym_shape(),
+                               input.dtype(), input.device(),
+                               buffer_behind(*private_tensors.back().node())});
+  }
+  return captured_inputs;
+}
+
+// The step's function run on the private inputs, its outputs realized, every launch recorded.
+std::vector<Tensor> CapturedStep::State::record(const std::vector<Tensor>& private_tensors,
+                                                LaunchRecorder& recorder) const {
+  const RecordingScope recording(recorder);
+  std::vector<Tensor> results = function(private_tensors);
+  for (const Tensor& result : results) result.realize();
+  return results;
+}
+
+// A replay makes its outputs anew from these: each a buffer, or a View of one.
+std::vector<CapturedStep::State::Output> CapturedStep::State::outputs_to_replay(
+    const std::vector<Tensor>& results) {
+  std::vector<Output> captured_outputs;
+  for (size_t index = 0; index < results.size(); ++index) {
+    const UOpRef node = results[index].node();
+    if (node->op() != Op::Buffer && !(node->op() == Op::View && node->src()->op() == Op::Buffer))
+      throw InternalError("[CapturedStep] output " + std::to_string(index) +
+                          " is, realized, not a view of a buffer: " + node->to_string());
+    captured_outputs.push_back({node, results[index].device(), buffer_behind(*node)});
+  }
+  return captured_outputs;
+}
+
+// The capture made the step's own, once nothing in it can throw; replays read it without a lock.
+void CapturedStep::State::keep(std::vector<Input> captured_inputs,
+                               std::vector<Output> captured_outputs,
+                               std::vector<RecordedLaunch> recorded) {
+  for (const Input& input : captured_inputs) {
+    for (const Sym& size : input.sym_shape) symbolic |= !size.is_const();
+  }
+  for (const RecordedLaunch& launch : recorded)
+    written.insert(launch.buffers[launch.program ? 0 : 1].get());
+  inputs = std::move(captured_inputs);
+  outputs = std::move(captured_outputs);
+  launches = std::move(recorded);
+  calls.store(2, std::memory_order_release);
+}
+
+std::vector<Tensor> CapturedStep::State::replay(const std::vector<Tensor>& call_inputs) {
+  const Bindings bindings = check_inputs(call_inputs);
+  std::map<std::string, int64_t> values;  // the variables' values in this call
+  if (symbolic) values = values_of(bindings);
+  const CallBuffers call = buffers_of_call(call_inputs, values);
+  launch_recorded(call, values);
+  return outputs_of_call(call, bindings);
+}
+
+// A mismatch is an error, never a recapture. Gives the variables' values in this call.
+Bindings CapturedStep::State::check_inputs(const std::vector<Tensor>& call_inputs) const {
+  if (call_inputs.size() != inputs.size())
+    throw ShapeError("[CapturedStep] the step was captured with " + std::to_string(inputs.size()) +
+                     " input(s), got " + std::to_string(call_inputs.size()));
+  Bindings bindings;
+  for (size_t index = 0; index < call_inputs.size(); ++index) {
+    const Input& captured = inputs[index];
+    const Tensor& input = call_inputs[index];
     const std::string expected = std::string("; the step was captured with ") +
                                  captured.dtype.name() + shape_string(captured.sym_shape) + " on " +
                                  captured.device;
-    if (!state.symbolic) {
+    if (!symbolic) {
       if (input.shape() != captured.shape)
         throw ShapeError("[CapturedStep] " + input_text(index, input) + " has another shape" +
                          expected);
@@ -284,108 +369,112 @@ std::vector<Tensor> CapturedStep::State::replay(const std::vector<Tensor>& input
       throw DeviceError("[CapturedStep] " + input_text(index, input) + " is on another device" +
                         expected);
   }
-  std::unordered_map<const Buffer*, std::shared_ptr<Buffer>> swapped;
-  std::vector<Tensor> plain;
-  for (size_t index = 0; index < inputs.size(); ++index) {
-    plain.push_back(as_plain_buffer(inputs[index]));
-    swapped[state.inputs[index].buffer.get()] = buffer_behind(*plain.back().node());
+  return bindings;
+}
+
+// The call's inputs for the captured inputs and a new buffer for each output the launches write,
+// so that a replay leaves earlier outputs as they were; with variables, every buffer the step
+// writes sized for this call's values.
+CallBuffers CapturedStep::State::buffers_of_call(
+    const std::vector<Tensor>& call_inputs, const std::map<std::string, int64_t>& values) const {
+  CallBuffers call;
+  for (size_t index = 0; index < call_inputs.size(); ++index) {
+    call.plain_inputs.push_back(as_plain_buffer(call_inputs[index]));
+    call.swapped[inputs[index].buffer.get()] = buffer_behind(*call.plain_inputs.back().node());
   }
-  for (const State::Output& output : state.outputs) {
+  for (const Output& output : outputs) {
     const Buffer* captured = output.buffer.get();
-    if (!state.written.count(captured) || swapped.count(captured)) continue;
-    swapped[captured] = std::make_shared<Buffer>(open_device(output.device), output.buffer->dtype(),
-                                                 output.buffer->numel());
+    if (!written.count(captured) || call.swapped.count(captured)) continue;
+    call.swapped[captured] = std::make_shared<Buffer>(
+        open_device(output.device), output.buffer->dtype(), output.buffer->numel());
   }
-  std::map<std::string, int64_t> values;
-  if (state.symbolic) {
-    values = values_of(bindings);
-    // Every buffer the step writes is sized for this call's values (outputs included).
-    for (const RecordedLaunch& launch : state.launches) {
-      const std::shared_ptr<Buffer>& written = launch.buffers[launch.program ? 0 : 1];
-      const int64_t numel = launch.written_numel.eval(values);
-      const auto found = swapped.find(written.get());
-      const Buffer& now = found == swapped.end() ? *written : *found->second;
-      if (now.numel() == numel) continue;
-      swapped[written.get()] =
-          std::make_shared<Buffer>(open_device(written->device()), written->dtype(), numel);
-    }
+  if (!symbolic) return call;
+  for (const RecordedLaunch& launch : launches) {
+    const std::shared_ptr<Buffer>& written_buffer = launch.buffers[launch.program ? 0 : 1];
+    const int64_t numel = launch.written_numel.eval(values);
+    if (call.current(written_buffer).numel() == numel) continue;
+    call.swapped[written_buffer.get()] = std::make_shared<Buffer>(
+        open_device(written_buffer->device()), written_buffer->dtype(), numel);
   }
-  auto current = [&](const std::shared_ptr<Buffer>& buffer) -> Buffer& {
-    auto found = swapped.find(buffer.get());
-    return found == swapped.end() ? *buffer : *found->second;
-  };
+  return call;
+}
 
-  {
-    const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
-    if (!state.graph_tried) {
-      state.graph = record_replay_graph(state.launches, state.symbolic);
-      state.graph_tried = true;
-    }
-    // The recorded request with this call's buffers.
-    auto request_of = [&](const RecordedLaunch& launch) {
-      LaunchRequest request = launch.request;
-      for (size_t index = 0; index < launch.buffers.size(); ++index)
-        request.buffers[index] = current(launch.buffers[index]).memory();
-      return request;
-    };
-    std::vector<Device*> launched_on;
-    if (state.graph) {
-      std::vector<LaunchRequest> requests;
-      for (const RecordedLaunch& launch : state.launches) requests.push_back(request_of(launch));
-      state.graph->launch(requests);
-      launched_on.push_back(&state.launches[0].buffers[0]->context().device());
-    } else {
-      for (const RecordedLaunch& launch : state.launches) {
-        if (!launch.program) {
-          copy_between_devices(current(launch.buffers[0]), current(launch.buffers[1]));
-          continue;
-        }
-        LaunchRequest request = request_of(launch);
-        if (launch.geometry) {
-          request.variables.clear();
-          for (const Sym& bound : launch.bound) request.variables.push_back(bound.eval(values));
-          if (work_items(*launch.geometry, request.variables) == 0) continue;
-          int64_t global[3], local[3];
-          dispatch_sizes(*launch.geometry, request.variables, global, local);
-          request.global = {global[0], global[1], global[2]};
-          request.local = {local[0], local[1], local[2]};
-        }
-        launch.program->launch(request);
-        Device& device = current(launch.buffers[0]).context().device();
-        if (std::find(launched_on.begin(), launched_on.end(), &device) == launched_on.end())
-          launched_on.push_back(&device);
-      }
-    }
-    for (Device* device : launched_on) device->flush();
+// Under the realize lock, as every realize's launches: as one graph where the device made one.
+void CapturedStep::State::launch_recorded(const CallBuffers& call,
+                                          const std::map<std::string, int64_t>& values) {
+  const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
+  if (!graph_tried) {
+    graph = record_replay_graph(launches, symbolic);
+    graph_tried = true;
   }
+  std::vector<Device*> launched_on;
+  if (graph) {
+    std::vector<LaunchRequest> requests;
+    for (const RecordedLaunch& launch : launches) requests.push_back(request_of(launch, call));
+    graph->launch(requests);
+    launched_on.push_back(&launches[0].buffers[0]->context().device());
+  } else {
+    launch_one_by_one(call, values, launched_on);
+  }
+  for (Device* device : launched_on) device->flush();
+}
 
-  std::vector<Tensor> outputs;
-  for (const State::Output& output : state.outputs) {
-    auto found = swapped.find(output.buffer.get());
-    const std::shared_ptr<Buffer>& buffer = found == swapped.end() ? output.buffer : found->second;
+// Each recorded kernel and copy in turn; a kernel of variable size dispatched for this call's
+// values, and skipped where they leave it nothing to do.
+void CapturedStep::State::launch_one_by_one(const CallBuffers& call,
+                                            const std::map<std::string, int64_t>& values,
+                                            std::vector<Device*>& launched_on) const {
+  for (const RecordedLaunch& launch : launches) {
+    if (!launch.program) {
+      copy_between_devices(call.current(launch.buffers[0]), call.current(launch.buffers[1]));
+      continue;
+    }
+    LaunchRequest request = request_of(launch, call);
+    if (launch.geometry) {
+      request.variables.clear();
+      for (const Sym& bound : launch.bound) request.variables.push_back(bound.eval(values));
+      if (work_items(*launch.geometry, request.variables) == 0) continue;
+      int64_t global[3], local[3];
+      dispatch_sizes(*launch.geometry, request.variables, global, local);
+      request.global = {global[0], global[1], global[2]};
+      request.local = {local[0], local[1], local[2]};
+    }
+    launch.program->launch(request);
+    Device& device = call.current(launch.buffers[0]).context().device();
+    if (std::find(launched_on.begin(), launched_on.end(), &device) == launched_on.end())
+      launched_on.push_back(&device);
+  }
+}
+
+// New tensors on this call's buffers, each shaped as its captured output; with variables, sizes
+// and Views at this call's values.
+std::vector<Tensor> CapturedStep::State::outputs_of_call(const CallBuffers& call,
+                                                         const Bindings& bindings) const {
+  std::vector<Tensor> results;
+  for (const Output& output : outputs) {
+    const std::shared_ptr<Buffer>& buffer = call.counterpart(output.buffer);
     const UOpRef& captured_buffer =
         output.node->op() == Op::Buffer ? output.node : output.node->src();
-    if (!state.symbolic) {
+    if (!symbolic) {
       const UOpRef node =
           UOp::make(Op::Buffer, captured_buffer->dtype(), {}, buffer, captured_buffer->shape());
-      outputs.push_back(make_tensor(
+      results.push_back(make_tensor(
           output.node->op() == Op::Buffer ? node : with_srcs(output.node, {node}), output.device));
       continue;
     }
-    // Sizes and Views at this call's values.
     SymShape sizes;
     for (const Sym& size : captured_buffer->sym_shape()) sizes.push_back(rebind(size, bindings));
     const UOpRef node = UOp::make_symbolic(Op::Buffer, captured_buffer->dtype(), {}, buffer, sizes);
     if (output.node->op() == Op::Buffer) {
-      outputs.push_back(make_tensor(node, output.device));
+      results.push_back(make_tensor(node, output.device));
       continue;
     }
-    outputs.push_back(
+    results.push_back(
         make_tensor(UOp::make(Op::View, node->dtype(), {node},
                               output.node->tracker().substitute(bindings), output.node->shape()),
                     output.device));
   }
-  return outputs;
+  return results;
 }
 
 CapturedStep::CapturedStep(Function function) : state_(std::make_unique<State>()) {
@@ -412,12 +501,9 @@ std::vector<Tensor> CapturedStep::operator()(const std::vector<Tensor>& inputs) 
   if (inside_capture(inputs)) return run_as_written(state.function, inputs);
   if (state.calls.load(std::memory_order_acquire) < 2) {
     const std::lock_guard<std::recursive_mutex> lock(state.capture_mutex);
+    // Another thread may have warmed up or captured the step while this one waited.
     const int calls = state.calls.load(std::memory_order_relaxed);
-    if (calls == 0) {  // warm-up: compiles what the step needs
-      std::vector<Tensor> outputs = run_as_written(state.function, inputs);
-      state.calls.store(1, std::memory_order_release);
-      return outputs;
-    }
+    if (calls == 0) return state.warm_up(inputs);
     if (calls == 1) return state.capture(inputs);
   }
   return state.replay(inputs);

@@ -1,8 +1,8 @@
 // The public memory API (include/kiln/memory.h): each device's CachingAllocator, and the bound
 // of the in-memory kernel caches.
 
+#include <kiln/device.h>
 #include <kiln/memory.h>
-#include <kiln/tensor.h>
 
 #include <atomic>
 

@@ -5,7 +5,6 @@
 #include <link.h>
 
 #include <kiln/error.h>
-#include <kiln/tensor.h>
 
 #include <algorithm>
 #include <cctype>

@@ -5,6 +5,8 @@
 // KILN_PLUGIN_PATH (colon-separated). A plugin that cannot be loaded, has another ABI version or
 // finds no device is kept with the reason, so `kiln devices` and error messages can say why.
 
+#include <kiln/device.h>
+
 #include <memory>
 #include <string>
 #include <vector>

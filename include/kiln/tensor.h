@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include <kiln/device.h>
 #include <kiln/dtype.h>
 #include <kiln/error.h>
 #include <kiln/variable.h>
@@ -341,13 +342,6 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t axis = 0);
 
 // The NumPy broadcast of two shapes; throws ShapeError naming `op` when they do not broadcast.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast_shapes");
-
-// ---- devices ----
-// Names of the devices that can run here ("CPU", "CL", "CL:1", ...).
-std::vector<std::string> devices();
-// KILN_DEVICE when set (an unknown or unavailable name throws DeviceError), else the first GPU,
-// else "CPU".
-std::string default_device();
 
 // Explicit instantiations live in the library for every host type that matches a dtype.
 #define KILN_TENSOR_HOST_TYPES(X) \

@@ -307,11 +307,6 @@ HostTensor cast(const HostTensor& tensor, DType to) {
   return result;
 }
 
-bool same_value(DType dtype, const Scalar& a, const Scalar& b) {
-  if (dtype.is_float()) return (std::isnan(a.f) && std::isnan(b.f)) || a.f == b.f;
-  return a.i == b.i;
-}
-
 DType promote(DType a, DType b) {
   if (a == b) return a;
   if (a.is_bool()) return b;

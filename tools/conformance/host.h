@@ -73,8 +73,6 @@ double to_double(DType dtype, const Scalar& value);
 // dtype rounds to nearest even.
 Scalar convert(DType from, DType to, const Scalar& value);
 HostTensor cast(const HostTensor& tensor, DType to);
-// Two elements equal as stored (floats: same value, or both NaN; -0.0 equals 0.0).
-bool same_value(DType dtype, const Scalar& a, const Scalar& b);
 
 // ---- dtype rules, restated from include/kiln/dtype.h ----
 DType promote(DType a, DType b);

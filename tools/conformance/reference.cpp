@@ -369,10 +369,6 @@ Expected binary_scalar(Binary op, const HostTensor& a, double scalar, bool scala
   return scalar_first ? binary_in(op, compute, constant, a) : binary_in(op, compute, a, constant);
 }
 
-Expected pow_scalar(const HostTensor& a, double exponent) {
-  return binary_scalar(Binary::Pow, a, exponent, false);
-}
-
 Expected where(const HostTensor& condition, const HostTensor& a, const HostTensor& b) {
   const DType dtype = promote(a.dtype, b.dtype);
   const Shape shape = broadcast_shape(broadcast_shape(condition.shape, a.shape), b.shape);

@@ -65,7 +65,6 @@ Expected unary(Unary op, const HostTensor& x);
 Expected binary(Binary op, const HostTensor& a, const HostTensor& b);
 // A tensor-scalar op (`scalar_first`: scalar op tensor).
 Expected binary_scalar(Binary op, const HostTensor& a, double scalar, bool scalar_first);
-Expected pow_scalar(const HostTensor& a, double exponent);
 Expected where(const HostTensor& condition, const HostTensor& a, const HostTensor& b);
 // min(max(x, low), high) in double (PyTorch's clamp): NaN anywhere gives NaN; whole bounds keep an
 // integer dtype, others give float32.
