@@ -81,7 +81,7 @@ TEST_CASE("the compile-only CUDA device compiles programs and runs none", "[cuda
   try {
     total.item<float>();
     FAIL("a compile-only device returned a value");
-  } catch (const DeviceError& error) {
+  } catch (const CompileOnlyError& error) {
     CHECK(contains(error.what(), "only compiles kernels"));
   }
 }

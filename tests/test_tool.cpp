@@ -33,6 +33,7 @@ const Subcommand kSubcommands[] = {
     {"conformance",
      {"--device", "--filter", "--list", "--json", "--failures", "--fuzz", "--opts", "--seed",
       "--verbose", "--compile-only", "--arch", "--jobs", "--case-timeout"}},
+    {"render", {"--dialect", "--target", "--arch", "--opts", "--dtype", "--passes"}},
 };
 
 }  // namespace
