@@ -146,6 +146,8 @@ Tensor build_program(const std::vector<std::string>& words, DType dtype) {
 }
 
 int render_main(const RenderOptions& options) {
+  if (options.program.empty())
+    throw Error("[render] name a program: add N, sum N, sum-rows R C, matmul M N K or softmax R C");
   const RenderTarget target = render_target(options);
   const DType dtype = dtype_from_name(options.dtype);
   const Tensor program = build_program(options.program, dtype);
@@ -214,9 +216,7 @@ Command add_render_command(CLI::App& kiln) {
   command->add_option("--dtype", options->dtype, "the inputs' dtype (default float32)");
   command->add_flag("--passes", options->passes,
                     "print the result of every pass (opts, programs, source), not only the source");
-  command->add_option("program", options->program, "the program and its sizes")
-      ->required()
-      ->expected(1, 4);
+  command->add_option("program", options->program, "the program and its sizes")->expected(0, 4);
   return {command, [options] { return render_main(*options); }};
 }
 
