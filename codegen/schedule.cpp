@@ -518,4 +518,10 @@ std::string schedule_to_string(const Schedule& schedule) {
   return text.str();
 }
 
+BufferFactory unallocated_buffers() {
+  return [](const std::string&, DType dtype, int64_t numel) {
+    return std::make_shared<UnallocatedStorage>(static_cast<size_t>(numel) * dtype.itemsize());
+  };
+}
+
 }  // namespace kiln

@@ -35,6 +35,21 @@ struct Schedule {
 using BufferFactory =
     std::function<std::shared_ptr<Storage>(const std::string& device, DType dtype, int64_t numel)>;
 
+// Storage that is never allocated, named for the CPU: what a schedule's buffers point at where its
+// kernels are compiled and not run (`kiln render`, tests).
+class UnallocatedStorage : public Storage {
+ public:
+  explicit UnallocatedStorage(size_t nbytes) : nbytes_(nbytes) {}
+  const std::string& device() const override { return device_; }
+  size_t nbytes() const override { return nbytes_; }
+
+ private:
+  std::string device_ = "CPU";
+  size_t nbytes_;
+};
+// A BufferFactory of UnallocatedStorage.
+BufferFactory unallocated_buffers();
+
 // What one device's kernels may hold; the scheduler cuts kernels to fit.
 struct KernelLimits {
   int64_t max_buffers = 128;      // buffers a kernel binds, its output included

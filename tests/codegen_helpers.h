@@ -52,24 +52,9 @@ inline LinearProgram lowered(const ScheduleItem& item, const OptTarget& target) 
   return lower_kernel(item, choose_opts(item, target).opts, target);
 }
 
-// Storage that is never allocated: the scheduler only needs something to point at.
-class PlaceholderStorage : public Storage {
- public:
-  explicit PlaceholderStorage(size_t nbytes) : nbytes_(nbytes) {}
-  const std::string& device() const override { return device_; }
-  size_t nbytes() const override { return nbytes_; }
-
- private:
-  std::string device_ = "CPU";
-  size_t nbytes_;
-};
-
 // `limits` stands for every device's (unset: the scheduler's defaults).
 inline Schedule schedule_of(const Tensor& tensor, const KernelLimitsOf& limits = {}) {
-  const BufferFactory factory = [](const std::string&, DType dtype, int64_t numel) {
-    return std::make_shared<PlaceholderStorage>(static_cast<size_t>(numel) * dtype.itemsize());
-  };
-  return create_schedule({tensor.node()}, "CPU", factory, limits);
+  return create_schedule({tensor.node()}, "CPU", unallocated_buffers(), limits);
 }
 
 // The one kernel a tensor's schedule holds.

@@ -121,10 +121,8 @@ TEST_CASE("row fusion leaves what a row's workgroup cannot compute", "[row_fusio
   CHECK(fused(x / x.prod({1}, true)).items.size() == 2);
   // A reduction that is also a result stays a kernel of its own.
   const Tensor maximum = x.max({1}, true);
-  const BufferFactory factory = [](const std::string&, DType dtype, int64_t numel) {
-    return std::make_shared<PlaceholderStorage>(static_cast<size_t>(numel) * dtype.itemsize());
-  };
-  Schedule two_roots = create_schedule({(x - maximum).node(), maximum.node()}, "CPU", factory);
+  Schedule two_roots =
+      create_schedule({(x - maximum).node(), maximum.node()}, "CPU", unallocated_buffers());
   fuse_row_reductions(two_roots, 256, 128);
   CHECK(two_roots.items.size() == 2);
 }

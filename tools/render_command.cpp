@@ -32,18 +32,6 @@ struct RenderOptions {
   std::vector<std::string> program;
 };
 
-// Storage that is never allocated: scheduling and rendering only need something to point at.
-class UnallocatedStorage : public Storage {
- public:
-  explicit UnallocatedStorage(size_t nbytes) : nbytes_(nbytes) {}
-  const std::string& device() const override { return device_; }
-  size_t nbytes() const override { return nbytes_; }
-
- private:
-  std::string device_ = "CPU";
-  size_t nbytes_;
-};
-
 struct RenderTarget {
   const Dialect* dialect = nullptr;
   Dialect owned;  // OpenCL's dialect is made per device
@@ -155,9 +143,6 @@ int render_main(const RenderOptions& options) {
   OptSettings settings = parse_opt_settings(options.opts, "--opts");
   const OptTarget opt_target =
       with_settings(kiln::opt_target(target.name, target.properties, *target.dialect), settings);
-  const BufferFactory unallocated = [](const std::string&, DType type, int64_t numel) {
-    return std::make_shared<UnallocatedStorage>(static_cast<size_t>(numel) * type.itemsize());
-  };
   const KernelLimitsOf limits_of = [&](const std::string&) {
     KernelLimits limits;
     if (target.properties.max_kernel_buffers > 0)
@@ -165,7 +150,8 @@ int render_main(const RenderOptions& options) {
     limits.grid_reductions = uses_heuristics(settings) && opt_target.prefers_grid();
     return limits;
   };
-  Schedule schedule = create_schedule({program.node()}, "CPU", unallocated, limits_of, false);
+  Schedule schedule =
+      create_schedule({program.node()}, "CPU", unallocated_buffers(), limits_of, false);
   if (uses_heuristics(settings) && fuses_rows(opt_target)) {
     fuse_row_reductions(
         schedule, max_row_lanes(opt_target),
