@@ -57,6 +57,7 @@ UOpRef hash_uint32(UOpRef value, uint64_t seed, const Shape& shape) {
 
 Tensor make_tensor(UOpRef node, const std::string& device) {
   check_numel(node->shape(), "tensor");
+  if (node->is_symbolic()) check_symbolic_numel(node->sym_shape(), "tensor");
   return Tensor(std::make_shared<TensorState>(std::move(node), device));
 }
 
@@ -152,6 +153,7 @@ Tensor Tensor::full(const DimShape& shape, double value, DType dtype, const std:
   check_shape(values, "full");
   SymShape sizes;
   for (const Dim& size : shape) sizes.push_back(size.sym());
+  check_symbolic_numel(sizes, "full");
   return make_tensor(symbolic_const_node(round_to_stored_dtype(value, dtype), dtype, sizes),
                      resolve_device(device));
 }

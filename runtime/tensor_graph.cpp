@@ -73,6 +73,7 @@ std::shared_ptr<const SymShape> broadcast_sym_shape(const Shape& shape,
       if (size.is_const()) size = sizes[dim];
     }
   }
+  check_symbolic_numel(result, op);
   return std::make_shared<const SymShape>(std::move(result));
 }
 
@@ -163,6 +164,40 @@ int64_t check_numel(const Shape& shape, const char* op) {
     total *= size;
   }
   return total;
+}
+
+void check_symbolic_numel(const SymShape& shape, const char* op) {
+  Shape largest;
+  bool symbolic = false;
+  for (const Sym& size : shape) {
+    largest.push_back(std::max<int64_t>(size.vmax(), 0));
+    symbolic |= !size.is_const();
+  }
+  if (!symbolic || std::count(largest.begin(), largest.end(), 0) > 0) return;
+  int64_t total = 1;
+  for (int64_t size : largest) {
+    if (total <= kMaxElements / size) {
+      total *= size;
+      continue;
+    }
+    std::string bounds;
+    for (const Sym& size : shape) {
+      if (size.is_const()) continue;
+      for (const Sym& variable : size.variable_nodes()) {
+        const std::string text = variable.var_name() + " in [" + std::to_string(variable.vmin()) +
+                                 ", " + std::to_string(variable.vmax()) + "]";
+        if (bounds.find(text) == std::string::npos) bounds += (bounds.empty() ? "" : ", ") + text;
+      }
+    }
+    double count = 1;
+    for (int64_t each : largest) count *= static_cast<double>(each);
+    char figure[32];
+    std::snprintf(figure, sizeof(figure), "%.3g", count);
+    throw ShapeError(std::string("[") + op + "] shape " + shape_string(shape) + " reaches " +
+                     figure + " elements at its variables' bounds (" + bounds +
+                     "), more than the 2^60 a tensor may hold; a kernel serves every value of its "
+                     "variables, so give them smaller bounds");
+  }
 }
 
 void check_fill_value(double value, DType dtype, const char* op, const std::string& operand) {

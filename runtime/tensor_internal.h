@@ -67,6 +67,10 @@ constexpr int64_t kMaxElements = int64_t{1} << 60;
 // The element count of `shape`; throws ShapeError naming `op` for a negative size or a count
 // above kMaxElements.
 int64_t check_numel(const Shape& shape, const char* op);
+// A symbolic shape must hold at most kMaxElements at every value its variables may take (a
+// kernel is compiled for all of them, with int64 index arithmetic): throws ShapeError naming
+// `op`, the sizes and their largest values otherwise.
+void check_symbolic_numel(const SymShape& shape, const char* op);
 
 // A value that fills part of a tensor (pad) keeps the tensor's dtype: for integers and bool it
 // must be a whole number, converted as a cast would (wrapping; non-zero is true); floats take any

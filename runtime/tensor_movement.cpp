@@ -164,6 +164,7 @@ Tensor Tensor::reshape(const DimShape& new_shape) const {
     }
     sizes.push_back(inferred);
   }
+  check_symbolic_numel(sizes, "reshape");
   // A buffer takes the symbolic shape itself, so that kernels reading it do not depend on the
   // size it was made with (dynamic batching: one kernel for every batch's buffer).
   if (node->op() == Op::Buffer)
@@ -193,6 +194,7 @@ Tensor Tensor::expand(const DimShape& new_shape) const {
       sizes.push_back(wanted.is_symbolic() ? wanted.sym() : now);  // the same size, renamed
     }
   }
+  check_symbolic_numel(sizes, "expand");
   return with_node(*this, broadcast_node(node_of(*this), sizes));
 }
 

@@ -7,6 +7,7 @@
 #include <kiln/kiln.h>
 
 #include <cmath>
+#include <functional>
 
 #include "runtime/registry.h"
 #include "tests/scoped_settings.h"
@@ -83,6 +84,33 @@ TEST_CASE("a symbolic size does not broadcast like a 1", "[variables]") {
     CHECK(contains(error.what(), "m=1"));
     CHECK(contains(error.what(), "cannot broadcast"));
   }
+}
+
+TEST_CASE("sizes whose bounds could pass 2^60 elements are refused at the op", "[variables]") {
+  // Before: the kernel's int64 size arithmetic overflowed at the bounds, and (y + 1) read
+  // garbage on the CPU and OpenCL for a 2x3 tensor.
+  const Variable a("a", 1, int64_t{1} << 32), b("b", 1, int64_t{1} << 32);
+  const Tensor values = Tensor::arange(6, "CPU").cast(dtypes::float32);
+  auto refused = [](const std::function<void()>& build, const char* op) {
+    try {
+      build();
+      FAIL(op << " accepted sizes that may hold 2^64 elements");
+    } catch (const ShapeError& error) {
+      CHECK(contains(error.what(), std::string("[") + op + "]"));
+      CHECK(contains(error.what(), "a in [1, 4294967296]"));
+      CHECK(contains(error.what(), "2^60"));
+    }
+  };
+  refused([&] { (void)values.reshape({a.bind(2), b.bind(3)}); }, "reshape");
+  refused([&] { (void)Tensor::zeros({a.bind(2), b.bind(3)}, dtypes::float32, "CPU"); }, "full");
+  const Tensor column = values.reshape({a.bind(6), 1}), row = values.reshape({1, b.bind(6)});
+  refused([&] { (void)(column + row); }, "add");
+  refused([&] { (void)column.expand({a.bind(6), b.bind(6)}); }, "expand");
+  // One large bound alone is fine, and so are two whose product stays under 2^60.
+  const Variable c("c", 1, int64_t{1} << 30), d("d", 1, int64_t{1} << 30);
+  CHECK((values.reshape({c.bind(2), d.bind(3)}) + 1.0f).to_vector<float>() ==
+        std::vector<float>{1, 2, 3, 4, 5, 6});
+  CHECK(values.reshape({Variable("e", 1, int64_t{1} << 50).bind(6)}).sum().item<float>() == 15);
 }
 
 TEST_CASE("one name with two bounds is an error", "[variables]") {
