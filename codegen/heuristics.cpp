@@ -87,8 +87,8 @@ int64_t round_down_to_power_of_two(int64_t value) {
 
 class Chooser {
  public:
-  Chooser(const ScheduleItem& item, const OptTarget& target)
-      : item_(item), target_(target), axes_(kernel_axes(item.ast)) {}
+  Chooser(const ScheduleItem& item, const KernelAxes& axes, const OptTarget& target)
+      : item_(item), target_(target), axes_(axes) {}
 
   OptChoice run() {
     if (item_.ast->numel() == 0) return {};  // at every value: a symbolic size counts its largest
@@ -112,6 +112,11 @@ class Chooser {
   void add(Opt opt, std::string reason) {
     choice_.opts.push_back(opt);
     choice_.reasons.push_back(opt.to_string() + ": " + std::move(reason));
+  }
+
+  // The kernel lowered with `opts` (OptError where they do not fit): what a choice is judged by.
+  LinearProgram lowered(const std::vector<Opt>& opts) const {
+    return lower_kernel(item_, plan_opts(axes_, opts, target_, "candidate"), target_);
   }
 
   int64_t output_lanes() const {
@@ -142,7 +147,7 @@ class Chooser {
       if (item_.output->numel() / (tile.rows * tile.columns) < 4) continue;  // work for several
       std::vector<Opt> opts{{OptKind::Upcast, last, tile.columns}};
       if (tile.rows > 1) opts.push_back({OptKind::Upcast, last - 1, tile.rows});
-      if (!lanes_load_contiguously(lower_kernel(item_, opts, target_))) continue;
+      if (!lanes_load_contiguously(lowered(opts))) continue;
       const std::string what = std::to_string(tile.rows) + "x" + std::to_string(tile.columns);
       for (const Opt& opt : opts) add(opt, "a " + what + " tile of outputs shares its loads");
       return;
@@ -170,7 +175,7 @@ class Chooser {
                                   {OptKind::Local, last - 1, 16},
                                   {OptKind::Tile, last + 1, tile.chunk}};
       try {
-        check_opts(axes_, opts, target_, "matmul tile");
+        plan_opts(axes_, opts, target_, "matmul tile");
       } catch (const OptError&) {
         continue;
       }
@@ -194,7 +199,7 @@ class Chooser {
       const std::vector<Opt> opts = tensor_core_opts(axes_, layout);
       if (opts.empty()) continue;
       try {
-        check_opts(axes_, opts, target_, "tensor cores");
+        plan_opts(axes_, opts, target_, "tensor cores");
       } catch (const OptError&) {
         continue;
       }
@@ -314,7 +319,7 @@ class Chooser {
     opts.push_back({OptKind::Group, axis, group});
     LinearProgram program;
     try {
-      program = lower_kernel(item_, opts, target_);
+      program = lowered(opts);
     } catch (const OptError&) {
       return 1;  // the GROUP alone is refused too, with its reason, when the kernel is lowered
     }
@@ -360,7 +365,7 @@ class Chooser {
     if (!target_.prefers_grid() || item_.output->numel() != 1 || axes_.is_symbolic(axis) ||
         axes_.reduce_dtype.itemsize() < 4)
       return 1;
-    const int64_t buffers = static_cast<int64_t>(item_.inputs.size()) + 1 + kGridScratchBuffers;
+    const int64_t buffers = axes_.buffers + kGridScratchBuffers;
     if (target_.max_kernel_buffers > 0 && buffers > target_.max_kernel_buffers) return 1;
     const int64_t size = axes_.size(axis);
     int64_t groups =
@@ -383,7 +388,7 @@ class Chooser {
   // column, is not).
   bool reads_contiguously(int axis, bool every = false) const {
     if (axes_.is_symbolic(axis) || axes_.size(axis) % 2 != 0) return false;
-    const LinearProgram program = lower_kernel(item_, {{OptKind::Upcast, axis, 2}}, target_);
+    const LinearProgram program = lowered({{OptKind::Upcast, axis, 2}});
     std::map<int, std::vector<const LinInstr*>> loads_of;  // per buffer
     for (const LinInstr* load : global_loads(program)) loads_of[load->buffer].push_back(load);
     bool some = false;
@@ -413,7 +418,7 @@ class Chooser {
         item_.output->numel() / kLanes < target_.compute_units * kGpuGroupSize * 4)
       return;
     const std::vector<Opt> opts{{OptKind::Upcast, last, kLanes}};
-    const LinearProgram program = lower_kernel(item_, opts, target_);
+    const LinearProgram program = lowered(opts);
     const std::vector<const LinInstr*> loads = global_loads(program);  // pointers into `program`
     if (!loads.empty() && !any_neighbours(loads)) return;
     add(opts[0], "4 neighbouring outputs per work item: 16-byte loads and stores");
@@ -429,10 +434,10 @@ class Chooser {
         shape.back() < kMinRowLength || item_.output->numel() / shape.back() < 2 ||
         !choice_.opts.empty())
       return;
-    const int divisions = index_divisions(lower_kernel(item_, {}, target_));
+    const int divisions = index_divisions(lowered({}));
     if (divisions == 0) return;
     const Opt rows{OptKind::Rows, static_cast<int>(shape.size()) - 1, shape.back()};
-    if (index_divisions(lower_kernel(item_, {rows}, target_)) < divisions)
+    if (index_divisions(lowered({rows})) < divisions)
       add(rows, "the inner loop over a row has fewer index divisions");
   }
 
@@ -461,7 +466,7 @@ class Chooser {
 
   const ScheduleItem& item_;
   const OptTarget& target_;
-  const KernelAxes axes_;
+  const KernelAxes& axes_;
   OptChoice choice_;
 };
 
@@ -474,12 +479,12 @@ uint64_t mix(uint64_t value) {
 
 }  // namespace
 
-OptChoice choose_opts(const ScheduleItem& item, const OptTarget& target) {
-  return Chooser(item, target).run();
+OptChoice choose_opts(const ScheduleItem& item, const KernelAxes& axes, const OptTarget& target) {
+  return Chooser(item, axes, target).run();
 }
 
-std::vector<Opt> random_opts(const ScheduleItem& item, const OptTarget& target, uint64_t seed) {
-  const KernelAxes axes = kernel_axes(item.ast);
+std::vector<Opt> random_opts(const ScheduleItem& item, const KernelAxes& axes,
+                             const OptTarget& target, uint64_t seed) {
   // The kernel's identity: its axes, its dtypes and the shapes it reads.
   uint64_t state = mix(seed);
   std::string identity = axes.to_string() + item.output->dtype().name();
@@ -526,7 +531,7 @@ std::vector<Opt> random_opts(const ScheduleItem& item, const OptTarget& target, 
         {16, 16, 32, 16}, {16, 64, 64, 32}, {64, 16, 64, 16}, {32, 32, 128, 16}, {64, 64, 256, 32}};
     std::vector<Opt> prefix = tensor_core_opts(axes, layouts[random() % std::size(layouts)]);
     try {
-      check_opts(axes, prefix, target, "random");
+      plan_opts(axes, prefix, target, "random");
       prefix_size = prefix.size();
       opts = std::move(prefix);
     } catch (const OptError&) {
@@ -553,7 +558,7 @@ std::vector<Opt> random_opts(const ScheduleItem& item, const OptTarget& target, 
     if (const int64_t amount = pick(axes.reduce_sizes[0]))
       prefix.push_back({OptKind::Tile, reduce_axis, amount});
     try {
-      check_opts(axes, prefix, target, "random");
+      plan_opts(axes, prefix, target, "random");
       prefix_size = prefix.size();
       opts = std::move(prefix);
     } catch (const OptError&) {
@@ -570,7 +575,7 @@ std::vector<Opt> random_opts(const ScheduleItem& item, const OptTarget& target, 
     }
     if (lanes > 64) continue;
     try {
-      check_opts(axes, trial, target, "random");
+      plan_opts(axes, trial, target, "random");
     } catch (const OptError&) {
       continue;
     }

@@ -17,9 +17,11 @@ struct OptChoice {
   std::vector<std::string> reasons;  // why each was chosen (KILN_DEBUG=5)
 };
 
-OptChoice choose_opts(const ScheduleItem& item, const OptTarget& target);
+// `axes` are the kernel's (kernel_axes(item.ast)), computed once by the caller.
+OptChoice choose_opts(const ScheduleItem& item, const KernelAxes& axes, const OptTarget& target);
 
 // A valid opts list drawn at random for this kernel: the same seed and kernel give the same list.
-std::vector<Opt> random_opts(const ScheduleItem& item, const OptTarget& target, uint64_t seed);
+std::vector<Opt> random_opts(const ScheduleItem& item, const KernelAxes& axes,
+                             const OptTarget& target, uint64_t seed);
 
 }  // namespace kiln

@@ -4,14 +4,13 @@
 
 namespace kiln {
 
-LaunchIndex index_launch(const KernelAxes& axes, const std::vector<Opt>& opts,
-                         const SymShape& tiles, LinearProgram& program) {
+LaunchIndex index_launch(const KernelPlan& plan, const SymShape& tiles, LinearProgram& program) {
   LaunchIndex result;
   const size_t ndim = tiles.size();
   std::vector<Sym>& tile = result.tile;
   tile.assign(ndim, Sym(0));
   program.global_size = Sym(1);
-  for (const LaunchAxis& axis : launch_layout(axes, opts)) {
+  for (const LaunchAxis& axis : plan.launch) {
     LaunchDim dim;
     const std::string number = std::to_string(program.launch.size());
     dim.local = axis.local;
@@ -37,10 +36,7 @@ LaunchIndex index_launch(const KernelAxes& axes, const std::vector<Opt>& opts,
         covered.push_back(static_cast<size_t>(axis.axis));
       } else {
         for (size_t output = 0; output < ndim; ++output) {
-          const bool own = std::any_of(opts.begin(), opts.end(), [&](const Opt& opt) {
-            return opt.kind == OptKind::Local && opt.axis == static_cast<int>(output);
-          });
-          if (!own) covered.push_back(output);
+          if (!plan.local.count(static_cast<int>(output))) covered.push_back(output);
         }
       }
       dim.size = Sym(1);

@@ -1,7 +1,7 @@
 #pragma once
 // A kernel's launch dimensions and the index arithmetic of its work items: lowering's first step.
-// The dimensions follow launch_layout (a GROUP's lanes, each LOCAL output axis, the flat index
-// over the others); each output axis' tile index is written in their id variables.
+// The dimensions are the plan's (KernelPlan::launch: a GROUP's lanes, each LOCAL output axis, the
+// flat index over the others); each output axis' tile index is written in their id variables.
 
 #include <vector>
 
@@ -22,7 +22,6 @@ struct LaunchIndex {
 
 // Adds the launch dimensions to `program` (launch, global_size; ROWS where program.row_length
 // is set) for outputs in tiles of sizes `tiles`, and returns the tile index in their variables.
-LaunchIndex index_launch(const KernelAxes& axes, const std::vector<Opt>& opts,
-                         const SymShape& tiles, LinearProgram& program);
+LaunchIndex index_launch(const KernelPlan& plan, const SymShape& tiles, LinearProgram& program);
 
 }  // namespace kiln

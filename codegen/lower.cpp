@@ -16,69 +16,21 @@
 #include "core/const_fold.h"
 
 namespace kiln {
-namespace {}  // namespace
 
-Lowerer::Lowerer(const ScheduleItem& item, const KernelAxes& axes, const std::vector<Opt>& opts,
-                 bool vector_loads)
-    : item_(item), axes_(axes), opts_(opts), vector_loads_(vector_loads) {
+Lowerer::Lowerer(const ScheduleItem& item, const KernelPlan& plan, bool vector_loads)
+    : item_(item), plan_(plan), axes_(plan.axes), vector_loads_(vector_loads) {
   kernel_reduce_ = kernel_reduce(item.ast);
-  reduce_opts_.resize(axes.reduce.size());
-  upcast_.assign(axes.output.size(), 1);
-  for (const Opt& opt : opts) {
-    if (opt.axis == Opt::kFlatAxis) {
-      local_of_[opt.axis] = opt.amount;
-      continue;
-    }
-    const bool on_reduce = axes.is_reduce_axis(opt.axis);
-    const size_t reduce_index = opt.axis - axes.output.size();
-    switch (opt.kind) {
-      case OptKind::Upcast:
-        if (on_reduce) {
-          ReduceAxisOpts& reduce = reduce_opts_[reduce_index];
-          reduce.upcast *= opt.amount;
-          if (reduce.group == 1) reduce.inner *= opt.amount;
-        } else {
-          upcast_[opt.axis] *= opt.amount;
-        }
-        break;
-      case OptKind::Unroll:
-        reduce_opts_[reduce_index].unroll *= opt.amount;
-        break;
-      case OptKind::Group:
-        reduce_opts_[reduce_index].group = opt.amount;
-        break;
-      case OptKind::Tile:
-        tile_chunk_ = opt.amount;
-        break;
-      case OptKind::Local:
-        local_of_[opt.axis] = opt.amount;
-        break;
-      case OptKind::Rows:
-        break;
-      case OptKind::Grid:
-        grid_groups_ = opt.amount;
-        break;
-      case OptKind::TensorCore: {
-        std::string why;
-        tensor_cores_ = plan_tensor_cores(axes, opts, why);
-        if (!tensor_cores_) throw InternalError("[lower_kernel] TC unplanned: " + why);
-        break;
-      }
-    }
-  }
-  for (const Opt& opt : opts) {
-    if (opt.kind == OptKind::Rows) program_.row_length = axes.output.back() / upcast_.back();
-  }
+  program_.row_length = plan.row_length;
   // A workgroup per row (a LOCAL covering the last axis' work items) computes the row's fused
   // reductions together.
-  if (!axes.output.empty() && !axes.is_symbolic(static_cast<int>(axes.output.size()) - 1)) {
-    const int last = static_cast<int>(axes.output.size()) - 1;
-    auto local = local_of_.find(last);
-    if (local != local_of_.end() && local->second * upcast_[last] == axes.output.back() &&
+  if (!axes_.output.empty() && !axes_.is_symbolic(static_cast<int>(axes_.output.size()) - 1)) {
+    const int last = static_cast<int>(axes_.output.size()) - 1;
+    auto local = plan.local.find(last);
+    if (local != plan.local.end() && local->second * plan.upcast[last] == axes_.output.back() &&
         reads_row_reductions(item.ast))
       row_lanes_ = local->second;
   }
-  program_.opts = opts;
+  program_.opts = plan.opts;
 }
 
 LinearProgram Lowerer::run() {
@@ -87,10 +39,10 @@ LinearProgram Lowerer::run() {
     param_of_[input.get()] = static_cast<int>(program_.params.size());
     program_.params.push_back({input->dtype(), input->numel(), false});
   }
-  if (grid_groups_ > 1) {
+  if (plan_.grid_groups > 1) {
     const DType partial = kernel_reduce_->dtype();
     grid_partials_ = static_cast<int>(program_.params.size());
-    program_.params.push_back({partial, grid_groups_, false, true});
+    program_.params.push_back({partial, plan_.grid_groups, false, true});
     grid_counter_ = static_cast<int>(program_.params.size());
     program_.params.push_back({dtypes::uint32, 1, false, true});
   }
@@ -103,8 +55,8 @@ LinearProgram Lowerer::run() {
   // symbolic axis has no UPCAST).
   SymShape tiles = shape;
   for (size_t axis = 0; axis < ndim; ++axis)
-    tiles[axis] = floordiv(tiles[axis], Sym(upcast_[axis]));
-  LaunchIndex launched = index_launch(axes_, opts_, tiles, program_);
+    tiles[axis] = floordiv(tiles[axis], Sym(plan_.upcast[axis]));
+  LaunchIndex launched = index_launch(plan_, tiles, program_);
   group_lane_ = launched.group_lane;
   grid_item_ = launched.grid_item;
   grid_group_ = launched.grid_group;
@@ -113,12 +65,12 @@ LinearProgram Lowerer::run() {
   tile_index_ = tile;
   Lanes lanes{tile};
   for (size_t axis = 0; axis < ndim; ++axis) {
-    if (upcast_[axis] == 1) continue;
+    if (plan_.upcast[axis] == 1) continue;
     Lanes widened;
     for (const Index& index : lanes) {
-      for (int64_t offset = 0; offset < upcast_[axis]; ++offset) {
+      for (int64_t offset = 0; offset < plan_.upcast[axis]; ++offset) {
         Index lane = index;
-        lane[axis] = tile[axis] * Sym(upcast_[axis]) + Sym(offset);
+        lane[axis] = tile[axis] * Sym(plan_.upcast[axis]) + Sym(offset);
         widened.push_back(std::move(lane));
       }
     }
@@ -311,20 +263,9 @@ std::vector<int> Lowerer::lower_view(const UOpRef& node, const Lanes& lanes) {
   return values;
 }
 
-LinearProgram lower_kernel(const ScheduleItem& item, const std::vector<Opt>& opts,
+LinearProgram lower_kernel(const ScheduleItem& item, const KernelPlan& plan,
                            const OptTarget& target) {
-  const KernelAxes axes = kernel_axes(item.ast);
-  check_opts(axes, opts, target,
-             std::string("storing ") + item.output->dtype().name() + "[" +
-                 std::to_string(item.output->numel()) + "]");
-  const bool grid = has_opt(opts, OptKind::Grid);
-  const int64_t buffers = static_cast<int64_t>(item.inputs.size()) + 1 + kGridScratchBuffers;
-  if (grid && target.max_kernel_buffers > 0 && buffers > target.max_kernel_buffers)
-    throw OptError("[opts] GRID does not fit kernel storing " +
-                   std::string(item.output->dtype().name()) + ": with its two scratch buffers it " +
-                   "binds " + std::to_string(buffers) + "; " + target.device + " binds at most " +
-                   std::to_string(target.max_kernel_buffers));
-  LinearProgram program = Lowerer(item, axes, opts, target.vector_loads).run();
+  LinearProgram program = Lowerer(item, plan, target.vector_loads).run();
   program.variables = kernel_variables(item.ast);
   spread_over_hardware(program, target.max_workgroups);
   program.name = kernel_name(program);

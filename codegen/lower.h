@@ -16,9 +16,9 @@
 
 namespace kiln {
 
-// Lowers the kernel with `opts` applied (see opts.h; choose_opts picks them). Throws OptError,
-// before building anything, where they do not fit the kernel or `target`.
-LinearProgram lower_kernel(const ScheduleItem& item, const std::vector<Opt>& opts,
+// Lowers the kernel with its plan applied (plan_opts checks a list of opts into one; choose_opts
+// picks them).
+LinearProgram lower_kernel(const ScheduleItem& item, const KernelPlan& plan,
                            const OptTarget& target);
 
 }  // namespace kiln

@@ -18,20 +18,20 @@ constexpr int64_t kRowInner = 4;
 // accumulators first (see plan_blocked_sum), so their rounding error grows like sqrt(n). The
 // kernel's own reduction takes its opts: along each reduce axis, position =
 // (((trip * unroll + copy) * outer + outer part) * group + group lane) * inner + inner part, where
-// the UPCAST listed before the GROUP is inner (ReduceAxisOpts).
+// the UPCAST listed before the GROUP is inner (ReduceAxisPlan).
 std::vector<int> Lowerer::lower_reduce(const UOpRef& node, const Lanes& lanes) {
   const ReduceArg& reduce = node->reduce_arg();
   const UOpRef& src = node->src();
   const DType dtype = node->dtype();
   const size_t lane_count = lanes.size();
-  if (node == kernel_reduce_ && tile_chunk_ > 0) return lower_tiled_reduce(node, lanes);
-  std::vector<ReduceAxisOpts> axis_opts(reduce.axes.size());
-  if (node == kernel_reduce_) axis_opts = reduce_opts_;
+  if (node == kernel_reduce_ && plan_.tile_chunk > 0) return lower_tiled_reduce(node, lanes);
+  std::vector<ReduceAxisPlan> axis_opts(reduce.axes.size());
+  if (node == kernel_reduce_) axis_opts = plan_.reduce;
   // GRID: the GROUP's lanes in every workgroup share the axis, numbered across the grid.
-  const bool grid = node == kernel_reduce_ && grid_groups_ > 1;
+  const bool grid = node == kernel_reduce_ && plan_.grid_groups > 1;
   if (grid) {
-    for (ReduceAxisOpts& opts : axis_opts) {
-      if (opts.group > 1) opts.group *= grid_groups_;
+    for (ReduceAxisPlan& opts : axis_opts) {
+      if (opts.group > 1) opts.group *= plan_.grid_groups;
     }
   }
   // A fused row reduction at the row's index: the row's work items share it.
@@ -43,7 +43,7 @@ std::vector<int> Lowerer::lower_reduce(const UOpRef& node, const Lanes& lanes) {
   if (row_shared) {
     // Each work item takes 4 neighbouring elements at a time where the target joins them into a
     // vector load and the row allows.
-    ReduceAxisOpts& row = axis_opts.back();
+    ReduceAxisPlan& row = axis_opts.back();
     row.group = row_lanes_;
     const Sym length = src->sym_shape()[reduce.axes.back()];
     if (vector_loads_ && length.is_const() && length.const_value() % (kRowInner * row_lanes_) == 0)
@@ -58,13 +58,13 @@ std::vector<int> Lowerer::lower_reduce(const UOpRef& node, const Lanes& lanes) {
   }
   // Copies of the body (unrolled, in order) and partial accumulators (upcast) per output lane.
   int64_t copies = 1, parts = 1;
-  for (const ReduceAxisOpts& opts : axis_opts) copies *= opts.unroll, parts *= opts.upcast;
+  for (const ReduceAxisPlan& opts : axis_opts) copies *= opts.unroll, parts *= opts.upcast;
   std::vector<int> accumulators = define_accumulators(reduce.op, dtype, lane_count * parts);
 
   std::vector<ReduceLoop> plan;
   std::vector<Sym> trips(reduce.axes.size());
   for (size_t at = 0; at < reduce.axes.size(); ++at) {
-    const ReduceAxisOpts& opts = axis_opts[at];
+    const ReduceAxisPlan& opts = axis_opts[at];
     const int64_t chunk = opts.unroll * opts.upcast * opts.group;
     trips[at] = floordiv(src_shape[reduce.axes[at]] + Sym(chunk - 1), Sym(chunk));
     if (trips[at].vmax() > 1 || !trips[at].is_const())
@@ -106,7 +106,7 @@ std::vector<int> Lowerer::lower_reduce(const UOpRef& node, const Lanes& lanes) {
       Sym valid = in_range;
       int64_t copy_rest = copy, part_rest = part;
       for (size_t at = reduce.axes.size(); at-- > 0;) {
-        const ReduceAxisOpts& opts = axis_opts[at];
+        const ReduceAxisPlan& opts = axis_opts[at];
         const int64_t copy_at = copy_rest % opts.unroll, part_at = part_rest % opts.upcast;
         copy_rest /= opts.unroll, part_rest /= opts.upcast;
         const int64_t outer = opts.upcast / opts.inner;
@@ -175,18 +175,18 @@ bool Lowerer::mentions(const Index& index, const Sym& var) {
 // the order of the input's memory: step-major where neighbouring steps are neighbours in
 // memory (A of A B), coordinate-major otherwise, so that a warp's loads coalesce.
 std::vector<int> Lowerer::lower_tiled_reduce(const UOpRef& node, const Lanes& lanes) {
-  if (tensor_cores_) return lower_tensor_core_reduce(node, lanes);
+  if (plan_.tensor_cores) return lower_tensor_core_reduce(node, lanes);
   const UOpRef& src = node->src();
   const int reduce_axis = node->reduce_arg().axes[0];
   const ReduceOp op = node->reduce_arg().op;
   std::vector<int> accumulators = define_accumulators(op, node->dtype(), lanes.size());
   define_chunks(reduce_axis);
   std::vector<int> loops;
-  const int64_t chunks = src->shape()[reduce_axis] / tile_chunk_;
-  chunk_start_ = open_loop(loops, Sym(chunks)) * Sym(tile_chunk_);
+  const int64_t chunks = src->shape()[reduce_axis] / plan_.tile_chunk;
+  chunk_start_ = open_loop(loops, Sym(chunks)) * Sym(plan_.tile_chunk);
   copy_chunks(reduce_axis);
   emit(LinInstr{LinOp::Barrier, dtypes::int64});
-  const Sym step = open_loop(loops, Sym(tile_chunk_));
+  const Sym step = open_loop(loops, Sym(plan_.tile_chunk));
   Lanes source_lanes = lanes;
   for (Index& lane : source_lanes) lane[reduce_axis] = chunk_start_ + step;
   reading_chunks_ = true;
@@ -206,7 +206,7 @@ Sym Lowerer::workgroup_item() const {
   // fastest.
   Sym local_id(0);
   int64_t below = 1;
-  for (auto local = local_of_.rbegin(); local != local_of_.rend(); ++local) {
+  for (auto local = plan_.local.rbegin(); local != plan_.local.rend(); ++local) {
     local_id = local_id + mod(tile_index_[local->first], Sym(local->second)) * Sym(below);
     below *= local->second;
   }
@@ -215,14 +215,14 @@ Sym Lowerer::workgroup_item() const {
 
 int64_t Lowerer::workgroup_size() const {
   int64_t size = 1;
-  for (const auto& [axis, amount] : local_of_) size *= amount;
+  for (const auto& [axis, amount] : plan_.local) size *= amount;
   return size;
 }
 
 Sym Lowerer::workgroup_base(int axis) const {
-  const auto local = local_of_.find(axis);
-  const int64_t amount = local == local_of_.end() ? 1 : local->second;
-  return (tile_index_[axis] - mod(tile_index_[axis], Sym(amount))) * Sym(upcast_[axis]);
+  const auto local = plan_.local.find(axis);
+  const int64_t amount = local == plan_.local.end() ? 1 : local->second;
+  return (tile_index_[axis] - mod(tile_index_[axis], Sym(amount))) * Sym(plan_.upcast[axis]);
 }
 
 void Lowerer::define_chunks(int reduce_axis) {
@@ -231,22 +231,22 @@ void Lowerer::define_chunks(int reduce_axis) {
     StagedInput staged;
     staged.input = &input;
     for (int axis : input.output_axes) {
-      const auto local = local_of_.find(axis);
-      const int64_t amount = local == local_of_.end() ? 1 : local->second;
-      staged.extents.push_back(Sym(amount * upcast_[axis]));
+      const auto local = plan_.local.find(axis);
+      const int64_t amount = local == plan_.local.end() ? 1 : local->second;
+      staged.extents.push_back(Sym(amount * plan_.upcast[axis]));
       staged.bases.push_back(workgroup_base(axis));
-      staged.per_step *= amount * upcast_[axis];
+      staged.per_step *= amount * plan_.upcast[axis];
     }
     staged.step_major = reduce_steps_are_neighbours(input.node, reduce_axis);
     staged.row = tile_row(staged.per_step, staged.step_major);
     LinInstr define{LinOp::DefineLocal, input.node->dtype()};
-    if (tensor_cores_) {
+    if (plan_.tensor_cores) {
       // 16-bit values that fragments read, in rows the plan pads.
-      const bool is_a = static_cast<int>(at) == tensor_cores_->a_input;
-      staged.row = is_a ? tensor_cores_->a_row : tensor_cores_->b_row;
+      const bool is_a = static_cast<int>(at) == plan_.tensor_cores->a_input;
+      staged.row = is_a ? plan_.tensor_cores->a_row : plan_.tensor_cores->b_row;
       define.fragments = define.packed = true;
     }
-    define.local_size = staged.row * tile_chunk_;
+    define.local_size = staged.row * plan_.tile_chunk;
     staged.local = emit(std::move(define));
     staged_[input.node.get()] = std::move(staged);
   }
@@ -258,20 +258,20 @@ void Lowerer::copy_chunks(int reduce_axis) {
   const UOpRef& src = kernel_reduce_->src();
   for (const KernelAxes::ReduceInput& input : axes_.reduce_inputs) {
     const StagedInput& staged = staged_.at(input.node.get());
-    const int64_t elements = staged.per_step * tile_chunk_;
+    const int64_t elements = staged.per_step * plan_.tile_chunk;
     const bool step_major = staged.step_major;
     for (int64_t first = 0; first < elements; first += workgroup) {
       const Sym element = local_id + Sym(first);
       const Sym inside = first + workgroup <= elements ? Sym(1) : lt(element, Sym(elements));
       // The element's step and place among the chunk's coordinates.
-      const Sym step =
-          step_major ? mod(element, Sym(tile_chunk_)) : floordiv(element, Sym(staged.per_step));
-      const Sym place =
-          step_major ? floordiv(element, Sym(tile_chunk_)) : mod(element, Sym(staged.per_step));
+      const Sym step = step_major ? mod(element, Sym(plan_.tile_chunk))
+                                  : floordiv(element, Sym(staged.per_step));
+      const Sym place = step_major ? floordiv(element, Sym(plan_.tile_chunk))
+                                   : mod(element, Sym(staged.per_step));
       const Index coordinates = unravel_index(place, staged.extents);
       Index index(src->shape().size(), Sym(0));
       for (size_t output = 0; output < axes_.source_axis.size(); ++output)
-        index[axes_.source_axis[output]] = tile_index_[output] * Sym(upcast_[output]);
+        index[axes_.source_axis[output]] = tile_index_[output] * Sym(plan_.upcast[output]);
       for (size_t at = 0; at < input.output_axes.size(); ++at)
         index[axes_.source_axis[input.output_axes[at]]] = staged.bases[at] + coordinates[at];
       index[reduce_axis] = chunk_start_ + step;
@@ -319,10 +319,10 @@ std::vector<int> Lowerer::chunk_loads(const StagedInput& staged, const Lanes& la
 std::vector<int> Lowerer::finish_group(std::vector<int> values, ReduceOp op, DType dtype,
                                        bool grouped) {
   int64_t group = 1;
-  for (const ReduceAxisOpts& opts : reduce_opts_) group = std::max(group, opts.group);
+  for (const ReduceAxisPlan& opts : plan_.reduce) group = std::max(group, opts.group);
   if (!grouped || group == 1) return values;
   values = combine_across_group(std::move(values), op, dtype, group, group_lane_);
-  return grid_groups_ > 1 ? finish_grid(std::move(values), op, dtype, group) : values;
+  return plan_.grid_groups > 1 ? finish_grid(std::move(values), op, dtype, group) : values;
 }
 
 // GRID: each workgroup stores its partial result; the last to count itself done combines them
@@ -345,7 +345,7 @@ std::vector<int> Lowerer::finish_grid(std::vector<int> values, ReduceOp op, DTyp
   ticket.srcs = {flag_index};
   ticket.buffer = grid_counter_;
   ticket.valid = first_lane;
-  ticket.local_size = grid_groups_;
+  ticket.local_size = plan_.grid_groups;
   ticket.loop_var = "grid_last";
   emit(std::move(ticket));
   // As a condition (GLSL's are bools, not integers).
@@ -353,10 +353,11 @@ std::vector<int> Lowerer::finish_grid(std::vector<int> values, ReduceOp op, DTyp
 
   std::vector<int> accumulator = define_accumulators(op, dtype, 1);
   std::vector<int> loops;
-  const Sym step = open_loop(loops, Sym((grid_groups_ + group - 1) / group));
+  const Sym step = open_loop(loops, Sym((plan_.grid_groups + group - 1) / group));
   const Sym position = step * Sym(group) + group_lane_;
-  const Sym valid =
-      grid_groups_ % group == 0 ? last : logical_and(last, lt(position, Sym(grid_groups_)));
+  const Sym valid = plan_.grid_groups % group == 0
+                        ? last
+                        : logical_and(last, lt(position, Sym(plan_.grid_groups)));
   LinInstr load{LinOp::Load, dtype};
   load.buffer = grid_partials_;
   load.index = position;

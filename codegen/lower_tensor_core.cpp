@@ -7,7 +7,7 @@
 namespace kiln {
 
 std::vector<int> Lowerer::lower_tensor_core_reduce(const UOpRef& node, const Lanes& lanes) {
-  const TensorCorePlan& plan = *tensor_cores_;
+  const TensorCorePlan& plan = *plan_.tensor_cores;
   const UOpRef& src = node->src();
   const int reduce_axis = node->reduce_arg().axes[0];
   const Sym item = workgroup_item();
@@ -40,10 +40,11 @@ std::vector<int> Lowerer::lower_tensor_core_reduce(const UOpRef& node, const Lan
   }
 
   std::vector<int> loops;
-  chunk_start_ = open_loop(loops, Sym(src->shape()[reduce_axis] / tile_chunk_)) * Sym(tile_chunk_);
+  chunk_start_ =
+      open_loop(loops, Sym(src->shape()[reduce_axis] / plan_.tile_chunk)) * Sym(plan_.tile_chunk);
   copy_chunks(reduce_axis);
   emit(LinInstr{LinOp::Barrier, dtypes::int64});
-  const Sym step = open_loop(loops, Sym(tile_chunk_ / kFragment)) * Sym(kFragment);
+  const Sym step = open_loop(loops, Sym(plan_.tile_chunk / kFragment)) * Sym(kFragment);
   // A fragment that several of the warp's tiles multiply is loaded once per step.
   std::map<std::pair<bool, Sym>, int> fragments;  // (matrix B, index) -> fragment
   auto fragment = [&](const StagedInput& staged, bool matrix_b, const Sym& tile) {

@@ -31,18 +31,10 @@ struct StagedInput {
   int64_t row = 1;  // elements per step in local memory (tile_row, or TC's padded rows)
 };
 
-// The reduction opts of one reduce axis (amounts of 1: none).
-// `inner` is the part of `upcast` listed before the axis' GROUP: each work item's partial results
-// read neighbouring elements (vector loads), the rest of the upcast's parts are a workgroup apart.
-struct ReduceAxisOpts {
-  int64_t upcast = 1, unroll = 1, group = 1, inner = 1;
-};
-
 class Lowerer : public LinearBuilder {
  public:
   // `vector_loads`: the target joins neighbouring loads into vectors (OptTarget::vector_loads).
-  Lowerer(const ScheduleItem& item, const KernelAxes& axes, const std::vector<Opt>& opts,
-          bool vector_loads);
+  Lowerer(const ScheduleItem& item, const KernelPlan& plan, bool vector_loads);
 
   LinearProgram run();
 
@@ -126,24 +118,18 @@ class Lowerer : public LinearBuilder {
   std::vector<int> finish_grid(std::vector<int> values, ReduceOp op, DType dtype, int64_t group);
 
   const ScheduleItem& item_;
-  const KernelAxes& axes_;
-  const std::vector<Opt>& opts_;
-  UOpRef kernel_reduce_;  // the Reduce the reduction opts apply to
-  std::vector<ReduceAxisOpts> reduce_opts_;
-  std::vector<int64_t> upcast_;  // per output axis
-  Sym group_lane_ = Sym(0);      // GROUP: the work item's place in its group
-  int64_t row_lanes_ = 0;        // a workgroup per row: its work items (0: none)
+  const KernelPlan& plan_;   // the opts, checked and folded
+  const KernelAxes& axes_;   // plan_.axes
+  UOpRef kernel_reduce_;     // the Reduce the reduction opts apply to
+  Sym group_lane_ = Sym(0);  // GROUP: the work item's place in its group
+  int64_t row_lanes_ = 0;    // a workgroup per row: its work items (0: none)
   bool vector_loads_ = false;
   Sym row_lane_ = Sym(0);                       // the work item's place in its row's workgroup
-  int64_t grid_groups_ = 1;                     // GRID: the workgroups sharing the reduction
   Sym grid_item_ = Sym(0);                      // GRID: the work item's place in the grid
   Sym grid_group_ = Sym(0);                     // GRID: its workgroup
   int grid_partials_ = -1, grid_counter_ = -1;  // GRID: the scratch parameters
-  std::map<int, int64_t> local_of_;  // LOCAL amounts by output axis (kFlatAxis: the flat index)
-  Index tile_index_;                 // the work item's tile index along each output axis
-  int64_t tile_chunk_ = 0;           // TILE: the reduction's chunk (0: no TILE)
+  Index tile_index_;                            // the work item's tile index along each output axis
   std::unordered_map<const UOp*, StagedInput> staged_;  // TILE: the inputs' chunks, by node
-  std::optional<TensorCorePlan> tensor_cores_;          // TC
   Sym chunk_start_ = Sym(0);     // TILE: the reduce index where the current chunk starts
   bool reading_chunks_ = false;  // TILE: inputs are read from their chunks
   Sym store_guard_ = Sym(1);     // which work items store the outputs

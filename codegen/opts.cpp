@@ -3,242 +3,48 @@
 #include <kiln/error.h>
 
 #include <algorithm>
-#include <functional>
-#include <map>
-#include <optional>
 #include <set>
 #include <tuple>
-#include <unordered_set>
 
 #include "codegen/launch_spread.h"
-#include "codegen/tensor_cores.h"
-#include "core/view.h"
 
 namespace kiln {
 
-int64_t KernelAxes::size(int axis) const {
-  const int outputs = static_cast<int>(output.size());
-  return axis < outputs ? output[axis] : reduce_sizes[axis - outputs];
+int64_t KernelPlan::local_of(int axis) const {
+  auto found = local.find(axis);
+  return found == local.end() ? 1 : found->second;
 }
 
-std::string KernelAxes::to_string() const {
-  std::string text = "[";
-  for (size_t axis = 0; axis < output.size(); ++axis)
-    text += (axis ? " " : "") + sym_sizes[axis].key();
-  if (!reduce.empty()) {
-    text += " | " + std::string(reduce_op_name(reduce_op)) + " " + reduce_dtype.name();
-    for (size_t at = 0; at < reduce.size(); ++at) text += " " + sym_sizes[output.size() + at].key();
-  }
-  return text + "]";
-}
-
-UOpRef kernel_reduce(const UOpRef& ast) {
-  std::vector<UOpRef> stack{ast};
-  std::unordered_set<const UOp*> seen{ast.get()};
-  UOpRef found;
-  while (!stack.empty()) {
-    const UOpRef node = stack.back();
-    stack.pop_back();
-    if (node->op() == Op::Reduce) {
-      if (found) return nullptr;
-      found = node;
-      continue;
-    }
-    if (!is_elementwise(node->op()) && node->op() != Op::View) continue;
-    // A reduction read broadcast (fused into its row's kernel: codegen/row_fusion.h) is computed
-    // once per row, not by the kernel's own reduction loop.
-    if (node->op() == Op::View && !node->tracker().is_injective()) continue;
-    for (const UOpRef& src : node->srcs()) {
-      if (seen.insert(src.get()).second) stack.push_back(src);
-    }
-  }
-  return found;
+int64_t KernelPlan::output_lanes() const {
+  int64_t lanes = 1;
+  for (int64_t amount : upcast) lanes *= amount;
+  return lanes;
 }
 
 namespace {
 
-bool mentions(const Sym& value, const std::string& var) {
-  const std::vector<std::string> names = value.variables();
-  return std::binary_search(names.begin(), names.end(), var);
-}
-
-// Fills source_axis and reduce_inputs where the reduction's source axes are the output axes plus
-// the reduce axis: an output index of probe variables is carried through the Views between the
-// output and the Reduce, and each must arrive as its own variable.
-void find_matmul_shape(const UOpRef& ast, const UOpRef& reduce, KernelAxes& axes) {
-  const Shape& source_shape = reduce->src()->shape();
-  const int reduce_axis = reduce->reduce_arg().axes[0];
-  // Nothing to stage where either side is empty (an output shrunk to nothing after the reduction
-  // still holds it).
-  if (std::count(source_shape.begin(), source_shape.end(), 0) > 0 ||
-      std::count(axes.output.begin(), axes.output.end(), 0) > 0)
-    return;
-  // Every path from the output down to the Reduce must carry the output index there the same
-  // way (elementwise ops keep it, Views map it).
-  std::vector<Sym> probes;
-  for (size_t axis = 0; axis < axes.output.size(); ++axis)
-    probes.push_back(Sym::var("probe" + std::to_string(axis), 0, axes.output[axis] - 1));
-  std::optional<std::vector<Sym>> arrived;
-  bool consistent = true;
-  std::set<std::pair<const UOp*, std::vector<Sym>>> walked;
-  std::function<void(const UOpRef&, const std::vector<Sym>&)> walk =
-      [&](const UOpRef& node, const std::vector<Sym>& index) {
-        if (!consistent || !walked.emplace(node.get(), index).second) return;
-        if (node == reduce) {
-          if (arrived && *arrived != index) consistent = false;
-          arrived = index;
-          return;
-        }
-        if (node->op() == Op::View) {
-          auto [flat, valid] = node->tracker().to_index(index);
-          if (!(valid == Sym(1))) {
-            consistent = false;
-            return;
-          }
-          walk(node->src(), unravel_index(flat, to_sym_shape(node->src()->shape())));
-          return;
-        }
-        for (const UOpRef& src : node->srcs()) {
-          if (kernel_reduce(src) == reduce) walk(src, index);
-        }
-      };
-  walk(ast, probes);
-  if (!consistent || !arrived) return;
-  const std::vector<Sym>& index = *arrived;
-  if (index.size() != source_shape.size()) return;
-  std::vector<int> source_axis(axes.output.size(), -1);
-  for (size_t axis = 0; axis < index.size(); ++axis) {
-    if (static_cast<int>(axis) == reduce_axis) {
-      if (!(index[axis] == Sym(0))) return;
-      continue;
-    }
-    if (index[axis].kind() != SymKind::Var) return;
-    const std::string& name = index[axis].var_name();
-    const int output = std::stoi(name.substr(5));
-    if (source_axis[output] != -1 || index[axis].vmax() != source_shape[axis] - 1) return;
-    source_axis[output] = static_cast<int>(axis);
-  }
-  if (std::count(source_axis.begin(), source_axis.end(), -1) > 0) return;
-  for (size_t output = 1; output < source_axis.size(); ++output) {
-    if (source_axis[output] < source_axis[output - 1]) return;  // the axes keep their order
-  }
-  // The source's index in probe variables; the reduce axis is a probe of its own.
-  std::vector<Sym> source_index(source_shape.size());
-  for (size_t output = 0; output < source_axis.size(); ++output)
-    source_index[source_axis[output]] = index[source_axis[output]];
-  source_index[reduce_axis] = Sym::var("probe_r", 0, source_shape[reduce_axis] - 1);
-  std::vector<UOpRef> stack{reduce->src()};
-  std::unordered_set<const UOp*> seen{reduce->src().get()};
-  while (!stack.empty()) {
-    const UOpRef node = stack.back();
-    stack.pop_back();
-    if (node->op() == Op::Reduce) return;  // a nested reduction: not matmul-shaped
-    // A View of a constant or of indices reads no buffer.
-    if (node->op() == Op::View && (node->src()->op() == Op::Const || node->src()->op() == Op::Iota))
-      continue;
-    if (node->op() == Op::View || node->op() == Op::Buffer) {
-      Sym flat, valid(1);
-      if (node->op() == Op::View) {
-        std::tie(flat, valid) = node->tracker().to_index(source_index);
-      } else {
-        const SymShape strides = View::contiguous_strides(to_sym_shape(node->shape()));
-        flat = Sym(0);
-        for (size_t dim = 0; dim < source_index.size(); ++dim)
-          flat = flat + source_index[dim] * strides[dim];
-      }
-      KernelAxes::ReduceInput input{node, {}};
-      for (size_t output = 0; output < source_axis.size(); ++output) {
-        const std::string var = "probe" + std::to_string(output);
-        if (mentions(flat, var) || mentions(valid, var))
-          input.output_axes.push_back(static_cast<int>(output));
-      }
-      axes.reduce_inputs.push_back(std::move(input));
-      continue;
-    }
-    if (!is_elementwise(node->op()) && node->op() != Op::Cast) continue;
-    for (const UOpRef& src : node->srcs()) {
-      if (seen.insert(src.get()).second) stack.push_back(src);
-    }
-  }
-  axes.source_axis = std::move(source_axis);
-  const UOpRef& source = reduce->src();
-  if (source->op() == Op::Mul && axes.reduce_inputs.size() == 2 && source->dtype().is_half()) {
-    const UOp* first = axes.reduce_inputs[0].node.get();
-    const UOp* second = axes.reduce_inputs[1].node.get();
-    const UOp* left = source->srcs()[0].get();
-    const UOp* right = source->srcs()[1].get();
-    axes.products_of_halves =
-        ((left == first && right == second) || (left == second && right == first)) &&
-        left->dtype() == source->dtype() && right->dtype() == source->dtype();
-  }
-}
-
-}  // namespace
-
-KernelAxes kernel_axes(const UOpRef& ast) {
-  KernelAxes axes;
-  axes.output = ast->shape();
-  axes.sym_sizes = ast->sym_shape();
-  if (const UOpRef reduce = kernel_reduce(ast)) {
-    const ReduceArg& arg = reduce->reduce_arg();
-    const SymShape source_sizes = reduce->src()->sym_shape();
-    for (int axis : arg.axes) {
-      axes.reduce.push_back(axis);
-      axes.reduce_sizes.push_back(reduce->src()->shape()[axis]);
-      axes.sym_sizes.push_back(source_sizes[axis]);
-    }
-    axes.reduce_op = arg.op;
-    axes.reduce_dtype = reduce->dtype();
-    axes.reassociable = !reduce->dtype().is_float() || arg.op != ReduceOp::Prod;
-    // A symbolic kernel is not tiled (TILE divides its axes).
-    if (arg.axes.size() == 1 && !ast->is_symbolic() && !reduce->src()->is_symbolic())
-      find_matmul_shape(ast, reduce, axes);
-  }
-  return axes;
-}
-
-std::vector<LaunchAxis> launch_layout(const KernelAxes& axes, const std::vector<Opt>& opts) {
-  std::vector<LaunchAxis> launch;
-  std::map<int, int64_t, std::greater<int>> local_of;  // the last output axis first
-  int64_t flat_local = 1;
-  int64_t grid = 1;
-  for (const Opt& opt : opts) {
-    if (opt.kind == OptKind::Grid) grid = opt.amount;
-  }
-  for (const Opt& opt : opts) {
-    if (opt.kind == OptKind::Group)
-      launch.push_back({LaunchAxis::Role::GroupLanes, opt.axis, opt.amount, grid});
-    if (opt.kind != OptKind::Local) continue;
-    if (opt.axis == Opt::kFlatAxis) {
-      flat_local = opt.amount;
-    } else {
-      local_of[opt.axis] = opt.amount;
-    }
-  }
-  for (const auto& [axis, amount] : local_of)
-    launch.push_back({LaunchAxis::Role::Axis, axis, amount});
-  if (local_of.size() < axes.output.size() || flat_local > 1 || launch.empty())
-    launch.push_back({LaunchAxis::Role::Flat, Opt::kFlatAxis, flat_local});
-  return launch;
-}
-
-namespace {
-
+// Checks a list of opts in order, folding each into the plan as it goes (a check may depend on
+// the opts before it: a LOCAL splits the work items an UPCAST left), then the opts that depend
+// on others (TILE, TC, GRID) and the launch as a whole.
 class OptChecker {
  public:
-  OptChecker(const KernelAxes& axes, const OptTarget& target, const std::string& kernel)
-      : axes_(axes), target_(target), kernel_(kernel) {}
+  OptChecker(const KernelAxes& axes, const std::vector<Opt>& opts, const OptTarget& target,
+             const std::string& kernel)
+      : axes_(axes), opts_(opts), target_(target), kernel_(kernel) {
+    plan_.axes = axes;
+    plan_.opts = opts;
+    plan_.upcast.assign(axes.output.size(), 1);
+    plan_.reduce.resize(axes.reduce.size());
+  }
 
-  void check(const std::vector<Opt>& opts) {
+  KernelPlan plan() {
     std::set<std::tuple<OptKind, int, bool>> seen;
-    std::map<int, int64_t> upcast_of, local_of, reduce_upcast_of;
-    int64_t group = 0, workgroup = 1;
     int group_axis = -1;
     const Opt* tile = nullptr;
     const Opt* grid = nullptr;
     const Opt* tensor_core = nullptr;
 
-    for (const Opt& opt : opts) {
+    for (const Opt& opt : opts_) {
       opt_ = &opt;
       if (opt.amount < 2) refuse("the amount must be at least 2 (1 changes nothing)");
       // A GROUP's axis may take an UPCAST before the GROUP (each work item's neighbouring
@@ -258,45 +64,52 @@ class OptChecker {
       if (symbolic && opt.kind != OptKind::Local && opt.kind != OptKind::Group)
         refuse("the axis' size " + axes_.sym_sizes[opt.axis].key() +
                " is symbolic: only LOCAL and GROUP apply at every value");
+      ReduceAxisPlan* on_reduce =
+          reduce_axis ? &plan_.reduce[opt.axis - axes_.output.size()] : nullptr;
       switch (opt.kind) {
         case OptKind::Local: {
           if (reduce_axis) refuse("LOCAL splits an output axis (GROUP splits a reduce axis)");
           needs_workgroups();
           if (opt.axis != Opt::kFlatAxis) {
-            const int64_t items = size / upcast_or_one(upcast_of, opt.axis);
+            const int64_t items = size / plan_.upcast[opt.axis];
             if (opt.amount > items)
               refuse("the axis has " + std::to_string(items) + " work item(s) to split");
           }
-          local_of[opt.axis] = opt.amount;
-          workgroup *= opt.amount;
+          plan_.local[opt.axis] = opt.amount;
+          plan_.workgroup *= opt.amount;
           break;
         }
         case OptKind::Upcast:
-          if (size % (opt.amount * upcast_or_one(reduce_upcast_of, opt.axis)) != 0)
+          if (size % (opt.amount * (on_reduce ? on_reduce->upcast : 1)) != 0)
             refuse("the amount" +
                    std::string(after_group ? " times the UPCAST before the GROUP" : "") +
                    " must divide the axis' size " + std::to_string(size));
-          if (reduce_axis) reduce_upcast_of[opt.axis] = opt.amount;
-          if (local_of.count(opt.axis)) refuse("UPCAST must come before LOCAL on the same axis");
+          if (plan_.local.count(opt.axis)) refuse("UPCAST must come before LOCAL on the same axis");
           if (reduce_axis && !axes_.reassociable)
             refuse("partial results would reassociate a float product (its rounding changes)");
-          if (!reduce_axis) upcast_of[opt.axis] = opt.amount;
+          if (on_reduce) {
+            on_reduce->upcast *= opt.amount;
+            if (on_reduce->group == 1) on_reduce->inner *= opt.amount;
+          } else {
+            plan_.upcast[opt.axis] = opt.amount;
+          }
           break;
         case OptKind::Unroll:
           if (!reduce_axis) refuse("UNROLL applies to a reduce axis");
           if (size % opt.amount != 0)
             refuse("the amount must divide the axis' size " + std::to_string(size));
           if (opt.amount > 64) refuse("unrolling more than 64 copies only grows the kernel");
+          on_reduce->unroll = opt.amount;
           break;
         case OptKind::Group:
           if (!reduce_axis) refuse("GROUP applies to a reduce axis (LOCAL splits an output axis)");
-          if (group > 0) refuse("a kernel has at most one GROUP");
+          if (group_axis >= 0) refuse("a kernel has at most one GROUP");
           if (!axes_.reassociable)
             refuse("partial results would reassociate a float product (its rounding changes)");
           needs_workgroups();
-          group = opt.amount;
+          on_reduce->group = opt.amount;
           group_axis = opt.axis;
-          workgroup *= opt.amount;
+          plan_.workgroup *= opt.amount;
           break;
         case OptKind::Rows:
           if (!target_.loop_launch)
@@ -322,6 +135,7 @@ class OptChecker {
             refuse("a " + std::string(axes_.reduce_dtype.name()) + " sum of more than " +
                    std::to_string(in_order_sum_limit(axes_.reduce_dtype)) +
                    " terms is added in blocks (its error grows like sqrt(n)); TILE adds in order");
+          plan_.tile_chunk = opt.amount;
           tile = &opt;
           break;
         case OptKind::Grid:
@@ -329,6 +143,7 @@ class OptChecker {
           needs_workgroups();
           if (!target_.grid)
             refuse(target_.device + "'s dialect has no global atomics and fences for GRID");
+          plan_.grid_groups = opt.amount;
           grid = &opt;
           break;
         case OptKind::TensorCore:
@@ -343,49 +158,70 @@ class OptChecker {
       }
     }
     opt_ = nullptr;
-    if (tile) check_tile(*tile, opts, upcast_of, local_of, tensor_core != nullptr);
-    if (tensor_core) check_tensor_cores(*tensor_core, opts);
-    if (grid) check_grid(*grid, opts, upcast_of);
-    const std::vector<LaunchAxis> launch = launch_layout(axes_, opts);
-    for (const Opt& opt : opts) {
+    // ROWS: a row's work items, once the last axis' UPCAST is known.
+    if (has_opt(opts_, OptKind::Rows)) plan_.row_length = axes_.output.back() / plan_.upcast.back();
+    if (tile) check_tile(*tile, tensor_core != nullptr);
+    if (tensor_core) plan_tensor_core(*tensor_core);
+    if (grid) check_grid(*grid);
+    plan_.launch = launch_layout();
+    for (const Opt& opt : opts_) {
       opt_ = &opt;
       if (opt.kind != OptKind::Local && opt.kind != OptKind::Group) continue;
-      if (launch.size() > 3)
+      if (plan_.launch.size() > 3)
         refuse("a launch has at most 3 dimensions; these opts need " +
-               std::to_string(launch.size()));
-      if (workgroup > target_.max_workgroup_size)
-        refuse("the workgroup would have " + std::to_string(workgroup) + " work items; " +
+               std::to_string(plan_.launch.size()));
+      if (plan_.workgroup > target_.max_workgroup_size)
+        refuse("the workgroup would have " + std::to_string(plan_.workgroup) + " work items; " +
                target_.device + " allows at most " + std::to_string(target_.max_workgroup_size));
-      for (size_t dim = 0; dim < launch.size(); ++dim) {
-        if (launch[dim].local > target_.max_workgroup_dims[dim])
+      for (size_t dim = 0; dim < plan_.launch.size(); ++dim) {
+        if (plan_.launch[dim].local > target_.max_workgroup_dims[dim])
           refuse("workgroup dimension " + std::to_string(dim) + " would have " +
-                 std::to_string(launch[dim].local) + " work items; " + target_.device +
+                 std::to_string(plan_.launch[dim].local) + " work items; " + target_.device +
                  " allows at most " + std::to_string(target_.max_workgroup_dims[dim]));
       }
       if (opt.kind == OptKind::Group) {
         const int64_t bytes =
-            opt.amount * output_lanes(upcast_of) * compute_itemsize(axes_.reduce_dtype);
+            opt.amount * plan_.output_lanes() * compute_itemsize(axes_.reduce_dtype);
         if (bytes > target_.local_memory_bytes)
           refuse("its partial results need " + std::to_string(bytes) + " bytes of local memory; " +
                  target_.device + " has " + std::to_string(target_.local_memory_bytes));
-        if (std::any_of(opts.begin(), opts.end(),
-                        [](const Opt& other) { return other.kind == OptKind::Local; }))
+        if (!plan_.local.empty())
           refuse("a GROUP's workgroup is its reduction's work items only: no LOCAL beside it");
       }
     }
-    check_launch_groups(launch, upcast_of, local_of);
+    check_launch_groups();
+    return std::move(plan_);
   }
 
  private:
+  // The launch dimensions, in order: the GROUP's work items, each LOCAL output axis from the
+  // last to the first, then the flat index over the other output axes (omitted where every
+  // output axis has a LOCAL).
+  std::vector<LaunchAxis> launch_layout() const {
+    std::vector<LaunchAxis> launch;
+    for (const Opt& opt : opts_) {
+      if (opt.kind == OptKind::Group)
+        launch.push_back({LaunchAxis::Role::GroupLanes, opt.axis, opt.amount, plan_.grid_groups});
+    }
+    for (auto local = plan_.local.rbegin(); local != plan_.local.rend(); ++local) {
+      if (local->first != Opt::kFlatAxis)
+        launch.push_back({LaunchAxis::Role::Axis, local->first, local->second});
+    }
+    const int64_t flat_local = plan_.local_of(Opt::kFlatAxis);
+    const size_t axis_locals = plan_.local.size() - (flat_local > 1 ? 1 : 0);
+    if (axis_locals < axes_.output.size() || flat_local > 1 || launch.empty())
+      launch.push_back({LaunchAxis::Role::Flat, Opt::kFlatAxis, flat_local});
+    return launch;
+  }
+
   // Workgroups per launch dimension against the device's limits (CUDA's grid allows 65535 along
   // y and z, Vulkan's lavapipe 65535 along each): where a dimension's do not fit even spread over
   // the hardware dimensions left free, the kernel could not be launched at all.
-  void check_launch_groups(const std::vector<LaunchAxis>& launch,
-                           const std::map<int, int64_t>& upcast_of,
-                           const std::map<int, int64_t>& local_of) const {
+  void check_launch_groups() const {
+    const std::vector<LaunchAxis>& launch = plan_.launch;
     if (launch.size() > 3) return;  // refused above
     auto tiles = [&](int axis) {
-      const int64_t upcast = upcast_or_one(upcast_of, axis);
+      const int64_t upcast = plan_.upcast[axis];
       return (axes_.size(axis) + upcast - 1) / upcast;
     };
     std::vector<int64_t> groups;
@@ -397,7 +233,7 @@ class OptChecker {
         items = tiles(dim.axis);
       } else {
         for (size_t axis = 0; axis < axes_.output.size(); ++axis) {
-          if (!local_of.count(static_cast<int>(axis))) items *= tiles(static_cast<int>(axis));
+          if (!plan_.local.count(static_cast<int>(axis))) items *= tiles(static_cast<int>(axis));
         }
       }
       groups.push_back((items + dim.local - 1) / dim.local);
@@ -412,17 +248,16 @@ class OptChecker {
            std::to_string(target_.max_workgroups[2]) + " (spread over the dimensions left free)");
   }
 
-  void check_grid(const Opt& grid, const std::vector<Opt>& opts,
-                  const std::map<int, int64_t>& upcast_of) {
+  void check_grid(const Opt& grid) {
     opt_ = &grid;
-    const bool grouped = std::any_of(opts.begin(), opts.end(), [&](const Opt& other) {
+    const bool grouped = std::any_of(opts_.begin(), opts_.end(), [&](const Opt& other) {
       return other.kind == OptKind::Group && other.axis == grid.axis;
     });
     if (!grouped)
       refuse("GRID shares a GROUP's reduction between workgroups: no GROUP on the axis");
     int64_t outputs = 1;
     for (int64_t size : axes_.output) outputs *= size;
-    if (outputs != 1 || output_lanes(upcast_of) != 1)
+    if (outputs != 1 || plan_.output_lanes() != 1)
       refuse("the workgroups' partials combine into one output; the kernel has " +
              std::to_string(outputs));
     if (axes_.reduce_dtype.itemsize() < 4)
@@ -432,25 +267,26 @@ class OptChecker {
     if (grid.amount > target_.max_workgroups[0])
       refuse(target_.device + " launches at most " + std::to_string(target_.max_workgroups[0]) +
              " workgroups along a dimension");
+    const int64_t buffers = axes_.buffers + kGridScratchBuffers;
+    if (target_.max_kernel_buffers > 0 && buffers > target_.max_kernel_buffers)
+      refuse("with its two scratch buffers the kernel binds " + std::to_string(buffers) + "; " +
+             target_.device + " binds at most " + std::to_string(target_.max_kernel_buffers));
     opt_ = nullptr;
   }
 
-  // `tensor_cores`: the chunks are TC's, 16-bit, which check_tensor_cores counts with its
-  // results.
-  void check_tile(const Opt& tile, const std::vector<Opt>& opts,
-                  const std::map<int, int64_t>& upcast_of, const std::map<int, int64_t>& local_of,
-                  bool tensor_cores) {
+  // `tensor_cores`: the chunks are TC's, 16-bit, which plan_tensor_core counts with its results.
+  void check_tile(const Opt& tile, bool tensor_cores) {
     opt_ = &tile;
-    for (const Opt& other : opts) {
+    for (const Opt& other : opts_) {
       if (&other != &tile && other.axis == tile.axis && other.kind != OptKind::TensorCore)
         refuse("the reduce axis takes no other opt beside TILE (" + other.to_string() + ")");
       if (other.kind == OptKind::Group) refuse("TILE and GROUP do not combine");
     }
-    if (local_of.count(Opt::kFlatAxis))
+    if (plan_.local.count(Opt::kFlatAxis))
       refuse("the workgroup must split output axes (a LOCAL on an axis), not the flat index");
-    if (local_of.empty()) refuse("the workgroup is one work item: TILE needs a LOCAL");
-    for (const auto& [axis, amount] : local_of) {
-      const int64_t items = axes_.size(axis) / upcast_or_one(upcast_of, axis);
+    if (plan_.local.empty()) refuse("the workgroup is one work item: TILE needs a LOCAL");
+    for (const auto& [axis, amount] : plan_.local) {
+      const int64_t items = axes_.size(axis) / plan_.upcast[axis];
       if (items % amount != 0)
         refuse("LOCAL(axis " + std::to_string(axis) + ", " + std::to_string(amount) +
                ") must divide the axis' " + std::to_string(items) +
@@ -459,10 +295,7 @@ class OptChecker {
     int64_t bytes = 0;
     for (const KernelAxes::ReduceInput& input : axes_.reduce_inputs) {
       int64_t per_step = 1;
-      for (int axis : input.output_axes) {
-        auto local = local_of.find(axis);
-        per_step *= (local == local_of.end() ? 1 : local->second) * upcast_or_one(upcast_of, axis);
-      }
+      for (int axis : input.output_axes) per_step *= plan_.local_of(axis) * plan_.upcast[axis];
       const int64_t row =
           tile_row(per_step, reduce_steps_are_neighbours(input.node, axes_.reduce[0]));
       bytes += row * tile.amount * compute_itemsize(input.node->dtype());
@@ -473,13 +306,16 @@ class OptChecker {
     opt_ = nullptr;
   }
 
-  void check_tensor_cores(const Opt& tensor_core, const std::vector<Opt>& opts) {
+  void plan_tensor_core(const Opt& tensor_core) {
     opt_ = &tensor_core;
+    std::vector<int64_t> extent(axes_.output.size());
+    for (size_t axis = 0; axis < extent.size(); ++axis)
+      extent[axis] = plan_.upcast[axis] * plan_.local_of(static_cast<int>(axis));
     std::string why;
-    const std::optional<TensorCorePlan> plan = plan_tensor_cores(axes_, opts, why);
-    if (!plan) refuse(why);
-    if (plan->local_bytes() > target_.local_memory_bytes)
-      refuse("its chunks and results need " + std::to_string(plan->local_bytes()) +
+    plan_.tensor_cores = plan_tensor_cores(axes_, extent, plan_.workgroup, plan_.tile_chunk, why);
+    if (!plan_.tensor_cores) refuse(why);
+    if (plan_.tensor_cores->local_bytes() > target_.local_memory_bytes)
+      refuse("its chunks and results need " + std::to_string(plan_.tensor_cores->local_bytes()) +
              " bytes of local memory; " + target_.device + " has " +
              std::to_string(target_.local_memory_bytes));
     opt_ = nullptr;
@@ -508,17 +344,6 @@ class OptChecker {
              std::to_string(target_.max_workgroup_size) + ")");
   }
 
-  static int64_t upcast_or_one(const std::map<int, int64_t>& upcast_of, int axis) {
-    auto found = upcast_of.find(axis);
-    return found == upcast_of.end() ? 1 : found->second;
-  }
-
-  static int64_t output_lanes(const std::map<int, int64_t>& upcast_of) {
-    int64_t lanes = 1;
-    for (const auto& [axis, amount] : upcast_of) lanes *= amount;
-    return lanes;
-  }
-
   // Bytes per element of a local array: values are held in their compute type, and dialects
   // may give a narrow one (GLSL's shared bool) a whole 32-bit word.
   static int64_t compute_itemsize(DType dtype) {
@@ -526,24 +351,18 @@ class OptChecker {
   }
 
   const KernelAxes& axes_;
+  const std::vector<Opt>& opts_;
   const OptTarget& target_;
   const std::string& kernel_;
   const Opt* opt_ = nullptr;
+  KernelPlan plan_;
 };
 
 }  // namespace
 
-bool reduce_steps_are_neighbours(const UOpRef& input, int reduce_axis) {
-  if (input->op() != Op::View || input->src()->op() != Op::Buffer) return false;
-  std::vector<Sym> index(input->sym_shape().size(), Sym(0));
-  const Sym first = input->tracker().to_index(index).first;
-  index[reduce_axis] = Sym(1);
-  return input->tracker().to_index(index).first - first == Sym(1);
-}
-
-void check_opts(const KernelAxes& axes, const std::vector<Opt>& opts, const OptTarget& target,
-                const std::string& kernel) {
-  OptChecker(axes, target, kernel).check(opts);
+KernelPlan plan_opts(const KernelAxes& axes, const std::vector<Opt>& opts, const OptTarget& target,
+                     const std::string& kernel) {
+  return OptChecker(axes, opts, target, kernel).plan();
 }
 
 }  // namespace kiln

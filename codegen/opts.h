@@ -1,78 +1,23 @@
 #pragma once
-// A kernel as the optimiser sees it: its axes, and a list of optimisations (opts) applied to them.
-//
-// A kernel's axes are its output axes (the shape it stores) followed by the axes of its reduction
-// (the one Reduce its output is computed from, through elementwise ops and Views but no other
-// Reduce, where there is exactly one). An opt is a plain value `{kind, axis, amount}`; lowering
-// applies the list, and check_opts refuses a list that does not fit the kernel or the device before
-// anything is built, so an invalid list never produces a wrong kernel.
+// A kernel's plan: a list of optimisations (opts, codegen/opt.h) checked against the kernel's
+// axes (codegen/kernel_axes.h) and the device (OptTarget), and folded into what lowering, the
+// launch, the tensor-core planner and the heuristics read: per-axis amounts, the launch
+// dimensions, and the TILE, GRID and TC plans. plan_opts is the one place a list is read; it
+// refuses a list that does not fit the kernel or the device before anything is built, so an
+// invalid list never produces a wrong kernel. A new kind of opt is checked and folded here, and
+// applied by one lowering file.
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include <kiln/dtype.h>
-
+#include "codegen/kernel_axes.h"
 #include "codegen/opt.h"
-#include "core/uop.h"
+#include "codegen/tensor_cores.h"
 
 namespace kiln {
-
-// The axes of one kernel.
-//
-// An axis whose size is symbolic (over the kernel's variables) has its largest value in `output`
-// or `reduce_sizes`, and the expression in `sym_sizes`: opts that must divide it (UPCAST,
-// UNROLL, TILE, ROWS) are refused there; LOCAL and GROUP work at any value.
-struct KernelAxes {
-  Shape output;             // the kernel's output shape: axes 0 .. output.size() - 1
-  std::vector<int> reduce;  // the reduced axes of the kernel's reduction, in the source's shape
-  std::vector<int64_t> reduce_sizes;  // their sizes: kernel axes output.size() ...
-  std::vector<Sym> sym_sizes;         // every axis' size, in kernel axis order
-  ReduceOp reduce_op = ReduceOp::Sum;
-  DType reduce_dtype = dtypes::float32;
-  // Whether the reduction may be reassociated (split into partial results): every integer and
-  // bool reduction, and float sums, maxima and minima. Not a float product.
-  bool reassociable = false;
-  // The reduction's source is reduce_inputs[0] * reduce_inputs[1], both float16 or both
-  // bfloat16: what a matrix unit multiplies (TC).
-  bool products_of_halves = false;
-
-  // Matmul-shaped kernels (one reduce axis; the reduction's source axes are the output axes, in
-  // order, with the reduce axis among them): the source axis of each output axis. Empty otherwise.
-  std::vector<int> source_axis;
-  // What the reduction's source reads (Buffers, and Views of Buffers or of computed values,
-  // reached through elementwise ops), with the output axes each one's index depends on; filled
-  // for matmul-shaped kernels.
-  struct ReduceInput {
-    UOpRef node;
-    std::vector<int> output_axes;
-  };
-  std::vector<ReduceInput> reduce_inputs;
-
-  int rank() const { return static_cast<int>(output.size() + reduce.size()); }
-  bool is_reduce_axis(int axis) const { return axis >= static_cast<int>(output.size()); }
-  int64_t size(int axis) const;
-  bool is_symbolic(int axis) const { return !sym_sizes[axis].is_const(); }
-  std::string to_string() const;  // "[64 128 | r 4096]"
-};
-
-// The node a kernel's reduction opts apply to: the one Reduce reached from `ast` through
-// elementwise ops and injective Views only; null where there is none, or more than one. (A Reduce
-// read through a broadcasting View is a row's reduction, computed once per row.)
-UOpRef kernel_reduce(const UOpRef& ast);
-
-KernelAxes kernel_axes(const UOpRef& ast);
-
-// The launch dimensions a list of opts gives a kernel, in order (x, y, z): the GROUP's work items,
-// then each LOCAL output axis from the last to the first, then the flat index over the other
-// output axes (omitted where every output axis has a LOCAL). More than three is invalid.
-struct LaunchAxis {
-  enum class Role { GroupLanes, Axis, Flat } role;
-  int axis;            // the kernel axis (GroupLanes, Axis); kFlatAxis for Flat
-  int64_t local;       // work items per workgroup along this dimension
-  int64_t groups = 1;  // GroupLanes under a GRID: its workgroups (else one per output)
-};
-std::vector<LaunchAxis> launch_layout(const KernelAxes& axes, const std::vector<Opt>& opts);
 
 // What a device offers the optimiser (from its DeviceProperties) and how its dialect launches.
 struct OptTarget {
@@ -104,21 +49,42 @@ struct OptTarget {
 // counter).
 constexpr int kGridScratchBuffers = 2;
 
-// TILE: whether `input` (a View of a Buffer) holds neighbouring steps of the reduction next to
-// each other in memory; false for a computed input, which has no memory order. Such an input is
-// copied into local memory step-major (neighbouring work items load neighbouring steps).
-bool reduce_steps_are_neighbours(const UOpRef& input, int reduce_axis);
-// TILE: the elements of one step's row in local memory, for `per_step` elements per step. Rows
-// copied step-major are stored a row apart by neighbouring work items: a row of a multiple of 8
-// elements gets 4 more, so that those stores spread over the banks, and rows stay 16-byte
-// aligned for vector loads.
-inline int64_t tile_row(int64_t per_step, bool step_major) {
-  return step_major && per_step % 8 == 0 ? per_step + 4 : per_step;
-}
+// One launch dimension of a kernel. In order (x, y, z): the GROUP's work items, then each LOCAL
+// output axis from the last to the first, then the flat index over the other output axes
+// (omitted where every output axis has a LOCAL). More than three is invalid.
+struct LaunchAxis {
+  enum class Role { GroupLanes, Axis, Flat } role;
+  int axis;            // the kernel axis (GroupLanes, Axis); kFlatAxis for Flat
+  int64_t local;       // work items per workgroup along this dimension
+  int64_t groups = 1;  // GroupLanes under a GRID: its workgroups (else one per output)
+};
+// The reduction opts of one reduce axis (amounts of 1: none). `inner` is the part of `upcast`
+// listed before the axis' GROUP: each work item's partial results read neighbouring elements
+// (vector loads); the rest of the upcast's parts are a workgroup apart.
+struct ReduceAxisPlan {
+  int64_t upcast = 1, unroll = 1, group = 1, inner = 1;
+};
 
-// Throws OptError naming the opt, the kernel and the limit it breaks, where the list does not
-// fit. `kernel` names the kernel in the message.
-void check_opts(const KernelAxes& axes, const std::vector<Opt>& opts, const OptTarget& target,
-                const std::string& kernel);
+struct KernelPlan {
+  KernelAxes axes;
+  std::vector<Opt> opts;               // the list, as given
+  std::vector<int64_t> upcast;         // UPCAST per output axis
+  std::vector<ReduceAxisPlan> reduce;  // per reduce axis (kernel axis output.size() + i)
+  std::map<int, int64_t> local;        // LOCAL by output axis; Opt::kFlatAxis: the flat index
+  int64_t workgroup = 1;               // work items per workgroup (the LOCALs', or the GROUP's)
+  int64_t tile_chunk = 0;              // TILE: reduce steps per chunk (0: none)
+  int64_t grid_groups = 1;             // GRID: the workgroups sharing the reduction (1: none)
+  int64_t row_length = 0;              // ROWS: work items per row (0: none)
+  std::optional<TensorCorePlan> tensor_cores;  // TC
+  std::vector<LaunchAxis> launch;
+
+  int64_t local_of(int axis) const;  // 1 where the axis has no LOCAL
+  int64_t output_lanes() const;      // outputs per work item: the product of the UPCASTs
+};
+
+// The plan of `opts` for the kernel. Throws OptError naming the opt, the kernel and the limit it
+// breaks, where the list does not fit. `kernel` names the kernel in the message.
+KernelPlan plan_opts(const KernelAxes& axes, const std::vector<Opt>& opts, const OptTarget& target,
+                     const std::string& kernel);
 
 }  // namespace kiln

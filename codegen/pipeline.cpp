@@ -39,6 +39,24 @@ std::string print_choice(const OptChoice& choice) {
   return text;
 }
 
+std::string print_plan(const KernelPlan& plan) {
+  std::string text =
+      "axes " + plan.axes.to_string() + ", opts " + opts_to_string(plan.opts) + "\nlaunch";
+  for (const LaunchAxis& dim : plan.launch) {
+    text += dim.role == LaunchAxis::Role::GroupLanes ? " [group lanes"
+            : dim.role == LaunchAxis::Role::Axis     ? " [axis " + std::to_string(dim.axis)
+                                                     : std::string(" [flat");
+    text += ", " + std::to_string(dim.local) + " per workgroup";
+    if (dim.groups > 1) text += ", " + std::to_string(dim.groups) + " workgroups";
+    text += "]";
+  }
+  if (plan.tensor_cores)
+    text += "\ntensor cores: " + std::to_string(plan.tensor_cores->rows) + "x" +
+            std::to_string(plan.tensor_cores->columns) + " outputs per workgroup, " +
+            std::to_string(plan.tensor_cores->warps) + " warps";
+  return text;
+}
+
 std::string print_program(const LinearProgram& program) {
   return program.to_string();
 }
@@ -48,24 +66,32 @@ std::string print_program(const LinearProgram& program) {
 CompiledKernel compile_kernel(const ScheduleItem& kernel, const OptTarget& target,
                               const Dialect& dialect, const CompileOptions& options) {
   CompiledKernel compiled;
+  const KernelAxes axes = kernel_axes(kernel.ast);
   // Before lowering names it, a kernel is known by its axes and what it stores.
-  const std::string kernel_text =
-      kernel_axes(kernel.ast).to_string() + " storing " + kernel.output->dtype().name();
+  const std::string kernel_text = axes.to_string() + " storing " + kernel.output->dtype().name();
   compiled.choice = run_pass(
       "choose opts", kernel_text, compiled, options,
       [&] {
         OptChoice choice;
-        if (uses_heuristics(options.settings)) choice = choose_opts(kernel, target);
+        if (uses_heuristics(options.settings)) choice = choose_opts(kernel, axes, target);
         if (options.settings.policy == OptPolicy::Random) {
-          choice.opts = random_opts(kernel, target, options.settings.seed);
+          choice.opts = random_opts(kernel, axes, target, options.settings.seed);
           choice.reasons.push_back("random (seed " + std::to_string(options.settings.seed) + ")");
         }
         return choice;
       },
       print_choice);
+  compiled.plan = run_pass(
+      "plan opts", kernel_text, compiled, options,
+      [&] {
+        return plan_opts(axes, compiled.choice.opts, target,
+                         std::string("storing ") + kernel.output->dtype().name() + "[" +
+                             std::to_string(kernel.output->numel()) + "]");
+      },
+      print_plan);
   LinearProgram program = run_pass(
       "lower", kernel_text, compiled, options,
-      [&] { return lower_kernel(kernel, compiled.choice.opts, target); }, print_program);
+      [&] { return lower_kernel(kernel, compiled.plan, target); }, print_program);
   const std::string name = program.name;
   program = run_pass(
       "vectorize loads", name, compiled, options,

@@ -5,7 +5,8 @@
 // kernels for any target the same way (`kiln render`).
 //
 //   choose opts  the policy's opts for the target (heuristics, none, random)
-//   lower        the kernel with its opts applied: a linear program
+//   plan opts    the opts checked against the kernel and the target, and folded into its plan
+//   lower        the kernel with its plan applied: a linear program
 //   vectorize    loads, then stores, of neighbouring elements as vectors where the dialect can
 //   check        the device's own checks (dtypes it supports, loop limits)
 //   render       the program as source in the dialect
@@ -42,6 +43,7 @@ struct CompileOptions {
 
 struct CompiledKernel {
   OptChoice choice;
+  KernelPlan plan;
   LinearProgram program;
   std::string source;
   std::vector<PassTiming> timings;  // one per pass, in order

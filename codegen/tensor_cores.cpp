@@ -1,7 +1,6 @@
 #include "codegen/tensor_cores.h"
 
 #include <algorithm>
-#include <map>
 
 namespace kiln {
 namespace {
@@ -24,7 +23,9 @@ std::vector<int> own_axes(const KernelAxes& axes, int input) {
 }  // namespace
 
 std::optional<TensorCorePlan> plan_tensor_cores(const KernelAxes& axes,
-                                                const std::vector<Opt>& opts, std::string& why) {
+                                                const std::vector<int64_t>& extent,
+                                                int64_t workgroup, int64_t chunk,
+                                                std::string& why) {
   auto fail = [&why](std::string reason) {
     why = std::move(reason);
     return std::optional<TensorCorePlan>();
@@ -34,25 +35,16 @@ std::optional<TensorCorePlan> plan_tensor_cores(const KernelAxes& axes,
         "TC sums products of two float16 or two bfloat16 inputs, and this kernel's reduction is "
         "not such a sum");
   TensorCorePlan plan;
-  std::map<int, int64_t> extent;  // the workgroup's outputs along each output axis
-  plan.workgroup = 1;
-  for (const Opt& opt : opts) {
-    if (opt.kind == OptKind::Tile) plan.chunk = opt.amount;
-    if (opt.axis == Opt::kFlatAxis || axes.is_reduce_axis(opt.axis)) continue;
-    if (opt.kind == OptKind::Upcast || opt.kind == OptKind::Local) {
-      auto [at, added] = extent.emplace(opt.axis, 1);
-      at->second *= opt.amount;
-    }
-    if (opt.kind == OptKind::Local) plan.workgroup *= opt.amount;
-  }
+  plan.workgroup = workgroup;
+  plan.chunk = chunk;
   if (plan.chunk == 0) return fail("TC multiplies TILE's chunks: the reduce axis needs a TILE");
   if (plan.chunk % kFragment != 0)
     return fail("the TILE's chunk of " + std::to_string(plan.chunk) +
                 " steps must be whole fragments of 16");
   const std::vector<int> own[2] = {own_axes(axes, 0), own_axes(axes, 1)};
   int axis_of[2] = {-1, -1};
-  for (const auto& [axis, amount] : extent) {
-    if (amount == 1) continue;
+  for (int axis = 0; axis < static_cast<int>(extent.size()); ++axis) {
+    if (extent[axis] == 1) continue;
     const int owner = contains(own[0], axis) ? 0 : contains(own[1], axis) ? 1 : -1;
     if (owner < 0 || axis_of[owner] >= 0)
       return fail(

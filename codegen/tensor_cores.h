@@ -12,14 +12,15 @@
 // rounded to nearest: errors of a float32 ulp or so, far below a half type's rounding of the
 // result). Emulated fragments add in order, rounding to nearest.
 //
-// The plan is what check_opts, the lowering and the heuristics share.
+// The plan is part of the kernel's plan (codegen/opts.h), which the lowering reads.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "codegen/opts.h"
+#include "codegen/kernel_axes.h"
+#include "codegen/opt.h"
 
 namespace kiln {
 
@@ -50,9 +51,12 @@ struct TensorCoreLayout {
   int64_t rows, columns, workgroup, chunk;
 };
 
-// The plan for `opts`, which hold TC; std::nullopt with the reason in `why` where it does not fit.
+// The plan for TC under a TILE of `chunk` reduce steps, whose workgroup of `workgroup` work items
+// computes `extent[axis]` outputs along each output axis (its LOCAL times its UPCAST);
+// std::nullopt with the reason in `why` where it does not fit.
 std::optional<TensorCorePlan> plan_tensor_cores(const KernelAxes& axes,
-                                                const std::vector<Opt>& opts, std::string& why);
+                                                const std::vector<int64_t>& extent,
+                                                int64_t workgroup, int64_t chunk, std::string& why);
 
 // A list of opts that gives a matmul-shaped kernel TC in `layout`, each work item computing 4
 // neighbouring columns of its outputs. Empty where the kernel has no A and B axes to put them

@@ -251,8 +251,7 @@ KernelLaunch prepare_kernel(const ScheduleItem& item) {
   };
   if (debug_level() >= 5) {
     logger().info("kernel ast:\n{}", graph_to_string({generic.ast}));
-    logger().info("axes {} on {}; opts policy {}", kernel_axes(generic.ast).to_string(),
-                  target.device, opt_settings_to_string(settings));
+    logger().info("on {}; opts policy {}", target.device, opt_settings_to_string(settings));
     options.report = [](const std::string& pass, const std::string& result) {
       logger().info("after {}:\n{}", pass, result);
     };

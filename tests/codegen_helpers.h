@@ -48,8 +48,24 @@ inline OptTarget gpu_target() {
   return target;
 }
 
+// What the pipeline does with a list of opts: planned for the kernel (plan_opts throws OptError
+// where it does not fit), then lowered.
+inline LinearProgram lower_with(const ScheduleItem& item, const std::vector<Opt>& opts,
+                                const OptTarget& target) {
+  return lower_kernel(item, plan_opts(kernel_axes(item.ast), opts, target, "test"), target);
+}
+
+// The heuristics' and the random policy's opts for a kernel.
+inline OptChoice heuristic_choice(const ScheduleItem& item, const OptTarget& target) {
+  return choose_opts(item, kernel_axes(item.ast), target);
+}
+inline std::vector<Opt> random_choice(const ScheduleItem& item, const OptTarget& target,
+                                      uint64_t seed) {
+  return random_opts(item, kernel_axes(item.ast), target, seed);
+}
+
 inline LinearProgram lowered(const ScheduleItem& item, const OptTarget& target) {
-  return lower_kernel(item, choose_opts(item, target).opts, target);
+  return lower_with(item, heuristic_choice(item, target).opts, target);
 }
 
 // `limits` stands for every device's (unset: the scheduler's defaults).
@@ -72,7 +88,7 @@ inline Tensor input(Shape shape, uint64_t seed) {
 inline void check_refused(const ScheduleItem& item, const std::vector<Opt>& opts,
                           const OptTarget& target, const std::string& reason) {
   try {
-    lower_kernel(item, opts, target);
+    lower_with(item, opts, target);
     FAIL("accepted " << opts_to_string(opts));
   } catch (const OptError& error) {
     CHECK_THAT(error.what(), Catch::Contains(reason));

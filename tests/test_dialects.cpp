@@ -36,7 +36,7 @@ std::vector<LinearProgram> kernels_of(const std::vector<Tensor>& programs) {
     for (const ScheduleItem& item : schedule_of(program).items) {
       if (item.kind != ScheduleItem::Kind::Kernel) continue;
       kernels.push_back(lowered(item, gpu_target()));
-      kernels.push_back(lower_kernel(item, {}, gpu_target()));
+      kernels.push_back(lower_with(item, {}, gpu_target()));
     }
   }
   for (size_t index = 0; index < kernels.size(); ++index)
@@ -191,7 +191,7 @@ TEST_CASE("the CUDA and GLSL dialects render kiln's spellings", "[dialects]") {
   CHECK(contains(glsl_erf, "kiln_erf("));
   // The C dialect keeps the CPU kernel ABI.
   const std::string c =
-      render_kernel(lower_kernel(schedule_of(a + b).items[0], {}, cpu_target()), c_dialect());
+      render_kernel(lower_with(schedule_of(a + b).items[0], {}, cpu_target()), c_dialect());
   CHECK(contains(c,
                  "(void** restrict buffers, const long long* restrict variables, long long "
                  "begin, long long end) {"));
@@ -260,7 +260,7 @@ TEST_CASE("grouped reductions render and compile as CUDA C++ and GLSL", "[dialec
   const Tensor rows = input({3, 5000}, 3);
   const ScheduleItem full_sum = schedule_of(input({4000}, 1).sum()).items[0];
   std::vector<LinearProgram> kernels = kernels_of({rows.sum({1}), rows.max({1}), rows.softmax(1)});
-  kernels.push_back(lower_kernel(full_sum, {{OptKind::Group, 0, 256}}, gpu_target()));
+  kernels.push_back(lower_with(full_sum, {{OptKind::Group, 0, 256}}, gpu_target()));
   kernels.back().name = "grouped_sum";
   bool grouped = false;
   for (const LinearProgram& kernel : kernels) grouped |= has_opt(kernel.opts, OptKind::Group);
@@ -280,7 +280,7 @@ TEST_CASE("grouped reductions render and compile as CUDA C++ and GLSL", "[dialec
 TEST_CASE("neighbouring loads render as vector loads where the dialect has vectors", "[dialects]") {
   // A row sum with 8 partial sums reads 8 neighbouring elements per step.
   const ScheduleItem row_sum = schedule_of(input({64, 64}, 1).sum({1})).items.at(0);
-  const LinearProgram partials = lower_kernel(row_sum, {{OptKind::Upcast, 1, 8}}, gpu_target());
+  const LinearProgram partials = lower_with(row_sum, {{OptKind::Upcast, 1, 8}}, gpu_target());
   CHECK(contains(render_vectorized(partials, opencl_dialect(true, true)), "vload8(0, data1 + "));
   const std::string cuda = render_vectorized(partials, cuda_dialect());
   CHECK(contains(cuda, "(*(const float4*)(data1 + "));
@@ -292,7 +292,7 @@ TEST_CASE("neighbouring loads render as vector loads where the dialect has vecto
   // A view that starts one element in: OpenCL's vload needs no alignment, CUDA's float4 does.
   const ScheduleItem shifted =
       schedule_of(input({64, 65}, 2).shrink({{0, 64}, {1, 65}}).sum({1})).items.at(0);
-  const LinearProgram unaligned = lower_kernel(shifted, {{OptKind::Upcast, 1, 8}}, gpu_target());
+  const LinearProgram unaligned = lower_with(shifted, {{OptKind::Upcast, 1, 8}}, gpu_target());
   CHECK(contains(render_vectorized(unaligned, opencl_dialect(true, true)), "vload8"));
   CHECK_FALSE(contains(render_vectorized(unaligned, opencl_dialect(true)), "vload8"));  // PoCL
   CHECK_FALSE(contains(render_vectorized(unaligned, cuda_dialect()), "float4"));
@@ -300,7 +300,7 @@ TEST_CASE("neighbouring loads render as vector loads where the dialect has vecto
   const ScheduleItem padded =
       schedule_of(input({64, 60}, 3).pad({{0, 0}, {2, 2}}).sum({1})).items.at(0);
   const std::string masked = render_vectorized(
-      lower_kernel(padded, {{OptKind::Upcast, 1, 8}}, gpu_target()), opencl_dialect(true, true));
+      lower_with(padded, {{OptKind::Upcast, 1, 8}}, gpu_target()), opencl_dialect(true, true));
   CHECK(contains(masked, "? data1["));
   CHECK(contains(masked, "vload4(0, data1 + "));
 }
@@ -311,7 +311,7 @@ TEST_CASE("neighbouring stores render as vector stores where the dialect has vec
   const ScheduleItem product =
       schedule_of(input({64, 32}, 1).matmul(input({32, 64}, 2))).items.at(0);
   const LinearProgram tiled =
-      lower_kernel(product, {{OptKind::Upcast, 1, 8}, {OptKind::Upcast, 0, 4}}, gpu_target());
+      lower_with(product, {{OptKind::Upcast, 1, 8}, {OptKind::Upcast, 0, 4}}, gpu_target());
   const std::string opencl = render_vectorized(tiled, opencl_dialect(true, true));
   CHECK(contains(opencl, "vstore8((float8)("));
   const std::string cuda = render_vectorized(tiled, cuda_dialect());
@@ -322,14 +322,14 @@ TEST_CASE("neighbouring stores render as vector stores where the dialect has vec
   check_cuda_compiles({cuda});
   // Outputs that start one element in a row of 65 are not aligned for CUDA's float4.
   const ScheduleItem odd = schedule_of(input({64, 65}, 3) * 2.0f).items.at(0);
-  const LinearProgram rows = lower_kernel(odd, {{OptKind::Upcast, 1, 5}}, gpu_target());
+  const LinearProgram rows = lower_with(odd, {{OptKind::Upcast, 1, 5}}, gpu_target());
   CHECK_FALSE(contains(render_vectorized(rows, cuda_dialect()), "make_float"));
   // 16-bit elements go two to a 32-bit word: 8 float16 outputs are one uint4 in two stores of
   // CUDA's widest vector (uint2), whose loads read the input's words alike.
   const ScheduleItem half =
       schedule_of(input({64, 64}, 4).cast(dtypes::float16).realize() * 2.0f).items.at(0);
-  const std::string halves = render_vectorized(
-      lower_kernel(half, {{OptKind::Upcast, 1, 8}}, gpu_target()), cuda_dialect());
+  const std::string halves =
+      render_vectorized(lower_with(half, {{OptKind::Upcast, 1, 8}}, gpu_target()), cuda_dialect());
   CHECK(contains(halves, "*(uint2*)(((unsigned int*)data0) + "));
   CHECK(contains(halves, " = make_uint2("));
   CHECK(contains(halves, "const uint2 v"));
@@ -386,7 +386,7 @@ TEST_CASE("OpenCL vector loads and stores compute what scalar ones compute", "[d
   for (const VectorCase& case_ : programs) {
     INFO(opts_to_string(case_.opts) << " for " << case_.tensor.dtype().name());
     const ScheduleItem item = schedule_of(case_.tensor).items.at(0);
-    LinearProgram program = lower_kernel(item, case_.opts, cl_target());
+    LinearProgram program = lower_with(item, case_.opts, cl_target());
     std::vector<std::vector<uint8_t>> outputs;
     for (const Dialect* dialect : {&with_vectors, &without}) {
       program.name = std::string("vectors_") + (dialect == &with_vectors ? "on" : "off");

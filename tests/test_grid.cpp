@@ -168,7 +168,7 @@ std::vector<GridCase> grid_cases(bool float64) {
 TEST_CASE("GRID: the checks refuse what one kernel cannot combine", "[opts][grid]") {
   const OptTarget gpu = grid_target(gpu_target());
   const ScheduleItem sum = one_kernel(input({1 << 16}, 1).sum());
-  CHECK_NOTHROW(lower_kernel(sum, {{OptKind::Group, 0, 64}, {OptKind::Grid, 0, 8}}, gpu));
+  CHECK_NOTHROW(lower_with(sum, {{OptKind::Group, 0, 64}, {OptKind::Grid, 0, 8}}, gpu));
   check_refused(sum, {{OptKind::Grid, 0, 8}}, gpu, "no GROUP on the axis");
   check_refused(sum, {{OptKind::Group, 0, 64}, {OptKind::Grid, 0, 8}}, gpu_target(),
                 "no global atomics");
@@ -193,11 +193,11 @@ TEST_CASE("GRID: a GPU's large full reduction is one kernel of many workgroups",
   const Tensor x = input({4096, 1024}, 6);
   CHECK(schedule_of(x.sum()).items.size() == 2);
   const ScheduleItem sum = one_kernel(x.sum());
-  const OptChoice choice = choose_opts(sum, gpu);
+  const OptChoice choice = heuristic_choice(sum, gpu);
   INFO(opts_to_string(choice.opts));
   CHECK(has_opt(choice.opts, OptKind::Group));
   CHECK(has_opt(choice.opts, OptKind::Grid));
-  const LinearProgram program = lower_kernel(sum, choice.opts, gpu);
+  const LinearProgram program = lower_with(sum, choice.opts, gpu);
   int scratch = 0;
   for (const KernelParam& param : program.params) scratch += param.scratch;
   CHECK(scratch == kGridScratchBuffers);
@@ -217,17 +217,19 @@ TEST_CASE("GRID: a GPU's large full reduction is one kernel of many workgroups",
   // An integer sum reads 16 elements per step (4 neighbours, unrolled 4 times): 35 workgroups
   // divide 430080 so, where 42 would divide it into steps of 8 only.
   const ScheduleItem ints = one_kernel(input({430080}, 10).cast(dtypes::int32).realize().sum());
-  const OptChoice int_choice = choose_opts(ints, gpu);
+  const OptChoice int_choice = heuristic_choice(ints, gpu);
   INFO(opts_to_string(int_choice.opts));
   CHECK(std::any_of(int_choice.opts.begin(), int_choice.opts.end(),
                     [](const Opt& opt) { return opt.kind == OptKind::Grid && opt.amount == 35; }));
-  for (const LinInstr& instr : lower_kernel(ints, int_choice.opts, gpu).instrs) {
+  for (const LinInstr& instr : lower_with(ints, int_choice.opts, gpu).instrs) {
     if (instr.op == LinOp::Load && !instr.local && instr.buffer == 1) CHECK(instr.valid == Sym(1));
   }
   // Not for a device without GRID, nor for a small reduction or one of several outputs.
-  CHECK_FALSE(has_opt(choose_opts(sum, gpu_target()).opts, OptKind::Grid));
-  CHECK_FALSE(has_opt(choose_opts(one_kernel(input({5000}, 7).sum()), gpu).opts, OptKind::Grid));
-  CHECK_FALSE(has_opt(choose_opts(schedule_of(x.sum({1})).items.at(0), gpu).opts, OptKind::Grid));
+  CHECK_FALSE(has_opt(heuristic_choice(sum, gpu_target()).opts, OptKind::Grid));
+  CHECK_FALSE(
+      has_opt(heuristic_choice(one_kernel(input({5000}, 7).sum()), gpu).opts, OptKind::Grid));
+  CHECK_FALSE(
+      has_opt(heuristic_choice(schedule_of(x.sum({1})).items.at(0), gpu).opts, OptKind::Grid));
   // A float16 or float product reduction is still split (GRID cannot take it).
   CHECK(schedule_of(x.cast(dtypes::float16).sum(), grid_limits).items.size() == 2);
   CHECK(schedule_of(x.prod(), grid_limits).items.size() == 2);
@@ -244,7 +246,7 @@ TEST_CASE("GRID kernels reduce correctly on every device with workgroups, launch
     for (const GridCase& grid_case : grid_cases(context->device().supports(dtypes::float64))) {
       DYNAMIC_SECTION(name << ": " << grid_case.what) {
         const LinearProgram program =
-            lower_kernel(one_kernel(grid_case.tensor), grid_case.opts, target);
+            lower_with(one_kernel(grid_case.tensor), grid_case.opts, target);
         // Three launches: each must find the counter at zero, as the last left it.
         for (const std::vector<uint8_t>& output :
              launch_program(*context, program, {grid_case.input}, 3))
@@ -258,8 +260,8 @@ TEST_CASE("GRID kernels reduce correctly on every device with workgroups, launch
 TEST_CASE("GRID renders for CUDA, OpenCL and GLSL, and NVRTC compiles it", "[dialects][grid]") {
   const ScheduleItem sum = one_kernel(input({1 << 16}, 8).sum());
   const LinearProgram program =
-      lower_kernel(sum, {{OptKind::Upcast, 0, 4}, {OptKind::Group, 0, 64}, {OptKind::Grid, 0, 8}},
-                   grid_target(gpu_target()));
+      lower_with(sum, {{OptKind::Upcast, 0, 4}, {OptKind::Group, 0, 64}, {OptKind::Grid, 0, 8}},
+                 grid_target(gpu_target()));
   const std::string cuda = render_kernel(program, cuda_dialect());
   CHECK_THAT(cuda, Catch::Contains("__threadfence();") && Catch::Contains("atomicAdd(") &&
                        Catch::Contains("volatile float* __restrict__"));

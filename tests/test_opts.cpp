@@ -27,7 +27,7 @@ namespace {
 std::string refusal(const ScheduleItem& item, const std::vector<Opt>& opts,
                     const OptTarget& target) {
   try {
-    lower_kernel(item, opts, target);
+    lower_with(item, opts, target);
   } catch (const OptError& error) {
     return error.what();
   }
@@ -92,7 +92,7 @@ TEST_CASE("an opt that does not fit the kernel or the device is refused by name"
   grid.max_workgroups[1] = 65535;
   const ScheduleItem tall = only_kernel(input({70000, 16}, 1) * 2.0f);
   CHECK(refusal(tall, {{OptKind::Local, 1, 16}}, grid).empty());
-  const LinearProgram spread = lower_kernel(tall, {{OptKind::Local, 1, 16}}, grid);
+  const LinearProgram spread = lower_with(tall, {{OptKind::Local, 1, 16}}, grid);
   REQUIRE(spread.launch.size() == 2);
   CHECK(spread.launch[1].hardware == std::vector<int>{1, 2});
   CHECK(spread.launch[1].hardware_groups == std::vector<int64_t>{35000, 2});
@@ -105,7 +105,7 @@ TEST_CASE("an opt that does not fit the kernel or the device is refused by name"
   const ScheduleItem broadcast = only_kernel(input({64, 32}, 1) - input({64, 1}, 2));
   CHECK(contains(refusal(broadcast, {{OptKind::Rows, 1, 32}}, cl_target()), "as a loop"));
   // The refusal is an Error; a broken invariant is a distinct type that says it is kiln's bug.
-  CHECK_THROWS_AS(lower_kernel(row_sum, {{OptKind::Upcast, 1, 4}}, cpu_target()), Error);
+  CHECK_THROWS_AS(lower_with(row_sum, {{OptKind::Upcast, 1, 4}}, cpu_target()), Error);
   const InternalError internal("[test] broken");
   CHECK(contains(internal.what(), "a kiln bug"));
 }
@@ -119,9 +119,9 @@ TEST_CASE("the heuristics' choice fits the kernel on a GPU", "[opts]") {
       for (const Tensor& reduced :
            {values.sum(), values.max(), values.reshape({1, size}).sum({1})}) {
         for (const ScheduleItem& item : schedule_of(reduced).items) {
-          const OptChoice choice = choose_opts(item, gpu_target());
+          const OptChoice choice = heuristic_choice(item, gpu_target());
           INFO(size << " " << dtype.name() << " " << opts_to_string(choice.opts));
-          CHECK_NOTHROW(lower_kernel(item, choice.opts, gpu_target()));
+          CHECK_NOTHROW(lower_with(item, choice.opts, gpu_target()));
         }
       }
     }
@@ -130,7 +130,7 @@ TEST_CASE("the heuristics' choice fits the kernel on a GPU", "[opts]") {
 
 TEST_CASE("a grouped reduction renders local memory and a barrier", "[opts]") {
   const ScheduleItem full_sum = only_kernel(input({4000}, 1).sum());
-  const LinearProgram program = lower_kernel(full_sum, {{OptKind::Group, 0, 64}}, cl_target());
+  const LinearProgram program = lower_with(full_sum, {{OptKind::Group, 0, 64}}, cl_target());
   REQUIRE(program.launch.size() == 1);  // a full sum has no output axis
   CHECK(program.launch[0].local_id);
   CHECK(program.launch[0].local == 64);
@@ -143,13 +143,13 @@ TEST_CASE("a grouped reduction renders local memory and a barrier", "[opts]") {
   // Random lists for this kernel include a GROUP for some seeds on a device with workgroups.
   bool grouped = false;
   for (uint64_t seed = 1; seed <= 40 && !grouped; ++seed) {
-    for (const Opt& opt : random_opts(full_sum, cl_target(), seed))
+    for (const Opt& opt : random_choice(full_sum, cl_target(), seed))
       grouped |= opt.kind == OptKind::Group;
   }
   CHECK(grouped);
   // The CPU never gets workgroup opts.
   for (uint64_t seed = 1; seed <= 40; ++seed) {
-    for (const Opt& opt : random_opts(full_sum, cpu_target(), seed)) {
+    for (const Opt& opt : random_choice(full_sum, cpu_target(), seed)) {
       CHECK(opt.kind != OptKind::Group);
       CHECK(opt.kind != OptKind::Local);
     }
@@ -167,7 +167,7 @@ TEST_CASE("TILE stages a matmul's inputs through local memory, or says why it ca
                                {OptKind::Local, 1, 8},
                                {OptKind::Local, 0, 4},
                                {OptKind::Tile, 2, 16}};
-  const LinearProgram program = lower_kernel(product, tiled, cl_target());
+  const LinearProgram program = lower_with(product, tiled, cl_target());
   int locals = 0, barriers = 0;
   for (const LinInstr& instr : program.instrs) {
     locals += instr.op == LinOp::DefineLocal;
@@ -208,7 +208,7 @@ TEST_CASE("TILE stages a matmul's inputs through local memory, or says why it ca
   // Random lists include TILE for some seeds.
   bool tiles = false;
   for (uint64_t seed = 1; seed <= 40 && !tiles; ++seed) {
-    for (const Opt& opt : random_opts(product, cl_target(), seed))
+    for (const Opt& opt : random_choice(product, cl_target(), seed))
       tiles |= opt.kind == OptKind::Tile;
   }
   CHECK(tiles);
@@ -219,25 +219,25 @@ TEST_CASE("on a GPU, large elementwise kernels move 16 bytes per access and matm
   // A large add: 4 outputs per work item; a small one, or a transpose, keeps one.
   const int64_t large = int64_t{1} << 22;
   const OptChoice add =
-      choose_opts(only_kernel(input({large}, 1) + input({large}, 2)), gpu_target());
+      heuristic_choice(only_kernel(input({large}, 1) + input({large}, 2)), gpu_target());
   REQUIRE_FALSE(add.opts.empty());
   CHECK(add.opts[0] == Opt{OptKind::Upcast, 0, 4});
   for (const Opt& opt :
-       choose_opts(only_kernel(input({1024}, 1) + input({1024}, 2)), gpu_target()).opts)
+       heuristic_choice(only_kernel(input({1024}, 1) + input({1024}, 2)), gpu_target()).opts)
     CHECK(opt.kind != OptKind::Upcast);
   const ScheduleItem transpose = only_kernel(input({2048, 2048}, 3).permute({1, 0}).contiguous());
-  for (const Opt& opt : choose_opts(transpose, gpu_target()).opts)
+  for (const Opt& opt : heuristic_choice(transpose, gpu_target()).opts)
     CHECK(opt.kind != OptKind::Upcast);
 
   // A 256^3 matmul: 8x8 outputs per work item in 16x16 workgroups, chunks of 16 steps.
   const ScheduleItem product = only_kernel(matmul(input({256, 256}, 1), input({256, 256}, 2)));
-  const OptChoice tiled = choose_opts(product, gpu_target());
+  const OptChoice tiled = heuristic_choice(product, gpu_target());
   CHECK(opts_to_string(tiled.opts) ==
         "UPCAST(axis 1, 8) UPCAST(axis 0, 8) LOCAL(axis 1, 16) LOCAL(axis 0, 16) TILE(axis 2, 16)");
   // Its chunk copies: neighbouring work items (the launch's first dimension, the last axis)
   // load neighbouring elements of both inputs, A along its rows (the reduce steps) and B along
   // its columns.
-  const LinearProgram program = lower_kernel(product, tiled.opts, gpu_target());
+  const LinearProgram program = lower_with(product, tiled.opts, gpu_target());
   std::vector<const LinInstr*> copies;
   for (const LinInstr& instr : program.instrs) {
     if (instr.op == LinOp::Load && !instr.local) copies.push_back(&instr);

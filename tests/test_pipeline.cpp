@@ -46,7 +46,7 @@ TEST_CASE("pipeline: one kernel compiles for every dialect without a device", "[
     if (each.dialect != &glsl_dialect())
       CHECK_THAT(compiled.source, Catch::Contains(compiled.program.name));
     CHECK(compiled.program.opts == compiled.choice.opts);
-    CHECK(pass_names(compiled) == std::vector<std::string>{"choose opts", "lower",
+    CHECK(pass_names(compiled) == std::vector<std::string>{"choose opts", "plan opts", "lower",
                                                            "vectorize loads", "vectorize stores",
                                                            "render"});
     for (const PassTiming& timing : compiled.timings) CHECK(timing.milliseconds >= 0);
@@ -69,7 +69,7 @@ TEST_CASE("pipeline: each pass reports its result; the device's check runs befor
     if (pass == "render") source = result;
   };
   const CompiledKernel compiled = compile_kernel(item, cpu_target(), c_dialect(), options);
-  CHECK(reported == std::vector<std::string>{"choose opts", "lower", "vectorize loads",
+  CHECK(reported == std::vector<std::string>{"choose opts", "plan opts", "lower", "vectorize loads",
                                              "vectorize stores", "check", "render"});
   CHECK_THAT(lowered, Catch::Contains("kernel " + compiled.program.name));
   CHECK(source == compiled.source);
@@ -106,7 +106,7 @@ TEST_CASE("pipeline: a refusal keeps its type; a broken invariant names the pass
     CHECK(message.find("internal error", 1) == std::string::npos);
   }
   // Opts that do not fit stay an OptError.
-  CHECK_THROWS_AS(lower_kernel(item, {{OptKind::Upcast, 0, 7}}, cpu_target()), OptError);
+  CHECK_THROWS_AS(lower_with(item, {{OptKind::Upcast, 0, 7}}, cpu_target()), OptError);
 }
 
 #ifdef KILN_TOOL_PATH

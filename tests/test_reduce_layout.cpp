@@ -67,26 +67,26 @@ TEST_CASE("an UPCAST before a GROUP reads neighbours per work item, after it a w
           "[opts][reduce_layout]") {
   const ScheduleItem sum = only_kernel(input({4096}, 1).sum());
   const OptTarget gpu = gpu_target();
-  CHECK(load_offsets(lower_kernel(sum, {{OptKind::Upcast, 0, 4}, {OptKind::Group, 0, 64}}, gpu)) ==
+  CHECK(load_offsets(lower_with(sum, {{OptKind::Upcast, 0, 4}, {OptKind::Group, 0, 64}}, gpu)) ==
         std::vector<int64_t>{0, 1, 2, 3});
-  CHECK(load_offsets(lower_kernel(sum, {{OptKind::Group, 0, 64}, {OptKind::Upcast, 0, 4}}, gpu)) ==
+  CHECK(load_offsets(lower_with(sum, {{OptKind::Group, 0, 64}, {OptKind::Upcast, 0, 4}}, gpu)) ==
         std::vector<int64_t>{0, 64, 128, 192});
   // Both: pairs of neighbours, the pairs 2 x 64 elements apart.
-  CHECK(load_offsets(lower_kernel(
+  CHECK(load_offsets(lower_with(
             sum, {{OptKind::Upcast, 0, 2}, {OptKind::Group, 0, 64}, {OptKind::Upcast, 0, 2}},
             gpu)) == std::vector<int64_t>{0, 1, 128, 129});
   // Without a GROUP the order is the same either way: neighbours.
-  CHECK(load_offsets(lower_kernel(sum, {{OptKind::Upcast, 0, 4}}, gpu)) ==
+  CHECK(load_offsets(lower_with(sum, {{OptKind::Upcast, 0, 4}}, gpu)) ==
         std::vector<int64_t>{0, 1, 2, 3});
 
   const KernelAxes axes = kernel_axes(sum.ast);
   CHECK_NOTHROW(
-      check_opts(axes, {{OptKind::Upcast, 0, 4}, {OptKind::Group, 0, 64}, {OptKind::Upcast, 0, 2}},
-                 gpu, "test"));
+      plan_opts(axes, {{OptKind::Upcast, 0, 4}, {OptKind::Group, 0, 64}, {OptKind::Upcast, 0, 2}},
+                gpu, "test"));
   auto refused = [&](const ScheduleItem& item, const std::vector<Opt>& opts,
                      const std::string& reason) {
     try {
-      check_opts(kernel_axes(item.ast), opts, gpu, "test");
+      plan_opts(kernel_axes(item.ast), opts, gpu, "test");
       FAIL("accepted " << opts_to_string(opts));
     } catch (const OptError& error) {
       CHECK_THAT(error.what(), Catch::Contains(reason));
@@ -131,14 +131,14 @@ TEST_CASE("GPU reductions read 16 bytes per load where their input is in order",
       });
       REQUIRE(schedule.items.size() == 1);
       const ScheduleItem& item = schedule.items[0];
-      const std::vector<Opt> opts = choose_opts(item, gpu).opts;
+      const std::vector<Opt> opts = heuristic_choice(item, gpu).opts;
       INFO(opts_to_string(opts));
       REQUIRE(opts.size() >= 2);
       CHECK(opts[0].kind == OptKind::Upcast);
       CHECK(opts[0].amount == 4);
       CHECK(opts[1].kind == OptKind::Group);
       CHECK(opts[1].axis == reduction.group_axis);
-      const LinearProgram program = lower_kernel(item, opts, gpu);
+      const LinearProgram program = lower_with(item, opts, gpu);
       for (const LinInstr* load : global_loads(program)) CHECK(load->valid == Sym(1));
       CHECK(widest_cuda_load(program) == 4);
     }
@@ -148,7 +148,7 @@ TEST_CASE("GPU reductions read 16 bytes per load where their input is in order",
     OptTarget without_vectors = gpu;
     without_vectors.vector_loads = false;
     const ScheduleItem rows = only_kernel(matrix.sum({1}));
-    const std::vector<Opt> opts = choose_opts(rows, without_vectors).opts;
+    const std::vector<Opt> opts = heuristic_choice(rows, without_vectors).opts;
     INFO(opts_to_string(opts));
     CHECK(opts.at(0).kind == OptKind::Group);
   }
@@ -156,22 +156,22 @@ TEST_CASE("GPU reductions read 16 bytes per load where their input is in order",
   SECTION("16-bit elements: 4 neighbours, one 8-byte load of two 32-bit words") {
     for (DType dtype : {dtypes::float16, dtypes::bfloat16}) {
       const ScheduleItem rows = only_kernel(matrix.cast(dtype).realize().sum({1}));
-      const std::vector<Opt> half = choose_opts(rows, gpu).opts;
+      const std::vector<Opt> half = heuristic_choice(rows, gpu).opts;
       INFO(opts_to_string(half));
       CHECK(half.at(0) == Opt{OptKind::Upcast, 1, 4});
-      CHECK(widest_cuda_load(lower_kernel(rows, half, gpu)) == 4);
+      CHECK(widest_cuda_load(lower_with(rows, half, gpu)) == 4);
     }
     // Rows that start one element into a word cannot be read as words: no neighbours then.
     const Tensor shifted = input({1024, 4097}, 13).cast(dtypes::float16).realize();
     const std::vector<Opt> odd =
-        choose_opts(only_kernel(shifted.shrink({{0, 1024}, {1, 4097}}).sum({1})), gpu).opts;
+        heuristic_choice(only_kernel(shifted.shrink({{0, 1024}, {1, 4097}}).sum({1})), gpu).opts;
     INFO(opts_to_string(odd));
     CHECK(odd.at(0).kind == OptKind::Group);
   }
 
   SECTION("a matmul keeps its tiles of outputs through local memory") {
     const Tensor a = input({256, 256}, 8), b = input({256, 256}, 9);
-    const std::vector<Opt> opts = choose_opts(only_kernel(a.matmul(b)), gpu).opts;
+    const std::vector<Opt> opts = heuristic_choice(only_kernel(a.matmul(b)), gpu).opts;
     INFO(opts_to_string(opts));
     CHECK(std::any_of(opts.begin(), opts.end(),
                       [](const Opt& opt) { return opt.kind == OptKind::Tile; }));
@@ -179,7 +179,7 @@ TEST_CASE("GPU reductions read 16 bytes per load where their input is in order",
 
   SECTION("a matmul no tile fits gets no workgroup per output: it would read B down columns") {
     const Tensor a = input({64, 512}, 11), b = input({512, 1001}, 12);
-    const std::vector<Opt> opts = choose_opts(only_kernel(a.matmul(b)), gpu).opts;
+    const std::vector<Opt> opts = heuristic_choice(only_kernel(a.matmul(b)), gpu).opts;
     INFO(opts_to_string(opts));
     CHECK_FALSE(std::any_of(opts.begin(), opts.end(),
                             [](const Opt& opt) { return opt.kind == OptKind::Group; }));
@@ -190,14 +190,14 @@ TEST_CASE("GPU reductions read 16 bytes per load where their input is in order",
     fuse_row_reductions(schedule, max_row_lanes(gpu), 128);
     REQUIRE(schedule.items.size() == 1);
     const ScheduleItem& item = schedule.items[0];
-    const std::vector<Opt> opts = choose_opts(item, gpu).opts;
+    const std::vector<Opt> opts = heuristic_choice(item, gpu).opts;
     INFO(opts_to_string(opts));
     CHECK(has_opt(opts, {OptKind::Local, 1, 256}));
-    CHECK(widest_cuda_load(lower_kernel(item, opts, gpu)) == 4);
+    CHECK(widest_cuda_load(lower_with(item, opts, gpu)) == 4);
     // Where the target has no vector loads (GLSL), every 256th element, as before.
     OptTarget without_vectors = gpu;
     without_vectors.vector_loads = false;
-    CHECK(widest_cuda_load(lower_kernel(item, opts, without_vectors)) == 1);
+    CHECK(widest_cuda_load(lower_with(item, opts, without_vectors)) == 1);
   }
 }
 
@@ -261,9 +261,9 @@ TEST_CASE("reductions with neighbours per work item compute what the reference c
       DYNAMIC_SECTION(name << ": " << reduction.what) {
         const ScheduleItem item = only_kernel(reduction.tensor);
         const std::vector<Opt> opts =
-            reduction.opts.empty() ? choose_opts(item, as_gpu).opts : reduction.opts;
+            reduction.opts.empty() ? heuristic_choice(item, as_gpu).opts : reduction.opts;
         INFO(opts_to_string(opts));
-        const LinearProgram program = lower_kernel(item, opts, target);
+        const LinearProgram program = lower_with(item, opts, target);
         const std::vector<float> got =
             values_of<float>(launch_program(*context, program, {bytes_of(values)}).at(0));
         REQUIRE(got.size() == static_cast<size_t>(rows));

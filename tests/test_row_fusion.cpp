@@ -70,10 +70,10 @@ TEST_CASE("row fusion: softmax's kernels become one, with a workgroup per row", 
   const ScheduleItem& item = schedule.items[0];
   CHECK(item.inputs.size() == 1);
   CHECK(reads_row_reductions(item.ast));
-  const OptChoice choice = choose_opts(item, gpu_target());
+  const OptChoice choice = heuristic_choice(item, gpu_target());
   INFO(opts_to_string(choice.opts));
   CHECK(choice.opts == std::vector<Opt>{{OptKind::Upcast, 1, 16}, {OptKind::Local, 1, 256}});
-  const LinearProgram program = lower_kernel(item, choice.opts, gpu_target());
+  const LinearProgram program = lower_with(item, choice.opts, gpu_target());
   // The max and the sum each once, shared through local memory (a tree of 8 steps after the
   // partials are stored); no work item loops over a row.
   CHECK(count(program, LinOp::DefineLocal) == 2);
@@ -196,9 +196,9 @@ TEST_CASE("fused row kernels compute what the reference computes on devices with
           const Schedule schedule = fused(row_case.tensor, max_row_lanes(as_gpu));
           REQUIRE(schedule.items.size() == 1);
           const ScheduleItem& item = schedule.items[0];
-          const std::vector<Opt> opts = choose_opts(item, as_gpu).opts;
+          const std::vector<Opt> opts = heuristic_choice(item, as_gpu).opts;
           INFO(opts_to_string(opts));
-          const LinearProgram program = lower_kernel(item, opts, lowering);
+          const LinearProgram program = lower_with(item, opts, lowering);
           REQUIRE(item.inputs.size() == 1);  // x
           std::vector<double> want;
           for (int64_t row = 0; row < rows; ++row)

@@ -193,8 +193,10 @@ TEST_CASE("a cache entry holding another kernel's entry is rebuilt", "[runtime][
       auto render = [&](const LinearProgram& program) {
         return render_kernel(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect);
       };
-      const LinearProgram times = lower_kernel(testing::only_kernel(x * constant), {}, target);
-      const LinearProgram plus = lower_kernel(testing::only_kernel(x + constant), {}, target);
+      const LinearProgram times =
+          testing::lower_with(testing::only_kernel(x * constant), {}, target);
+      const LinearProgram plus =
+          testing::lower_with(testing::only_kernel(x + constant), {}, target);
       const std::string identity = context->device().compiler().identity();
       const std::string times_key = kernel_cache_key(identity, render(times));
       const std::string plus_key = kernel_cache_key(identity, render(plus));

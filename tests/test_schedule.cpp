@@ -108,7 +108,7 @@ TEST_CASE("an elementwise kernel reading a row broadcast loops over rows and col
   // ROWS is for loop-style devices; OpenCL kernels stay flat (PoCL vectorizes contiguous flat
   // indices better), and asking for it there is refused.
   CHECK(lowered(schedule.items[0], cl_target()).row_length == 0);
-  CHECK_THROWS_AS(lower_kernel(schedule.items[0], {{OptKind::Rows, 1, 32}}, cl_target()), OptError);
+  CHECK_THROWS_AS(lower_with(schedule.items[0], {{OptKind::Rows, 1, 32}}, cl_target()), OptError);
   // A contiguous kernel stays one flat loop.
   CHECK(lowered(schedule_of(a + a).items[0], cpu_target()).row_length == 0);
 }

@@ -143,7 +143,7 @@ std::vector<uint8_t> run_with_tensor_cores(DeviceContext& context, const OptTarg
   const ScheduleItem item = only_kernel(result);
   const std::vector<Opt> opts = tensor_core_opts(kernel_axes(item.ast), layout);
   INFO(opts_to_string(opts));
-  const LinearProgram program = lower_kernel(item, opts, target);
+  const LinearProgram program = lower_with(item, opts, target);
   std::vector<std::vector<uint8_t>> inputs;
   for (const UOpRef& input : item.inputs) {
     const Operand* match = nullptr;
@@ -165,7 +165,7 @@ TEST_CASE("TC: the checks refuse what fragments cannot compute", "[opts][tensor_
   CHECK(axes.products_of_halves);
   const std::vector<Opt> opts = tensor_core_opts(axes, {32, 32, 64, 32});
   INFO(opts_to_string(opts));
-  CHECK_NOTHROW(lower_kernel(matmul, opts, gpu));
+  CHECK_NOTHROW(lower_with(matmul, opts, gpu));
   // float32 products; a matmul of computed halves that are not the product's own inputs.
   const ScheduleItem floats = only_kernel(input({64, 64}, 3).matmul(input({64, 64}, 4)));
   check_refused(floats, opts, gpu, "two float16 or two bfloat16");
@@ -199,14 +199,15 @@ TEST_CASE("TC: long half sums stay in order while float32 keeps them within a ha
   // float16 ones up to 2^13 terms and bfloat16 ones up to 2^16 do not need them.
   const OptTarget gpu = tensor_core_target(true);
   auto takes_tensor_cores = [&](int64_t k, DType dtype) {
-    return has_opt(choose_opts(half_matmul(128, k, 64, 20, dtype), gpu).opts, OptKind::TensorCore);
+    return has_opt(heuristic_choice(half_matmul(128, k, 64, 20, dtype), gpu).opts,
+                   OptKind::TensorCore);
   };
   CHECK(takes_tensor_cores(8192, dtypes::float16));
   CHECK_FALSE(takes_tensor_cores(16384, dtypes::float16));
   CHECK(takes_tensor_cores(16384, dtypes::bfloat16));
   const ScheduleItem floats = only_kernel(input({64, 8192}, 21).matmul(input({8192, 64}, 22)));
   try {
-    lower_kernel(floats, {{OptKind::Local, 1, 16}, {OptKind::Tile, 2, 16}}, gpu);
+    lower_with(floats, {{OptKind::Local, 1, 16}, {OptKind::Tile, 2, 16}}, gpu);
     FAIL("TILE took a float32 sum of 8192 terms");
   } catch (const OptError& error) {
     CHECK_THAT(error.what(), Catch::Contains("float32 sum of more than 4096 terms"));
@@ -219,18 +220,19 @@ TEST_CASE("TC: a GPU with tensor cores takes it for half matmuls", "[opts][tenso
   for (DType dtype : {dtypes::bfloat16, dtypes::float16}) {
     const ScheduleItem halves =
         only_kernel(a.cast(dtype).realize().matmul(b.cast(dtype).realize()));
-    const OptChoice choice = choose_opts(halves, tensor_core_target(true));
+    const OptChoice choice = heuristic_choice(halves, tensor_core_target(true));
     INFO(opts_to_string(choice.opts));
     CHECK(has_opt(choice.opts, OptKind::TensorCore));
-    const LinearProgram program = lower_kernel(halves, choice.opts, tensor_core_target(true));
+    const LinearProgram program = lower_with(halves, choice.opts, tensor_core_target(true));
     const std::string cuda = render_kernel(program, cuda_dialect());
     const std::string builtin = dtype == dtypes::bfloat16 ? "__mma_bf16_m16n16k16_mma_f32("
                                                           : "__hmma_m16n16k16_mma_f32f32(";
     CHECK_THAT(cuda, Catch::Contains(builtin) && Catch::Contains("__align__(32) unsigned short"));
     // Emulated fragments are for tests, not for speed; nor do float32 products take them.
-    CHECK_FALSE(has_opt(choose_opts(halves, tensor_core_target(false)).opts, OptKind::TensorCore));
+    CHECK_FALSE(
+        has_opt(heuristic_choice(halves, tensor_core_target(false)).opts, OptKind::TensorCore));
   }
-  CHECK_FALSE(has_opt(choose_opts(only_kernel(a.matmul(b)), tensor_core_target(true)).opts,
+  CHECK_FALSE(has_opt(heuristic_choice(only_kernel(a.matmul(b)), tensor_core_target(true)).opts,
                       OptKind::TensorCore));
 }
 
@@ -308,10 +310,10 @@ TEST_CASE("TC renders for CUDA's tensor cores, and NVRTC compiles it", "[dialect
     const Tensor b = input({2, 128, 192}, 12).cast(dtype).realize();
     const Tensor bias = input({192}, 13).cast(dtype).realize();
     const ScheduleItem item = only_kernel((a.matmul(b) + bias).relu());
-    const OptChoice choice = choose_opts(item, target);
+    const OptChoice choice = heuristic_choice(item, target);
     INFO(opts_to_string(choice.opts));
     REQUIRE(has_opt(choice.opts, OptKind::TensorCore));
-    const LinearProgram program = lower_kernel(item, choice.opts, target);
+    const LinearProgram program = lower_with(item, choice.opts, target);
     const Dialect& dialect = context->device().dialect();
     const std::string source =
         render_kernel(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect);
@@ -329,15 +331,15 @@ TEST_CASE("TC: random opts propose it, emulated where there are no matrix units"
   const OptTarget emulated = tensor_core_target(false);
   int proposed = 0;
   for (uint64_t seed = 0; seed < 24; ++seed) {
-    const std::vector<Opt> opts = random_opts(item, emulated, seed);
+    const std::vector<Opt> opts = random_choice(item, emulated, seed);
     INFO(opts_to_string(opts));
-    CHECK_NOTHROW(lower_kernel(item, opts, emulated));
+    CHECK_NOTHROW(lower_with(item, opts, emulated));
     proposed += has_opt(opts, OptKind::TensorCore);
   }
   CHECK(proposed >= 4);
   // Never where the dialect has neither fragments nor an emulation (no workgroups).
   for (uint64_t seed = 0; seed < 8; ++seed)
-    CHECK_FALSE(has_opt(random_opts(item, cpu_target(), seed), OptKind::TensorCore));
+    CHECK_FALSE(has_opt(random_choice(item, cpu_target(), seed), OptKind::TensorCore));
 }
 
 TEST_CASE("TC: KILN_TENSOR_CORES=0 keeps every policy off the matrix units",
@@ -376,9 +378,9 @@ TEST_CASE("TC: KILN_TENSOR_CORES=0 keeps every policy off the matrix units",
       const OptTarget target = opt_target(context->device(), without);
       CHECK_FALSE(target.tensor_cores);
       CHECK_FALSE(target.native_tensor_cores);
-      CHECK_FALSE(has_opt(choose_opts(item, target).opts, OptKind::TensorCore));
+      CHECK_FALSE(has_opt(heuristic_choice(item, target).opts, OptKind::TensorCore));
       for (uint64_t seed = 0; seed < 8; ++seed)
-        CHECK_FALSE(has_opt(random_opts(item, target, seed), OptKind::TensorCore));
+        CHECK_FALSE(has_opt(random_choice(item, target, seed), OptKind::TensorCore));
     }
   }
 

@@ -140,7 +140,7 @@ TEST_CASE("a launch of more workgroups than one dimension allows is spread", "[v
       CHECK(doubled[static_cast<size_t>(at)] == 2 * at);
   });
   const ScheduleItem item = testing::only_kernel(testing::input({count}, 1) + 1.0f);
-  const LinearProgram program = lower_kernel(item, {}, opt_target(context->device()));
+  const LinearProgram program = testing::lower_with(item, {}, opt_target(context->device()));
   REQUIRE(program.launch.size() == 1);
   CHECK(program.launch[0].spread());
 }
