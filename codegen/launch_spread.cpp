@@ -50,7 +50,7 @@ void spread_over_hardware(LinearProgram& program, const int64_t max_groups[3]) {
   const auto spread = spread_launch(groups, max_groups);
   if (!spread)
     throw InternalError("[lower_kernel] the launch of " + program.name +
-                        " does not fit the device's workgroup counts (check_opts let it pass)");
+                        " does not fit the device's workgroup counts (plan_opts let it pass)");
   for (size_t at = 0; at < program.launch.size(); ++at) {
     LaunchDim& dim = program.launch[at];
     dim.hardware = (*spread)[at].hardware;

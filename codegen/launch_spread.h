@@ -26,7 +26,7 @@ std::optional<std::vector<LaunchSpread>> spread_launch(const std::vector<int64_t
                                                        const int64_t max_groups[3]);
 
 // Fills each LaunchDim's hardware dimensions and workgroups (and its dispatched `global`).
-// Throws InternalError where the launch does not fit: check_opts refuses such opts first.
+// Throws InternalError where the launch does not fit: plan_opts refuses such opts first.
 void spread_over_hardware(LinearProgram& program, const int64_t max_groups[3]);
 
 }  // namespace kiln

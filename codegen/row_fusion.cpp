@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/kernel_axes.h"
 #include "core/rewrite.h"
 
 namespace kiln {

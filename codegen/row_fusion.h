@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "codegen/opts.h"
+#include "codegen/opt_target.h"
 #include "codegen/schedule.h"
 
 namespace kiln {

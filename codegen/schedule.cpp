@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "codegen/bound_reduce.h"
+#include "codegen/row_fusion.h"
 #include "core/const_fold.h"
 #include "core/graph_build.h"
 #include "core/rewrite.h"
@@ -25,6 +26,8 @@ constexpr int64_t kMaxSplits = 256;
 // also binds at most KernelLimits::max_buffers buffers (drivers limit kernel arguments: Vulkan's
 // lavapipe to 32): past that, the node's sources are realized.
 constexpr int64_t kMaxFusedOps = 1000;
+// kiln's own limit on the buffers a kernel binds (a device may allow fewer).
+constexpr int64_t kMaxKernelBuffers = 128;
 constexpr int64_t kMaxCountedBuffers = 1 << 20;  // caps the estimate below against overflow
 // Every device binds at least this many buffers per kernel (Vulkan guarantees 4 storage buffers
 // per stage), so smaller kernels need not look up the device's limit.
@@ -248,27 +251,53 @@ void bound_loop_work(const UOp& node, int64_t limit,
   loop_work[&node] = work;
 }
 
-// Each device's KernelLimits, asked of `limits_of` once per device.
-class LimitsOf {
- public:
-  explicit LimitsOf(const KernelLimitsOf& limits_of) : limits_of_(limits_of) {}
+// What one device's kernels may hold; the scheduler cuts kernels to fit.
+struct KernelLimits {
+  int64_t max_buffers = kMaxKernelBuffers;  // buffers a kernel binds, its output included
+  int64_t max_reduce_length = 0;            // elements a kernel reduces per output; 0: any number
+  // The heuristics share a full reduction between workgroups (GRID): a large one is not split in
+  // two kernels, where GRID applies to it (32- and 64-bit results, not a float product).
+  bool grid_reductions = false;
+};
 
-  const KernelLimits& operator()(const std::string& device) {
-    auto found = known_.find(device);
-    if (found != known_.end()) return found->second;
-    return known_.emplace(device, limits_of_ ? limits_of_(device) : KernelLimits{}).first->second;
-  }
+KernelLimits limits_on(const ScheduleTarget& scheduled) {
+  const OptTarget& target = scheduled.target;
+  KernelLimits limits;
+  if (target.max_kernel_buffers > 0)
+    limits.max_buffers = std::min(limits.max_buffers, target.max_kernel_buffers);
+  if (target.max_loop_iterations > 0)
+    limits.max_reduce_length = std::max<int64_t>(1, target.max_loop_iterations / 4);
+  // Only where the heuristics choose the opts: other policies may leave a reduction that is not
+  // split to a single work item.
+  limits.grid_reductions = scheduled.heuristics && target.prefers_grid();
+  return limits;
+}
+
+// Each device's target and limits, asked of `target_of` once per device.
+class TargetsOf {
+ public:
+  explicit TargetsOf(const ScheduleTargetOf& target_of) : target_of_(target_of) {}
+
+  const ScheduleTarget& target(const std::string& device) { return known(device).first; }
+  const KernelLimits& operator()(const std::string& device) { return known(device).second; }
 
  private:
-  const KernelLimitsOf& limits_of_;
-  std::unordered_map<std::string, KernelLimits> known_;
+  const std::pair<ScheduleTarget, KernelLimits>& known(const std::string& device) {
+    auto found = known_.find(device);
+    if (found != known_.end()) return found->second;
+    const ScheduleTarget target = target_of_ ? target_of_(device) : ScheduleTarget{};
+    return known_.emplace(device, std::make_pair(target, limits_on(target))).first->second;
+  }
+
+  const ScheduleTargetOf& target_of_;
+  std::unordered_map<std::string, std::pair<ScheduleTarget, KernelLimits>> known_;
 };
 
 // One pass: values realized before (by another graph that shares these nodes) are read, not
 // computed, and long reductions are split (a replacement's new nodes are rewritten too, so a
 // split's parts are bounded).
 std::vector<UOpRef> rewrite_reductions(const std::vector<UOpRef>& input_roots,
-                                       const std::string& device, LimitsOf& limits,
+                                       const std::string& device, TargetsOf& limits,
                                        bool read_realized) {
   DeviceOf device_of_node(device);
   const RewriteRule realized_before = [&](const UOpRef& node) -> UOpRef {
@@ -384,7 +413,7 @@ KernelSize fit_buffers(const UOp& node, int64_t max_buffers,
 // must be, where recomputing it would repeat a reduction, or where its kernel would grow too
 // large; and a source where its user's kernel would bind too many buffers or loop too long.
 Placement choose_realized(const std::vector<UOpRef>& order, const Uses& uses,
-                          const std::string& device, LimitsOf& limits) {
+                          const std::string& device, TargetsOf& limits) {
   Placement placement;
   std::unordered_set<const UOp*>& realized = placement.realized;
   std::unordered_map<const UOp*, bool> holds_reduce;
@@ -490,16 +519,32 @@ Schedule build_items(const std::vector<UOpRef>& order, const std::vector<UOpRef>
   return schedule;
 }
 
+// Row fusion where the heuristics give each row a workgroup (codegen/row_fusion.h): not under
+// other opt policies, whose opts would leave each work item to compute its row's reductions
+// alone. Only where every kernel is on the one device.
+void fuse_rows(Schedule& schedule, TargetsOf& targets) {
+  if (schedule.items.empty()) return;
+  const std::string& device = schedule.items[0].output->storage()->device();
+  for (const ScheduleItem& item : schedule.items) {
+    if (item.output->storage()->device() != device) return;
+  }
+  const ScheduleTarget& on = targets.target(device);
+  if (on.heuristics && fuses_rows(on.target))
+    fuse_row_reductions(schedule, max_row_lanes(on.target), targets(device).max_buffers);
+}
+
 }  // namespace
 
 Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::string& device,
-                         const BufferFactory& make_buffer, const KernelLimitsOf& limits_of,
+                         const BufferFactory& make_buffer, const ScheduleTargetOf& target_of,
                          bool read_realized) {
-  LimitsOf limits(limits_of);
-  const std::vector<UOpRef> roots = rewrite_reductions(input_roots, device, limits, read_realized);
+  TargetsOf targets(target_of);
+  const std::vector<UOpRef> roots = rewrite_reductions(input_roots, device, targets, read_realized);
   const std::vector<UOpRef> order = toposort(roots);
-  const Placement placement = choose_realized(order, find_uses(order, roots), device, limits);
-  return build_items(order, roots, placement, device, make_buffer);
+  const Placement placement = choose_realized(order, find_uses(order, roots), device, targets);
+  Schedule schedule = build_items(order, roots, placement, device, make_buffer);
+  fuse_rows(schedule, targets);
+  return schedule;
 }
 
 std::string schedule_to_string(const Schedule& schedule) {

@@ -8,13 +8,14 @@
 // broadcasts it (softmax's max is the classic case). Roots, Contiguous and the source of a Copy
 // are always realized. Large full reductions are split in two kernels so that both cores (or all
 // workgroups) share the work, except on devices whose kernels share them between workgroups
-// (KernelLimits::grid_reductions).
+// (ScheduleTarget below).
 
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "codegen/opt_target.h"
 #include "core/uop.h"
 
 namespace kiln {
@@ -50,21 +51,24 @@ class UnallocatedStorage : public Storage {
 // A BufferFactory of UnallocatedStorage.
 BufferFactory unallocated_buffers();
 
-// What one device's kernels may hold; the scheduler cuts kernels to fit.
-struct KernelLimits {
-  int64_t max_buffers = 128;      // buffers a kernel binds, its output included
-  int64_t max_reduce_length = 0;  // elements a kernel reduces per output; 0: any number
-  // The device's kernels share a full reduction between workgroups (GRID): a large one is not
-  // split in two kernels there, where GRID applies to it (32- and 64-bit results, not a float
-  // product).
-  bool grid_reductions = false;
+// What the scheduler knows of a device that kernels run on: its optimiser target, and whether
+// the heuristics choose the opts there. Kernels are shaped for the opts they will get: where the
+// heuristics give a large full reduction GRID (OptTarget::prefers_grid) it stays one kernel (else
+// it is split in two, so that every core or workgroup shares it), and where they give each row a
+// workgroup (fuses_rows, codegen/row_fusion.h) a row's reductions fuse into the kernel that reads
+// them, when every kernel is on that device. The target's limits cut kernels to fit: the buffers
+// one binds, and the loop iterations a work item may run (a reduction gets a quarter of them,
+// leaving room for a kernel's other loops: blocked sums, TILE's chunks).
+struct ScheduleTarget {
+  OptTarget target;
+  bool heuristics = true;
 };
-using KernelLimitsOf = std::function<KernelLimits(const std::string& device)>;
+using ScheduleTargetOf = std::function<ScheduleTarget(const std::string& device)>;
 
-// `limits_of` gives each device's limits (unset: the defaults above for every device). With
+// `target_of` describes each device (unset: a CPU-like default for every device). With
 // `read_realized`, a node realized before (UOp::realized_value) is read, not computed.
 Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& device,
-                         const BufferFactory& make_buffer, const KernelLimitsOf& limits_of = {},
+                         const BufferFactory& make_buffer, const ScheduleTargetOf& target_of = {},
                          bool read_realized = true);
 
 // Text of a schedule (what KILN_DEBUG=3 prints).

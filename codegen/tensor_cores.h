@@ -60,7 +60,7 @@ std::optional<TensorCorePlan> plan_tensor_cores(const KernelAxes& axes,
 
 // A list of opts that gives a matmul-shaped kernel TC in `layout`, each work item computing 4
 // neighbouring columns of its outputs. Empty where the kernel has no A and B axes to put them
-// on; check_opts decides whether the list fits.
+// on; plan_opts decides whether the list fits.
 std::vector<Opt> tensor_core_opts(const KernelAxes& axes, const TensorCoreLayout& layout);
 
 }  // namespace kiln

@@ -71,6 +71,7 @@ OptTarget opt_target(const std::string& name, const DeviceProperties& properties
   target.compute_units = properties.compute_units;
   target.simd_width = properties.warp_width;
   target.max_kernel_buffers = properties.max_kernel_buffers;
+  target.max_loop_iterations = properties.max_loop_iterations;
   target.grid = static_cast<bool>(dialect.atomic_increment) && !target.loop_launch;
   target.vector_loads = !dialect.vector_widths.empty();
   // A dialect with matrix fragments renders TC for the device's units (where it has them);

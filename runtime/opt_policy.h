@@ -11,7 +11,7 @@
 #include <string>
 
 #include "codegen/opt_settings.h"
-#include "codegen/opts.h"
+#include "codegen/opt_target.h"
 #include "runtime/device.h"
 
 namespace kiln {

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <mutex>
 
-#include "codegen/row_fusion.h"
 #include "codegen/schedule.h"
 #include "runtime/buffer.h"
 #include "runtime/debug.h"
@@ -23,19 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Row fusion (codegen/row_fusion.h) on a GPU, where the heuristics give the fused kernels their
-// workgroup per row: not under other opt policies, whose opts would leave each work item to
-// compute its row's reductions alone. Only where every kernel is on the one device.
-void fuse_rows_on(Schedule& schedule, DeviceContext& context, const OptSettings& settings) {
-  const OptTarget target = opt_target(context.device(), settings);
-  if (!uses_heuristics(settings) || !fuses_rows(target)) return;
-  for (const ScheduleItem& item : schedule.items) {
-    if (buffer_of(*item.output).device() != context.name()) return;
-  }
-  const int64_t max_buffers = context.device().properties().max_kernel_buffers;
-  fuse_row_reductions(schedule, max_row_lanes(target), max_buffers > 0 ? max_buffers : 128);
 }
 
 void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel, LaunchRecorder* recorder) {
@@ -147,24 +133,12 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
     const BufferFactory make_buffer = [](const std::string& name, DType dtype, int64_t numel) {
       return std::make_shared<Buffer>(open_device(name), dtype, numel);
     };
-    const KernelLimitsOf limits_of = [&](const std::string& name) {
+    // Kernels are shaped for the opts each device's target will get (codegen/schedule.h).
+    const ScheduleTargetOf target_of = [&](const std::string& name) {
       Device& kernel_device = (name == device ? context : open_device(name))->device();
-      const DeviceProperties& properties = kernel_device.properties();
-      KernelLimits limits;
-      if (properties.max_kernel_buffers > 0)
-        limits.max_buffers = std::min(limits.max_buffers, properties.max_kernel_buffers);
-      // A quarter of the device's loop limit leaves room for the other loops of a kernel (blocked
-      // sums, TILE's chunks).
-      if (properties.max_loop_iterations > 0)
-        limits.max_reduce_length = std::max<int64_t>(1, properties.max_loop_iterations / 4);
-      // Only where the heuristics choose the opts: other policies may leave a reduction that is
-      // not split to a single work item.
-      limits.grid_reductions =
-          uses_heuristics(settings) && opt_target(kernel_device, settings).prefers_grid();
-      return limits;
+      return ScheduleTarget{opt_target(kernel_device, settings), uses_heuristics(settings)};
     };
-    schedule = create_schedule(roots, device, make_buffer, limits_of, !recorder);
-    fuse_rows_on(schedule, *context, settings);
+    schedule = create_schedule(roots, device, make_buffer, target_of, !recorder);
     if (debug_level() >= 3) logger().info("schedule:\n{}", schedule_to_string(schedule));
     // Lower and check every kernel before running any, so a dtype error changes nothing.
     prepared.resize(schedule.items.size());

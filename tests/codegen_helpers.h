@@ -68,9 +68,23 @@ inline LinearProgram lowered(const ScheduleItem& item, const OptTarget& target) 
   return lower_with(item, heuristic_choice(item, target).opts, target);
 }
 
-// `limits` stands for every device's (unset: the scheduler's defaults).
-inline Schedule schedule_of(const Tensor& tensor, const KernelLimitsOf& limits = {}) {
-  return create_schedule({tensor.node()}, "CPU", unallocated_buffers(), limits);
+// `target_of` stands for every device (unset: the scheduler's default).
+inline Schedule schedule_of(const Tensor& tensor, const ScheduleTargetOf& target_of = {}) {
+  return create_schedule({tensor.node()}, "CPU", unallocated_buffers(), target_of);
+}
+
+// A device that binds at most `max_buffers` buffers per kernel and reduces at most
+// `max_reduce_length` elements per output in one (0: any number), where the heuristics keep a
+// large full reduction one kernel (GRID) with `grid_reductions`.
+inline ScheduleTargetOf scheduled_on(int64_t max_buffers, int64_t max_reduce_length,
+                                     bool grid_reductions = false) {
+  return [=](const std::string&) {
+    ScheduleTarget scheduled;
+    scheduled.target.max_kernel_buffers = max_buffers;
+    scheduled.target.max_loop_iterations = 4 * max_reduce_length;  // a quarter per reduction
+    scheduled.target.grid = scheduled.target.is_gpu = grid_reductions;
+    return scheduled;
+  };
 }
 
 // The one kernel a tensor's schedule holds.

@@ -24,12 +24,8 @@ using namespace kiln::testing;
 
 namespace {
 
-// Limits under which a large full reduction stays one kernel.
-KernelLimits grid_limits(const std::string&) {
-  KernelLimits limits;
-  limits.grid_reductions = true;
-  return limits;
-}
+// A device where a large full reduction stays one kernel.
+const ScheduleTargetOf grid_limits = scheduled_on(128, 0, true);
 
 ScheduleItem one_kernel(const Tensor& tensor) {
   const Schedule schedule = schedule_of(tensor, grid_limits);

@@ -124,11 +124,7 @@ TEST_CASE("GPU reductions read 16 bytes per load where their input is in order",
   };
   for (const Case& reduction : cases) {
     DYNAMIC_SECTION(reduction.what) {
-      const Schedule schedule = schedule_of(reduction.tensor, [](const std::string&) {
-        KernelLimits limits;
-        limits.grid_reductions = true;
-        return limits;
-      });
+      const Schedule schedule = schedule_of(reduction.tensor, scheduled_on(128, 0, true));
       REQUIRE(schedule.items.size() == 1);
       const ScheduleItem& item = schedule.items[0];
       const std::vector<Opt> opts = heuristic_choice(item, gpu).opts;

@@ -139,15 +139,6 @@ TEST_CASE("float sum, max and min reduction loops may be reassociated on the CPU
 
 namespace {
 
-KernelLimitsOf limits_of(int64_t max_buffers, int64_t max_reduce_length) {
-  return [=](const std::string&) {
-    KernelLimits limits;
-    limits.max_buffers = max_buffers;
-    limits.max_reduce_length = max_reduce_length;
-    return limits;
-  };
-}
-
 // The elements each kernel's reductions reduce per output, at most.
 int64_t longest_reduction(const Schedule& schedule) {
   int64_t longest = 0;
@@ -179,7 +170,7 @@ TEST_CASE("a kernel binds no more buffers than the device allows", "[schedule]")
     level = next;
   }
   for (const Tensor& sum : {chain, level[0]}) {
-    const Schedule schedule = schedule_of(sum, limits_of(8, 0));
+    const Schedule schedule = schedule_of(sum, scheduled_on(8, 0));
     CHECK(schedule.items.size() > 1);
     for (const ScheduleItem& item : schedule.items) CHECK(item.inputs.size() + 1 <= 8);
     // The default limit (128) fuses all 60 into one kernel.
@@ -196,7 +187,7 @@ TEST_CASE("reductions longer than the device may loop are split", "[schedule]") 
       cube.sum({0, 2}), cube.sum(),    rows.sum({1}).sum(), (rows * 2).max({1}, true) + 1};
   for (const Tensor& reduction : reductions) {
     CHECK(longest_reduction(schedule_of(reduction)) > 50);
-    const Schedule bounded = schedule_of(reduction, limits_of(128, 50));
+    const Schedule bounded = schedule_of(reduction, scheduled_on(128, 50));
     CHECK(longest_reduction(bounded) <= 50);
     CHECK(bounded.items.size() >= 2);
   }
@@ -227,11 +218,11 @@ TEST_CASE("fused nested reductions stay inside the device's loop limit together"
                                       input({1, 256}, 3).matmul(input({256, 255}, 4)).sum()};
   for (const Tensor& reduction : nested) {
     CHECK(schedule_of(reduction).items.size() == 1);
-    const Schedule bounded = schedule_of(reduction, limits_of(128, 16383));
+    const Schedule bounded = schedule_of(reduction, scheduled_on(128, 16383));
     CHECK(bounded.items.size() == 2);
     for (const ScheduleItem& item : bounded.items) CHECK(nested_loop_work(item.ast) <= 16383);
   }
-  CHECK(schedule_of(small.sum({1}).sum(), limits_of(128, 16383)).items.size() == 1);
+  CHECK(schedule_of(small.sum({1}).sum(), scheduled_on(128, 16383)).items.size() == 1);
 }
 
 namespace {

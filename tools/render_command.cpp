@@ -14,7 +14,6 @@
 
 #include "codegen/dialect.h"
 #include "codegen/pipeline.h"
-#include "codegen/row_fusion.h"
 #include "codegen/schedule.h"
 #include "runtime/opt_policy.h"
 #include "tools/commands.h"
@@ -143,20 +142,11 @@ int render_main(const RenderOptions& options) {
   OptSettings settings = parse_opt_settings(options.opts, "--opts");
   const OptTarget opt_target =
       with_settings(kiln::opt_target(target.name, target.properties, *target.dialect), settings);
-  const KernelLimitsOf limits_of = [&](const std::string&) {
-    KernelLimits limits;
-    if (target.properties.max_kernel_buffers > 0)
-      limits.max_buffers = target.properties.max_kernel_buffers;
-    limits.grid_reductions = uses_heuristics(settings) && opt_target.prefers_grid();
-    return limits;
+  const ScheduleTargetOf target_of = [&](const std::string&) {
+    return ScheduleTarget{opt_target, uses_heuristics(settings)};
   };
-  Schedule schedule =
-      create_schedule({program.node()}, "CPU", unallocated_buffers(), limits_of, false);
-  if (uses_heuristics(settings) && fuses_rows(opt_target)) {
-    fuse_row_reductions(
-        schedule, max_row_lanes(opt_target),
-        target.properties.max_kernel_buffers > 0 ? target.properties.max_kernel_buffers : 128);
-  }
+  const Schedule schedule =
+      create_schedule({program.node()}, "CPU", unallocated_buffers(), target_of, false);
 
   CompileOptions compile;
   compile.settings = settings;

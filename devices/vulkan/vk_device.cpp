@@ -123,8 +123,8 @@ class VulkanDevice : public Device {
         : largest_buffer == maintenance.maxMemoryAllocationSize ? "maxMemoryAllocationSize"
                                                                 : "the device-local heap";
 
-    // kiln's kernels bind at most 128 buffers (KernelLimits); a driver may offer billions, and
-    // each submission's descriptor pool is sized for this.
+    // kiln's kernels bind at most 128 buffers (the scheduler's limit); a driver may offer billions,
+    // and each submission's descriptor pool is sized for this.
     const uint32_t max_bindings = std::min(
         {limits.maxPerStageDescriptorStorageBuffers, limits.maxDescriptorSetStorageBuffers, 128u});
     queue_ = std::make_unique<CommandQueue>(device, info_.compute_family, max_bindings,
