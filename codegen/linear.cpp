@@ -41,6 +41,7 @@ std::string LinearProgram::to_string() const {
          << instr.dtype.name();
     if (instr.op == LinOp::Alu) text << " " << op_name(instr.alu);
     if (instr.op == LinOp::AccUpdate) text << " " << reduce_op_name(instr.reduce);
+    if (instr.primitive) text << " primitive";
     for (int src : instr.srcs) text << " %" << src;
     if (instr.op == LinOp::Const || instr.op == LinOp::AccDefine) {
       text << " "
