@@ -65,6 +65,17 @@ bool semantic_cast(DType from, DType to) {
   return from.is_float() && is_integer(to);
 }
 
+// A half-typed value is computed in float; where it is compared or converted it is first
+// rounded to its dtype, as it would be had it been stored, so that fusing a producer into its
+// consumer does not change a comparison (argmax compares a computed value with its stored
+// maximum). Buffer loads and constants hold exact half values already, and a Bitcast's value is
+// rounded; local memory holds computed values (TILE stages a computed input there) unrounded.
+bool inexact_half(const LinInstr& instr) {
+  if (!instr.dtype.is_half()) return false;
+  return !((instr.op == LinOp::Load && !instr.local) || instr.op == LinOp::Const ||
+           instr.op == LinOp::Bitcast);
+}
+
 // Compilers may fold (float)(int)x into trunc(x) (gcc does without -ftrapping-math), which gives
 // -0.0 for x in (-1, 0); an integer has no -0.
 bool converts_truncated_float(const std::vector<LinInstr>& instrs, const LinInstr& cast) {
@@ -78,10 +89,14 @@ bool needs_decomposition(const std::vector<LinInstr>& instrs, const LinInstr& in
   if (instr.primitive) return false;
   switch (instr.op) {
     case LinOp::Alu:
+      if (is_comparison(instr.alu))
+        return inexact_half(instrs[instr.srcs[0]]) || inexact_half(instrs[instr.srcs[1]]);
       return semantic_alu(instr.alu, instrs[instr.srcs[0]].dtype, dialect);
-    case LinOp::Cast:
-      return semantic_cast(instrs[instr.srcs[0]].dtype, instr.dtype) ||
-             converts_truncated_float(instrs, instr);
+    case LinOp::Cast: {
+      const LinInstr& source = instrs[instr.srcs[0]];
+      return semantic_cast(source.dtype, instr.dtype) || converts_truncated_float(instrs, instr) ||
+             inexact_half(source) || (instr.dtype.is_half() && source.dtype != instr.dtype);
+    }
     case LinOp::AccUpdate:
       return semantic_update(instr.reduce, instrs[instr.srcs[1]].dtype, dialect);
     default:
@@ -124,9 +139,15 @@ class Decomposer {
     switch (instr.op) {
       case LinOp::Alu:
         return alu(instr.alu, instr.dtype, instr.srcs);
-      case LinOp::Cast:
-        return truncated_float ? positive_zero_cast(instr.dtype, instr.srcs[0])
-                               : saturating_cast(instr.dtype, instr.srcs[0]);
+      case LinOp::Cast: {
+        const int value = rounded(instr.srcs[0]);
+        const DType from = dtype_of(value), to = instr.dtype;
+        if (truncated_float) return positive_zero_cast(to, value);
+        if (semantic_cast(from, to)) return saturating_cast(to, value);
+        const int converted = convert(to, value);
+        // A conversion into a half type rounds to it.
+        return to.is_half() && from != to ? rounded(converted) : converted;
+      }
       case LinOp::AccUpdate: {
         // The accumulator's new value, then the update stores it.
         const int acc = instr.srcs[0], value = instr.srcs[1];
@@ -159,7 +180,23 @@ class Decomposer {
     return emit(std::move(instr));
   }
 
-  int compare(Op alu_op, int a, int b) { return op(alu_op, dtypes::bool_, {a, b}); }
+  // `primitive`: half values compared as computed, not rounded (see inexact_half).
+  int compare(Op alu_op, int a, int b, bool primitive = false) {
+    return op(alu_op, dtypes::bool_, {a, b}, primitive);
+  }
+
+  int bitcast(DType dtype, int value) {
+    LinInstr instr(LinOp::Bitcast, dtype);
+    instr.srcs = {value};
+    return emit(std::move(instr));
+  }
+
+  // `value` rounded to its half type, through its 16 bits (see inexact_half).
+  int rounded(int value) {
+    if (!inexact_half(program_.instrs[value])) return value;
+    const DType half = dtype_of(value);
+    return bitcast(half, bitcast(dtypes::uint16, value));
+  }
 
   int select(int condition, int if_true, int if_false) {
     return op(Op::Where, dtype_of(if_true), {condition, if_true, if_false});
@@ -175,6 +212,7 @@ class Decomposer {
     return constant(dtype, value, static_cast<double>(value));
   }
 
+  // The target's conversion (into a half type: to a float, not rounded).
   int convert(DType dtype, int value) {
     const LinInstr& source = program_.instrs[value];
     // An integer constant that the target type holds is that type's constant.
@@ -189,6 +227,7 @@ class Decomposer {
 
   // kiln's `alu_op` on srcs as instructions the target computes the same way.
   int alu(Op alu_op, DType dtype, const std::vector<int>& srcs) {
+    if (is_comparison(alu_op)) return compare(alu_op, rounded(srcs[0]), rounded(srcs[1]));
     const DType operand = dtype_of(srcs[0]);
     if (!semantic_alu(alu_op, operand, dialect_)) return op(alu_op, dtype, srcs);
     const int a = srcs[0];
@@ -243,12 +282,14 @@ class Decomposer {
     return select(by_zero, constant(dtype, 0), by_one);
   }
 
-  // kiln's max and min: a float NaN operand wins (a's first).
+  // kiln's max and min: a float NaN operand wins (a's first). Half values are compared as
+  // computed: one of them is the result either way.
   int max_min(Op alu_op, DType dtype, int a, int b) {
     if (dtype_of(a).is_bool()) return op(alu_op == Op::Max ? Op::Or : Op::And, dtype, {a, b});
-    int take_a = compare(alu_op == Op::Max ? Op::CmpGt : Op::CmpLt, a, b);
+    const bool as_computed = dtype_of(a).is_half();
+    int take_a = compare(alu_op == Op::Max ? Op::CmpGt : Op::CmpLt, a, b, as_computed);
     if (dtype_of(a).is_float())
-      take_a = op(Op::Or, dtypes::bool_, {compare(Op::CmpNe, a, a), take_a});
+      take_a = op(Op::Or, dtypes::bool_, {compare(Op::CmpNe, a, a, as_computed), take_a});
     return select(take_a, a, b);
   }
 

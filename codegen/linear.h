@@ -51,6 +51,9 @@ enum class LinOp : uint8_t {
   FragmentLoad,
   Mma,
   FragmentStore,
+  // srcs[0]'s bits as `dtype`: a half type's value (a float, rounded to the half type) as its 16
+  // bits (uint16), or 16 bits as the half type's value.
+  Bitcast,
 };
 
 struct LinInstr {
@@ -89,7 +92,8 @@ struct LinInstr {
   int64_t stride = 0;
   Sym lane = Sym(0);
   // Alu, Cast, AccUpdate: the target's own operation where kiln's of the same name means more
-  // (see codegen/decompose.h): an integer Div or Mod whose divisor is never 0 nor -1, a float
+  // (see codegen/decompose.h): an integer Div or Mod whose divisor is never 0 nor -1, a
+  // comparison of half values as computed (not rounded to the half type first), a float
   // converted to an integer as the target converts (a value out of range gives an unspecified
   // value, which selects after it discard), an AccUpdate that stores srcs[1] (the reduction
   // computed by the instructions before it).

@@ -171,18 +171,6 @@ class Renderer {
     return text;
   }
 
-  // A half-typed value is computed in float; where it is compared or converted it is first
-  // rounded to its dtype, as it would be had it been stored, so that fusing a producer into its
-  // consumer does not change a comparison (argmax compares a computed value with its stored
-  // maximum). Buffer loads and constants hold exact half values already; local memory holds
-  // computed values (TILE stages a computed input there) unrounded.
-  std::string exact_value(int value) const {
-    const LinInstr& instr = program_.instrs[value];
-    const bool exact = (instr.op == LinOp::Load && !instr.local) || instr.op == LinOp::Const;
-    if (!instr.dtype.is_half() || exact) return names_[value];
-    return round_to_half(instr.dtype, names_[value]);
-  }
-
   // An instruction that still means kiln's semantics is decompose_semantics' to rewrite.
   void check_decomposed(int index) const {
     if (needs_decomposition(program_, index, dialect_))
@@ -198,11 +186,8 @@ class Renderer {
     const DType dtype = instr.dtype;
     const DType operand_dtype = program_.instrs[instr.srcs[0]].dtype;
     const OperandClass operands = operand_class(operand_dtype);
-    const bool compares = is_comparison(instr.alu);
-    const std::string a = compares ? exact_value(instr.srcs[0]) : name_of(instr.srcs[0]);
-    const std::string b = instr.srcs.size() <= 1 ? ""
-                          : compares             ? exact_value(instr.srcs[1])
-                                                 : name_of(instr.srcs[1]);
+    const std::string a = name_of(instr.srcs[0]);
+    const std::string b = instr.srcs.size() > 1 ? name_of(instr.srcs[1]) : "";
     const std::string c = instr.srcs.size() > 2 ? name_of(instr.srcs[2]) : "";
     switch (instr.alu) {
       case Op::Neg:  // a float's (decompose_semantics rewrites the others)
@@ -283,14 +268,26 @@ class Renderer {
     const DType to = instr.dtype;
     const LinInstr& source = program_.instrs[instr.srcs[0]];
     const DType from = source.dtype;
-    const std::string value = exact_value(instr.srcs[0]);
+    const std::string value = name_of(instr.srcs[0]);
     if (to.is_bool()) return primitive(Op::CmpNe, operand_class(from), value, zero(from));
-    if (to.is_float()) {
-      const std::string converted = dialect_.cast(compute_type(to), value);
-      return to.is_half() && from != to ? round_to_half(to, converted) : converted;
-    }
-    // To an integer: a float is in the target's range here (decompose_semantics saturates).
-    return dialect_.cast(dialect_.type_name(to), value);
+    // Into a half type: its compute type (decompose_semantics rounds after); a float into an
+    // integer: in the target's range, or selected away after (decompose_semantics saturates).
+    return dialect_.cast(compute_type(to), value);
+  }
+
+  // A half type's value as its 16 bits, or back.
+  std::string render_bitcast(const LinInstr& instr) const {
+    const DType to = instr.dtype;
+    const DType from = program_.instrs[instr.srcs[0]].dtype;
+    const std::string value = name_of(instr.srcs[0]);
+    if (from.is_half() && to == dtypes::uint16)
+      return (from == dtypes::float16 ? dialect_.float_to_half : dialect_.float_to_bfloat16) + "(" +
+             value + ")";
+    if (from == dtypes::uint16 && to.is_half())
+      return (to == dtypes::float16 ? dialect_.half_to_float : dialect_.bfloat16_to_float) + "(" +
+             value + ")";
+    throw InternalError(std::string("[render_kernel] no bit cast from ") + from.name() + " to " +
+                        to.name());
   }
 
   std::string buffer_name(const LinInstr& instr) const {
@@ -401,6 +398,11 @@ class Renderer {
         names_[index] = value_name;
         out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
             << value_name << " = " << render_cast(index) << ";\n";
+        return;
+      case LinOp::Bitcast:
+        names_[index] = value_name;
+        out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
+            << value_name << " = " << render_bitcast(instr) << ";\n";
         return;
       case LinOp::AccDefine:
         names_[index] = "acc" + std::to_string(index);

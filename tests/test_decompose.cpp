@@ -199,6 +199,39 @@ TEST_CASE("decompose: a float converted to an integer saturates through compares
       });
 }
 
+TEST_CASE("decompose: a computed half value is rounded through its 16 bits before a compare",
+          "[decompose]") {
+  for (DType half : {dtypes::float16, dtypes::bfloat16}) {
+    INFO(half.name());
+    const Tensor a = input({64}, 14).cast(half).realize(), b = input({64}, 15).cast(half).realize();
+    // a * b is computed in float: rounded (to bits and back) before the compare; b, loaded, is
+    // exact.
+    for_each_dialect(a * b < b, [&](const Dialect& dialect, const CompiledKernel& compiled) {
+      const LinearProgram& program = compiled.program;
+      REQUIRE(count(program, [](const LinInstr& i) { return is_alu(i, Op::CmpLt); }) == 1);
+      for (const LinInstr& instr : program.instrs) {
+        if (!is_alu(instr, Op::CmpLt)) continue;
+        const LinInstr& rounded = program.instrs[instr.srcs[0]];
+        CHECK(rounded.op == LinOp::Bitcast);
+        CHECK(rounded.dtype == half);
+        CHECK(program.instrs[rounded.srcs[0]].op == LinOp::Bitcast);
+        CHECK(program.instrs[rounded.srcs[0]].dtype == dtypes::uint16);
+        CHECK(program.instrs[instr.srcs[1]].op == LinOp::Load);
+      }
+      // One conversion per statement: none nested in another.
+      const std::string& to_float =
+          half == dtypes::float16 ? dialect.half_to_float : dialect.bfloat16_to_float;
+      CHECK_THAT(compiled.source, !Catch::Contains(to_float + "(" + dialect.float_to_half));
+      CHECK_THAT(compiled.source, !Catch::Contains(to_float + "(" + dialect.float_to_bfloat16));
+    });
+    // A conversion into a half type rounds after the target's conversion.
+    for_each_dialect(input({64}, 16).exp().cast(half), [&](const Dialect&,
+                                                           const CompiledKernel& compiled) {
+      CHECK(count(compiled.program, [](const LinInstr& i) { return i.op == LinOp::Bitcast; }) == 2);
+    });
+  }
+}
+
 TEST_CASE("decompose: render refuses kiln's semantics; decomposing twice changes nothing",
           "[decompose]") {
   const ScheduleItem item = only_kernel(int32_input(12) / int32_input(13));
