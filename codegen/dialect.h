@@ -3,10 +3,11 @@
 // CUDA C++ or GLSL. Each device hands the renderer its dialect; the renderer holds no target
 // knowledge. Spellings that are plain text are data; what needs structure is a hook.
 //
-// What the renderer writes itself is kiln's semantics (division by zero gives 0, float max
-// propagates NaN, float-to-int conversion saturates), built from primitive operations that the
-// dialect spells: a cast, a literal, an operator (`op_spellings`), a math function, a buffer
-// element's load and store, the kernel's signature.
+// kiln's semantics (division by zero gives 0, float max propagates NaN, float-to-int conversion
+// saturates, signed arithmetic wraps) are instructions by the time the renderer sees a program
+// (decompose_semantics, codegen/decompose.h): it prints each as one statement of primitive
+// operations that the dialect spells: a cast, a literal, an operator (`op_spellings`), a select,
+// a math function, a buffer element's load and store, the kernel's signature.
 
 #include <array>
 #include <functional>
@@ -73,7 +74,7 @@ struct Dialect {
   // (C's -ffp-contract=off, NVRTC's --fmad=false, OpenCL C's default).
   std::string exact_qualifier;
   // Whether the compiler makes signed integer overflow wrap (C with -fwrapv). Where it does not
-  // (OpenCL C), the renderer does signed + - * << and negation in unsigned types.
+  // (OpenCL C), decompose_semantics does signed + - * << and negation in unsigned types.
   bool signed_overflow_wraps = true;
   // Literals: suffixes of 64-bit integers (C's `long long` is OpenCL C's `long`), of 32-bit
   // unsigned integers, and of floats; the bool constants; the float specials.
@@ -98,9 +99,9 @@ struct Dialect {
   std::array<std::string, 13> type_names;
   std::string bool_type;
   // Spellings of primitive operations that differ from C's, with $0, $1 for the operands (value
-  // names, free to repeat). The renderer builds kiln's semantics from these primitives: Add, Mul,
-  // And, Or, Xor, Div, Mod and the comparisons; for bools Add is `or` and Mul is `and`. Example:
-  // GLSL's {Or, Bool} is "($0 || $1)".
+  // names, free to repeat), for the operators decomposed programs hold: Add, Sub, Mul, Div, Mod
+  // (an integer's divisor never 0 nor -1), And, Or, Xor, Shl, Shr, Not and the comparisons.
+  // Example: GLSL's {Or, Bool} is "($0 || $1)".
   std::map<std::pair<Op, OperandClass>, std::string> op_spellings;
   // Buffer elements of `dtype`: the expression loading buffer[index] as its compute type, and the
   // statement storing a compute-type `value` there (half types round to even).

@@ -187,10 +187,7 @@ Dialect make_glsl_dialect() {
       {{Op::Or, boolean}, "($0 || $1)"},
       {{Op::And, boolean}, "($0 && $1)"},
       {{Op::Xor, boolean}, "($0 ^^ $1)"},
-      // For bools, a / b (b true) is a, and a % b is false.
-      {{Op::Div, boolean}, "($0 && $1)"},
       {{Op::Div, OperandClass::Float}, "kiln_div($0, $1)"},
-      {{Op::Mod, boolean}, "false"},
       {{Op::CmpLt, boolean}, "(int($0) < int($1))"},
       {{Op::CmpLe, boolean}, "(int($0) <= int($1))"},
       {{Op::CmpGt, boolean}, "(int($0) > int($1))"},

@@ -11,9 +11,10 @@ namespace kiln {
 
 std::string LinearProgram::to_string() const {
   static const char* const kOpNames[] = {
-      "CONST",       "INDEX",      "LOAD",          "STORE",    "ALU",           "CAST",
-      "DEFACC",      "ACC_UPDATE", "LOOP_BEGIN",    "LOOP_END", "DEFINE_LOCAL",  "BARRIER",
-      "GRID_TICKET", "FRAGMENT",   "FRAGMENT_LOAD", "MMA",      "FRAGMENT_STORE"};
+      "CONST",        "INDEX",          "LOAD",        "STORE",      "ALU",
+      "CAST",         "DEFACC",         "ACC_UPDATE",  "LOOP_BEGIN", "LOOP_END",
+      "DEFINE_LOCAL", "BARRIER",        "GRID_TICKET", "FRAGMENT",   "FRAGMENT_LOAD",
+      "MMA",          "FRAGMENT_STORE", "BITCAST"};
   std::ostringstream text;
   text << "kernel " << name << " opts: " << opts_to_string(opts) << "\n  launch:";
   for (const LaunchDim& dim : launch) {
@@ -41,6 +42,7 @@ std::string LinearProgram::to_string() const {
          << instr.dtype.name();
     if (instr.op == LinOp::Alu) text << " " << op_name(instr.alu);
     if (instr.op == LinOp::AccUpdate) text << " " << reduce_op_name(instr.reduce);
+    if (instr.primitive) text << " primitive";
     for (int src : instr.srcs) text << " %" << src;
     if (instr.op == LinOp::Const || instr.op == LinOp::AccDefine) {
       text << " "

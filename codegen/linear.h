@@ -24,10 +24,10 @@ enum class LinOp : uint8_t {
   Index,      // the integer value of `index` (a Sym over loop variables)
   Load,       // buffer[index] where valid, else `value` (the pad value)
   Store,      // buffer[index] = srcs[0]
-  Alu,        // alu(srcs...), computed in `dtype` (the result type)
+  Alu,        // alu(srcs...), computed in `dtype` (the result type); Where is a select
   Cast,       // srcs[0] converted to `dtype`
   AccDefine,  // an accumulator of `dtype`, initialised to `value`
-  AccUpdate,  // srcs[0] (an AccDefine) = reduce(srcs[0], srcs[1])
+  AccUpdate,  // srcs[0] (an AccDefine) = reduce(srcs[0], srcs[1]); primitive: = srcs[1]
   LoopBegin,  // for loop_var in [0, loop_end)
   LoopEnd,
   DefineLocal,  // an array of `local_size` values of `dtype` in workgroup-shared memory
@@ -51,6 +51,9 @@ enum class LinOp : uint8_t {
   FragmentLoad,
   Mma,
   FragmentStore,
+  // srcs[0]'s bits as `dtype`: a half type's value (a float, rounded to the half type) as its 16
+  // bits (uint16), or 16 bits as the half type's value.
+  Bitcast,
 };
 
 struct LinInstr {
@@ -88,6 +91,13 @@ struct LinInstr {
   bool matrix_b = false;
   int64_t stride = 0;
   Sym lane = Sym(0);
+  // Alu, Cast, AccUpdate: the target's own operation where kiln's of the same name means more
+  // (see codegen/decompose.h): an integer Div or Mod whose divisor is never 0 nor -1, a
+  // comparison of half values as computed (not rounded to the half type first), a float
+  // converted to an integer as the target converts (a value out of range gives an unspecified
+  // value, which selects after it discard), an AccUpdate that stores srcs[1] (the reduction
+  // computed by the instructions before it).
+  bool primitive = false;
 };
 
 struct KernelParam {

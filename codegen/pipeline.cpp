@@ -5,6 +5,7 @@
 #include <chrono>
 #include <utility>
 
+#include "codegen/decompose.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
 #include "codegen/vectorize.h"
@@ -108,6 +109,9 @@ CompiledKernel compile_kernel(const ScheduleItem& kernel, const OptTarget& targe
         },
         [](bool) { return std::string("passed"); });
   }
+  program = run_pass(
+      "decompose", name, compiled, options,
+      [&] { return decompose_semantics(std::move(program), dialect); }, print_program);
   compiled.source = run_pass(
       "render", name, compiled, options, [&] { return render_kernel(program, dialect); },
       [](const std::string& source) { return source; });

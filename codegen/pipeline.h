@@ -9,7 +9,9 @@
 //   lower        the kernel with its plan applied: a linear program
 //   vectorize    loads, then stores, of neighbouring elements as vectors where the dialect can
 //   check        the device's own checks (dtypes it supports, loop limits)
-//   render       the program as source in the dialect
+//   decompose    kiln's semantics (division by zero, NaN-propagating max/min, wrapping, saturating
+//                casts, half rounding) as the target's primitive instructions
+//   render       the program as source in the dialect, one instruction per statement
 //
 // Each pass runs through one helper that times it and reports the program after it; a pass
 // that breaks an invariant raises InternalError naming the pass and the kernel.

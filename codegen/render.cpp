@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "codegen/decompose.h"
 #include "codegen/index_text.h"
 #include "codegen/render_fragments.h"
 #include "codegen/render_launch.h"
@@ -170,70 +171,31 @@ class Renderer {
     return text;
   }
 
-  // A half-typed value is computed in float; where it is compared or converted it is first
-  // rounded to its dtype, as it would be had it been stored, so that fusing a producer into its
-  // consumer does not change a comparison (argmax compares a computed value with its stored
-  // maximum). Buffer loads and constants hold exact half values already; local memory holds
-  // computed values (TILE stages a computed input there) unrounded.
-  std::string exact_value(int value) const {
-    const LinInstr& instr = program_.instrs[value];
-    const bool exact = (instr.op == LinOp::Load && !instr.local) || instr.op == LinOp::Const;
-    if (!instr.dtype.is_half() || exact) return names_[value];
-    return round_to_half(instr.dtype, names_[value]);
+  // An instruction that still means kiln's semantics is decompose_semantics' to rewrite.
+  void check_decomposed(int index) const {
+    if (needs_decomposition(program_, index, dialect_))
+      throw InternalError("[render_kernel] " + program_.name + ": instruction %" +
+                          std::to_string(index) + " (" + program_.instrs[index].dtype.name() +
+                          ") needs decompose_semantics before rendering");
   }
 
-  // `a op b` with kiln's wrapping integer semantics. Where signed overflow is undefined (OpenCL
-  // C), signed operands go through the unsigned type of their width (at least 32 bits, as
-  // narrower ones promote to int), where arithmetic wraps, and are converted back.
-  std::string wrapping(DType dtype, const std::string& a, Op op, const std::string& b) const {
-    if (dialect_.signed_overflow_wraps || !dtype.is_signed_int())
-      return primitive(op, operand_class(dtype), a, b);
-    const std::string& as_unsigned =
-        dialect_.type_name(dtype.itemsize() == 8 ? dtypes::uint64 : dtypes::uint32);
-    return dialect_.cast(dialect_.type_name(dtype),
-                         primitive(op, OperandClass::Unsigned, dialect_.cast(as_unsigned, a),
-                                   dialect_.cast(as_unsigned, b)));
-  }
-
-  // -a for integers, wrapping (the negation of the most negative value is itself).
-  std::string negate_int(DType dtype, const std::string& a) const {
-    if (dialect_.signed_overflow_wraps)
-      return dialect_.cast(dialect_.type_name(dtype), "(0 - " + a + ")");
-    return wrapping(dtype, "0", Op::Sub, a);
-  }
-
-  // kiln's max and min: a float NaN operand wins (a's first).
-  std::string max_min(Op op, DType dtype, const std::string& a, const std::string& b) const {
-    const OperandClass operands = operand_class(dtype);
-    const Op compare = op == Op::Max ? Op::CmpGt : Op::CmpLt;
-    if (dtype.is_float())
-      return "((" + primitive(Op::CmpNe, operands, a, a) + " || " +
-             primitive(compare, operands, a, b) + ") ? " + a + " : " + b + ")";
-    return "(" + primitive(compare, operands, a, b) + " ? " + a + " : " + b + ")";
-  }
-
-  std::string render_alu(const LinInstr& instr) const {
+  // One instruction as the dialect's operator, function or select.
+  std::string render_alu(int index) const {
+    check_decomposed(index);
+    const LinInstr& instr = program_.instrs[index];
     const DType dtype = instr.dtype;
     const DType operand_dtype = program_.instrs[instr.srcs[0]].dtype;
     const OperandClass operands = operand_class(operand_dtype);
-    const bool compares = is_comparison(instr.alu);
-    const std::string a = compares ? exact_value(instr.srcs[0]) : name_of(instr.srcs[0]);
-    const std::string b = instr.srcs.size() <= 1 ? ""
-                          : compares             ? exact_value(instr.srcs[1])
-                                                 : name_of(instr.srcs[1]);
+    const std::string a = name_of(instr.srcs[0]);
+    const std::string b = instr.srcs.size() > 1 ? name_of(instr.srcs[1]) : "";
     const std::string c = instr.srcs.size() > 2 ? name_of(instr.srcs[2]) : "";
-    const bool is_float = operand_dtype.is_float();
-    const bool is_bool = operand_dtype.is_bool();
     switch (instr.alu) {
-      case Op::Neg:
-        if (is_bool) return primitive(Op::Not, operands, a);
-        return is_float ? "(-" + a + ")" : negate_int(dtype, a);
+      case Op::Neg:  // a float's (decompose_semantics rewrites the others)
+        return "(-" + a + ")";
       case Op::Not:
         return primitive(Op::Not, operands, a);
       case Op::Abs:
-        if (is_float) return math("fabs", dtype, a);
-        return "(" + primitive(Op::CmpLt, operands, a, zero(dtype)) + " ? " + negate_int(dtype, a) +
-               " : " + a + ")";
+        return math("fabs", dtype, a);
       case Op::Recip:
         return primitive(Op::Div, operands, literal(dtype, ConstArg{1.0, 1}), a);
       case Op::Sqrt:
@@ -264,33 +226,9 @@ class Renderer {
         return math("rint", dtype, a);
       case Op::Trunc:
         return math("trunc", dtype, a);
-      case Op::Add:
-        return is_bool ? primitive(Op::Or, operands, a, b) : wrapping(dtype, a, Op::Add, b);
-      case Op::Sub:
-        return wrapping(dtype, a, Op::Sub, b);
-      case Op::Mul:
-        return is_bool ? primitive(Op::And, operands, a, b) : wrapping(dtype, a, Op::Mul, b);
-      case Op::Div:
-      case Op::Mod: {
-        if (is_float)
-          return instr.alu == Op::Div ? primitive(Op::Div, operands, a, b)
-                                      : math("fmod", dtype, a + ", " + b);
-        // Division by zero gives 0; MIN / -1 wraps instead of trapping, and MIN % -1 is 0.
-        const std::string by_zero = primitive(Op::CmpEq, operands, b, zero(operand_dtype));
-        const std::string quotient = primitive(instr.alu, operands, a, b);
-        if (!operand_dtype.is_signed_int())
-          return "(" + by_zero + " ? " + zero(dtype) + " : " + quotient + ")";
-        const std::string by_minus_one =
-            primitive(Op::CmpEq, operands, b, literal(operand_dtype, ConstArg{-1.0, -1}));
-        if (instr.alu == Op::Mod)
-          return "((" + by_zero + " || " + by_minus_one + ") ? " + zero(dtype) + " : " + quotient +
-                 ")";
-        return "(" + by_zero + " ? " + zero(dtype) + " : (" + by_minus_one + " ? " +
-               negate_int(dtype, a) + " : " + quotient + "))";
-      }
-      case Op::Max:
-      case Op::Min:
-        return max_min(instr.alu, operand_dtype, a, b);
+      case Op::Mod:
+        if (operands == OperandClass::Float) return math("fmod", dtype, a + ", " + b);
+        return primitive(Op::Mod, operands, a, b);  // a divisor never 0 nor -1
       case Op::Pow:
         return math("pow", dtype, a + ", " + b);
       case Op::CmpLt:
@@ -303,9 +241,12 @@ class Renderer {
       case Op::Or:
       case Op::Xor:
       case Op::Shr:
-        return primitive(instr.alu, operands, a, b);
       case Op::Shl:
-        return wrapping(dtype, a, Op::Shl, b);
+      case Op::Add:
+      case Op::Sub:
+      case Op::Mul:
+      case Op::Div:
+        return primitive(instr.alu, operands, a, b);
       case Op::Where:
         return "(" + a + " ? " + b + " : " + c + ")";
       default:
@@ -321,43 +262,32 @@ class Renderer {
     return dialect_.bfloat16_to_float + "(" + dialect_.float_to_bfloat16 + "(" + value + "))";
   }
 
-  std::string render_cast(const LinInstr& instr) const {
+  std::string render_cast(int index) const {
+    check_decomposed(index);
+    const LinInstr& instr = program_.instrs[index];
     const DType to = instr.dtype;
     const LinInstr& source = program_.instrs[instr.srcs[0]];
     const DType from = source.dtype;
-    const std::string value = exact_value(instr.srcs[0]);
+    const std::string value = name_of(instr.srcs[0]);
     if (to.is_bool()) return primitive(Op::CmpNe, operand_class(from), value, zero(from));
-    if (to.is_float()) {
-      std::string converted = dialect_.cast(compute_type(to), value);
-      // Compilers may fold (float)(int)x into trunc(x) (gcc does without -ftrapping-math), which
-      // gives -0.0 for x in (-1, 0); an integer has no -0. A select keeps the zero positive (gcc
-      // drops a `+ 0.0`, reasoning that an integer converted is never -0).
-      if (!from.is_float() && source.op == LinOp::Cast &&
-          program_.instrs[source.srcs[0]].dtype.is_float())
-        converted = "(" + primitive(Op::CmpEq, operand_class(from), value, zero(from)) + " ? " +
-                    zero(to) + " : " + converted + ")";
-      return to.is_half() && from != to ? round_to_half(to, converted) : converted;
-    }
-    const std::string& type = dialect_.type_name(to);
-    if (!from.is_float()) return dialect_.cast(type, value);
-    // Float to integer: truncate, saturate at the target's range, NaN gives 0. The bounds are
-    // powers of two (exact in float), so a float value is compared in float: no double needed.
-    const bool wide = from == dtypes::float64;
-    const std::string low = float_literal(to.min_value(), wide);
-    const std::string high = float_literal(to.max_value() + 1.0, wide);
-    const std::string min_literal =
-        to.is_unsigned()
-            ? "0"
-            : (to == dtypes::int64 ? int_literal(std::numeric_limits<int64_t>::min(), dialect_)
-                                   : std::to_string(static_cast<int64_t>(to.min_value())));
-    const std::string max_literal =
-        to == dtypes::uint64  ? "18446744073709551615" + dialect_.uint64_literal_suffix
-        : to == dtypes::int64 ? "9223372036854775807" + dialect_.int64_literal_suffix
-                              : std::to_string(static_cast<uint64_t>(to.max_value())) +
-                                    (to.is_unsigned() ? dialect_.uint32_literal_suffix : "");
-    return "(" + value + " != " + value + " ? " + dialect_.cast(type, "0") + " : (" + value +
-           " < " + low + " ? " + dialect_.cast(type, min_literal) + " : (" + value + " >= " + high +
-           " ? " + dialect_.cast(type, max_literal) + " : " + dialect_.cast(type, value) + ")))";
+    // Into a half type: its compute type (decompose_semantics rounds after); a float into an
+    // integer: in the target's range, or selected away after (decompose_semantics saturates).
+    return dialect_.cast(compute_type(to), value);
+  }
+
+  // A half type's value as its 16 bits, or back.
+  std::string render_bitcast(const LinInstr& instr) const {
+    const DType to = instr.dtype;
+    const DType from = program_.instrs[instr.srcs[0]].dtype;
+    const std::string value = name_of(instr.srcs[0]);
+    if (from.is_half() && to == dtypes::uint16)
+      return (from == dtypes::float16 ? dialect_.float_to_half : dialect_.float_to_bfloat16) + "(" +
+             value + ")";
+    if (from == dtypes::uint16 && to.is_half())
+      return (to == dtypes::float16 ? dialect_.half_to_float : dialect_.bfloat16_to_float) + "(" +
+             value + ")";
+    throw InternalError(std::string("[render_kernel] no bit cast from ") + from.name() + " to " +
+                        to.name());
   }
 
   std::string buffer_name(const LinInstr& instr) const {
@@ -392,27 +322,16 @@ class Renderer {
            literal(instr.dtype, ConstArg{}) + ")";
   }
 
-  std::string reduce_update(const LinInstr& instr) const {
-    return accumulate(instr.reduce, instr.dtype, name_of(instr.srcs[0]), name_of(instr.srcs[1]));
-  }
-
-  // The statement (without ';') that folds `value` into the accumulator `acc`.
-  std::string accumulate(ReduceOp op, DType dtype, const std::string& acc,
-                         const std::string& value) const {
-    const OperandClass operands = operand_class(dtype);
-    switch (op) {
-      case ReduceOp::Sum:
-        if (dtype.is_bool()) return acc + " = " + primitive(Op::Or, operands, acc, value);
-        return acc + " = " + wrapping(dtype, acc, Op::Add, value);
-      case ReduceOp::Prod:
-        if (dtype.is_bool()) return acc + " = " + primitive(Op::And, operands, acc, value);
-        return acc + " = " + wrapping(dtype, acc, Op::Mul, value);
-      case ReduceOp::Max:
-        return acc + " = " + max_min(Op::Max, dtype, value, acc);
-      case ReduceOp::Min:
-        return acc + " = " + max_min(Op::Min, dtype, value, acc);
-    }
-    return "";
+  // The statement (without ';') that folds srcs[1] into the accumulator srcs[0]: the target's
+  // + or *, or (primitive) srcs[1] itself, the update computed before.
+  std::string reduce_update(int index) const {
+    check_decomposed(index);
+    const LinInstr& instr = program_.instrs[index];
+    const std::string acc = name_of(instr.srcs[0]);
+    const std::string value = name_of(instr.srcs[1]);
+    if (instr.primitive) return acc + " = " + value;
+    const Op op = instr.reduce == ReduceOp::Prod ? Op::Mul : Op::Add;
+    return acc + " = " + primitive(op, operand_class(instr.dtype), acc, value);
   }
 
   // The reduction operator of the pragma before the loop `loop`; "" for none.
@@ -473,12 +392,17 @@ class Renderer {
       case LinOp::Alu:
         names_[index] = value_name;
         out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
-            << value_name << " = " << render_alu(instr) << ";\n";
+            << value_name << " = " << render_alu(index) << ";\n";
         return;
       case LinOp::Cast:
         names_[index] = value_name;
         out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
-            << value_name << " = " << render_cast(instr) << ";\n";
+            << value_name << " = " << render_cast(index) << ";\n";
+        return;
+      case LinOp::Bitcast:
+        names_[index] = value_name;
+        out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
+            << value_name << " = " << render_bitcast(instr) << ";\n";
         return;
       case LinOp::AccDefine:
         names_[index] = "acc" + std::to_string(index);
@@ -486,7 +410,7 @@ class Renderer {
             << literal(instr.dtype, instr.value) << ";\n";
         return;
       case LinOp::AccUpdate:
-        out << pad() << reduce_update(instr) << ";\n";
+        out << pad() << reduce_update(index) << ";\n";
         return;
       case LinOp::LoopBegin:
         if (const std::string clause = reduction_clause(instr); !clause.empty()) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "codegen/decompose.h"
 #include "codegen/linear.h"
 #include "codegen/render.h"
 #include "codegen/vectorize.h"
@@ -22,8 +23,9 @@ inline std::vector<std::vector<uint8_t>> launch_program(
     DeviceContext& context, const LinearProgram& program,
     const std::vector<std::vector<uint8_t>>& inputs, int times = 1) {
   const Dialect& dialect = context.device().dialect();
-  const std::string source =
-      render_kernel(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect);
+  const std::string source = render_kernel(
+      decompose_semantics(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect),
+      dialect);
   INFO(source);
   const std::shared_ptr<Program> compiled = context.program(source, program.name);
   Allocator& memory = context.allocator().driver();

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "codegen/decompose.h"
 #include "codegen/index_text.h"
 #include "codegen/render.h"
 #include "codegen/vectorize.h"
@@ -90,7 +91,7 @@ std::vector<std::string> render_all(const std::vector<LinearProgram>& kernels,
   std::vector<std::string> sources;
   for (const LinearProgram& kernel : kernels) {
     try {
-      sources.push_back(render_kernel(kernel, dialect));
+      sources.push_back(render_kernel(decompose_semantics(kernel, dialect), dialect));
     } catch (const DTypeError& error) {
       INFO(error.what());
       CHECK(contains(error.what(), "the " + dialect.name + " dialect does not support float64"));
@@ -102,7 +103,9 @@ std::vector<std::string> render_all(const std::vector<LinearProgram>& kernels,
 
 // The source realize renders: the program with its vector loads and stores marked.
 std::string render_vectorized(const LinearProgram& program, const Dialect& dialect) {
-  return render_kernel(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect);
+  return render_kernel(
+      decompose_semantics(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect),
+      dialect);
 }
 
 std::string tool_path(const std::string& name, const std::string& fallback) {
@@ -174,11 +177,13 @@ TEST_CASE("the CUDA and GLSL dialects render kiln's spellings", "[dialects]") {
   const std::vector<LinearProgram> kernels =
       kernels_of({(a.cast(dtypes::int8) / b.cast(dtypes::int8)) > b.cast(dtypes::int8), a.sum({1}),
                   (a % b).erf()});
-  const std::string cuda = render_kernel(kernels[0], cuda_dialect());
+  const std::string cuda =
+      render_kernel(decompose_semantics(kernels[0], cuda_dialect()), cuda_dialect());
   CHECK(contains(cuda, "extern \"C\" __global__ void __launch_bounds__("));
   CHECK(contains(cuda, "const float* __restrict__ data1"));
   CHECK(contains(cuda, "blockIdx.x * blockDim.x + threadIdx.x"));
-  const std::string glsl = render_kernel(kernels[0], glsl_dialect());
+  const std::string glsl =
+      render_kernel(decompose_semantics(kernels[0], glsl_dialect()), glsl_dialect());
   CHECK(glsl.rfind("#version 450", 0) == 0);
   CHECK(contains(glsl, "layout(local_size_x = "));
   CHECK(contains(glsl, "layout(std430, binding = 1) restrict readonly buffer KilnBuffer1"));
@@ -186,12 +191,14 @@ TEST_CASE("the CUDA and GLSL dialects render kiln's spellings", "[dialects]") {
   CHECK(contains(glsl, "data0[gidx0] = "));
   CHECK(contains(glsl, "? uint8_t(1) : uint8_t(0)"));  // bools are stored as bytes
   CHECK_FALSE(contains(glsl.substr(glsl_dialect().prelude.size()), "const "));
-  const std::string glsl_erf = render_kernel(kernels[4], glsl_dialect());
+  const std::string glsl_erf =
+      render_kernel(decompose_semantics(kernels[4], glsl_dialect()), glsl_dialect());
   CHECK(contains(glsl_erf, "kiln_fmod("));  // helpers for what GLSL lacks
   CHECK(contains(glsl_erf, "kiln_erf("));
   // The C dialect keeps the CPU kernel ABI.
-  const std::string c =
-      render_kernel(lower_with(schedule_of(a + b).items[0], {}, cpu_target()), c_dialect());
+  const std::string c = render_kernel(
+      decompose_semantics(lower_with(schedule_of(a + b).items[0], {}, cpu_target()), c_dialect()),
+      c_dialect());
   CHECK(contains(c,
                  "(void** restrict buffers, const long long* restrict variables, long long "
                  "begin, long long end) {"));

@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 
+#include "codegen/decompose.h"
 #include "codegen/render.h"
 #include "runtime/device_context.h"
 #include "runtime/opt_policy.h"
@@ -258,14 +259,17 @@ TEST_CASE("GRID renders for CUDA, OpenCL and GLSL, and NVRTC compiles it", "[dia
   const LinearProgram program =
       lower_with(sum, {{OptKind::Upcast, 0, 4}, {OptKind::Group, 0, 64}, {OptKind::Grid, 0, 8}},
                  grid_target(gpu_target()));
-  const std::string cuda = render_kernel(program, cuda_dialect());
+  const std::string cuda =
+      render_kernel(decompose_semantics(program, cuda_dialect()), cuda_dialect());
   CHECK_THAT(cuda, Catch::Contains("__threadfence();") && Catch::Contains("atomicAdd(") &&
                        Catch::Contains("volatile float* __restrict__"));
-  CHECK_THAT(render_kernel(program, opencl_dialect(true)),
-             Catch::Contains("atomic_inc(") && Catch::Contains("__global volatile uint*"));
-  CHECK_THAT(render_kernel(program, glsl_dialect()),
+  CHECK_THAT(
+      render_kernel(decompose_semantics(program, opencl_dialect(true)), opencl_dialect(true)),
+      Catch::Contains("atomic_inc(") && Catch::Contains("__global volatile uint*"));
+  CHECK_THAT(render_kernel(decompose_semantics(program, glsl_dialect()), glsl_dialect()),
              Catch::Contains("atomicAdd(data3[0], 1u)") && Catch::Contains("coherent buffer"));
-  CHECK_THROWS_AS(render_kernel(program, c_dialect()), InternalError);
+  CHECK_THROWS_AS(render_kernel(decompose_semantics(program, c_dialect()), c_dialect()),
+                  InternalError);
   const std::shared_ptr<DeviceContext> context =
       device_or_skip_part("CUDA@sm_90", "the CUDA source compiled by NVRTC");
   if (!context) return;

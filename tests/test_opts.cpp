@@ -12,6 +12,7 @@
 #include <map>
 #include <vector>
 
+#include "codegen/decompose.h"
 #include "codegen/render.h"
 #include "runtime/device_context.h"
 #include "runtime/opt_policy.h"
@@ -134,7 +135,8 @@ TEST_CASE("a grouped reduction renders local memory and a barrier", "[opts]") {
   REQUIRE(program.launch.size() == 1);  // a full sum has no output axis
   CHECK(program.launch[0].local_id);
   CHECK(program.launch[0].local == 64);
-  const std::string source = render_kernel(program, opencl_dialect(false));
+  const std::string source =
+      render_kernel(decompose_semantics(program, opencl_dialect(false)), opencl_dialect(false));
   CHECK(contains(source, "__local float local"));
   CHECK(contains(source, "barrier(CLK_LOCAL_MEM_FENCE);"));
   CHECK(contains(source, "get_local_id(0)"));
@@ -175,7 +177,8 @@ TEST_CASE("TILE stages a matmul's inputs through local memory, or says why it ca
   }
   CHECK(locals == 2);    // one chunk per input
   CHECK(barriers == 2);  // after the copy, and before the next chunk overwrites it
-  const std::string source = render_kernel(program, opencl_dialect(false));
+  const std::string source =
+      render_kernel(decompose_semantics(program, opencl_dialect(false)), opencl_dialect(false));
   CHECK(contains(source, "__local float local"));
   CHECK_FALSE(contains(source, "return;"));  // every work item reaches the barriers
 

@@ -48,7 +48,7 @@ TEST_CASE("pipeline: one kernel compiles for every dialect without a device", "[
     CHECK(compiled.program.opts == compiled.choice.opts);
     CHECK(pass_names(compiled) == std::vector<std::string>{"choose opts", "plan opts", "lower",
                                                            "vectorize loads", "vectorize stores",
-                                                           "render"});
+                                                           "decompose", "render"});
     for (const PassTiming& timing : compiled.timings) CHECK(timing.milliseconds >= 0);
   }
 }
@@ -70,7 +70,7 @@ TEST_CASE("pipeline: each pass reports its result; the device's check runs befor
   };
   const CompiledKernel compiled = compile_kernel(item, cpu_target(), c_dialect(), options);
   CHECK(reported == std::vector<std::string>{"choose opts", "plan opts", "lower", "vectorize loads",
-                                             "vectorize stores", "check", "render"});
+                                             "vectorize stores", "check", "decompose", "render"});
   CHECK_THAT(lowered, Catch::Contains("kernel " + compiled.program.name));
   CHECK(source == compiled.source);
 

@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 
+#include "codegen/decompose.h"
 #include "codegen/render.h"
 #include "codegen/row_fusion.h"
 #include "codegen/vectorize.h"
@@ -87,8 +88,9 @@ TEST_CASE("row fusion: softmax's kernels become one, with a workgroup per row", 
   if (const std::shared_ptr<DeviceContext> cuda =
           device_or_skip_part("CUDA@sm_90", "the fused kernel compiled by NVRTC")) {
     const Dialect& dialect = cuda_dialect();
-    const std::string source =
-        render_kernel(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect);
+    const std::string source = render_kernel(
+        decompose_semantics(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect),
+        dialect);
     CHECK_FALSE(cuda->device().compiler().compile(source, program.name).empty());
   }
   // log_softmax and a normalization (the mean inside the variance) fuse as well.

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "codegen/decompose.h"
 #include "runtime/caching_allocator.h"
 #include "runtime/device_context.h"
 #include "runtime/kernel_cache.h"
@@ -191,7 +192,10 @@ TEST_CASE("a cache entry holding another kernel's entry is rebuilt", "[runtime][
       const Dialect& dialect = context->device().dialect();
       const OptTarget target = opt_target(context->device());
       auto render = [&](const LinearProgram& program) {
-        return render_kernel(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect);
+        return render_kernel(
+            decompose_semantics(vectorize_stores(vectorize_loads(program, dialect), dialect),
+                                dialect),
+            dialect);
       };
       const LinearProgram times =
           testing::lower_with(testing::only_kernel(x * constant), {}, target);

@@ -4,6 +4,7 @@
 
 #include <kiln/kiln.h>
 
+#include "codegen/decompose.h"
 #include "codegen/heuristics.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
@@ -84,7 +85,8 @@ TEST_CASE("reduction kernels are upcast where a load is contiguous across output
 TEST_CASE("index arithmetic is simplified in rendered kernels", "[schedule]") {
   const Tensor a = input({64, 32}, 1), b = input({64, 32}, 2);
   Schedule schedule = schedule_of(a + b);
-  const std::string source = render_kernel(lowered(schedule.items[0], cpu_target()), c_dialect());
+  const std::string source = render_kernel(
+      decompose_semantics(lowered(schedule.items[0], cpu_target()), c_dialect()), c_dialect());
   const std::string body = source.substr(source.find("void e_"));
   // Contiguous operands are read at gid itself: no division or modulo survives.
   CHECK(contains(body, "data1[gidx0]"));
@@ -99,7 +101,7 @@ TEST_CASE("an elementwise kernel reading a row broadcast loops over rows and col
   REQUIRE(schedule.items.size() == 1);
   const LinearProgram program = lowered(schedule.items[0], cpu_target());
   CHECK(program.row_length == 32);
-  const std::string source = render_kernel(program, c_dialect());
+  const std::string source = render_kernel(decompose_semantics(program, c_dialect()), c_dialect());
   const std::string body = source.substr(source.find("void e_"));
   // The broadcast operand is read per row; no division is left in the column loop.
   CHECK(contains(body, "data2[gid_row]"));
@@ -119,7 +121,8 @@ TEST_CASE("float sum, max and min reduction loops may be reassociated on the CPU
        {std::pair{a.sum({1}), "(+:"}, {a.max({1}), "(kiln_max:"}, {a.min({1}), "(kiln_min:"}}) {
     Schedule schedule = schedule_of(reduced);
     REQUIRE(schedule.items.size() == 1);
-    const std::string source = render_kernel(lowered(schedule.items[0], cpu_target()), c_dialect());
+    const std::string source = render_kernel(
+        decompose_semantics(lowered(schedule.items[0], cpu_target()), c_dialect()), c_dialect());
     CHECK(contains(source, std::string("#pragma omp simd reduction") + clause));
   }
   // OpenCL C has no such pragma: a max gets 8 partial maxes (an UPCAST of its reduce axis),
@@ -129,11 +132,13 @@ TEST_CASE("float sum, max and min reduction loops may be reassociated on the CPU
   INFO(opts_to_string(max_program.opts));
   CHECK(max_program.opts ==
         std::vector<Opt>{{OptKind::Upcast, 1, 8}, {OptKind::Local, Opt::kFlatAxis, 4}});
-  const std::string max_source = render_kernel(max_program, opencl_dialect(false));
+  const std::string max_source =
+      render_kernel(decompose_semantics(max_program, opencl_dialect(false)), opencl_dialect(false));
   CHECK(contains(max_source, " != "));
   // A product is not reassociated.
   Schedule schedule = schedule_of(a.prod({1}));
-  const std::string source = render_kernel(lowered(schedule.items[0], cpu_target()), c_dialect());
+  const std::string source = render_kernel(
+      decompose_semantics(lowered(schedule.items[0], cpu_target()), c_dialect()), c_dialect());
   CHECK_FALSE(contains(source, "#pragma omp simd reduction"));
 }
 

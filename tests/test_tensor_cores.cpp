@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "codegen/decompose.h"
 #include "codegen/render.h"
 #include "codegen/tensor_cores.h"
 #include "codegen/vectorize.h"
@@ -224,7 +225,8 @@ TEST_CASE("TC: a GPU with tensor cores takes it for half matmuls", "[opts][tenso
     INFO(opts_to_string(choice.opts));
     CHECK(has_opt(choice.opts, OptKind::TensorCore));
     const LinearProgram program = lower_with(halves, choice.opts, tensor_core_target(true));
-    const std::string cuda = render_kernel(program, cuda_dialect());
+    const std::string cuda =
+        render_kernel(decompose_semantics(program, cuda_dialect()), cuda_dialect());
     const std::string builtin = dtype == dtypes::bfloat16 ? "__mma_bf16_m16n16k16_mma_f32("
                                                           : "__hmma_m16n16k16_mma_f32f32(";
     CHECK_THAT(cuda, Catch::Contains(builtin) && Catch::Contains("__align__(32) unsigned short"));
@@ -315,8 +317,9 @@ TEST_CASE("TC renders for CUDA's tensor cores, and NVRTC compiles it", "[dialect
     REQUIRE(has_opt(choice.opts, OptKind::TensorCore));
     const LinearProgram program = lower_with(item, choice.opts, target);
     const Dialect& dialect = context->device().dialect();
-    const std::string source =
-        render_kernel(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect);
+    const std::string source = render_kernel(
+        decompose_semantics(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect),
+        dialect);
     try {
       CHECK_FALSE(context->device().compiler().compile(source, program.name).empty());
     } catch (const CompileError& error) {

@@ -1,0 +1,360 @@
+#include "codegen/decompose.h"
+
+#include <kiln/error.h>
+
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+namespace {
+
+bool is_integer(DType dtype) {
+  return !dtype.is_float() && !dtype.is_bool();
+}
+
+// Signed + - * << where the dialect's signed overflow is undefined: done in unsigned types.
+bool wraps_through_unsigned(Op op, DType operand, const Dialect& dialect) {
+  return !dialect.signed_overflow_wraps && operand.is_signed_int() &&
+         (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Shl);
+}
+
+bool semantic_alu(Op op, DType operand, const Dialect& dialect) {
+  switch (op) {
+    case Op::Div:
+    case Op::Mod:
+    case Op::Neg:
+    case Op::Abs:
+      return !operand.is_float();
+    case Op::Max:
+    case Op::Min:
+      return true;
+    case Op::Add:
+    case Op::Mul:
+      return operand.is_bool() || wraps_through_unsigned(op, operand, dialect);
+    case Op::Sub:
+    case Op::Shl:
+      return wraps_through_unsigned(op, operand, dialect);
+    default:
+      return false;
+  }
+}
+
+Op update_op(ReduceOp reduce) {
+  switch (reduce) {
+    case ReduceOp::Sum:
+      return Op::Add;
+    case ReduceOp::Prod:
+      return Op::Mul;
+    case ReduceOp::Max:
+      return Op::Max;
+    case ReduceOp::Min:
+      return Op::Min;
+  }
+  return Op::Add;
+}
+
+// The update an AccUpdate does is the Alu of update_op (a float sum or product is the target's
+// own operator: it stays one statement).
+bool semantic_update(ReduceOp reduce, DType dtype, const Dialect& dialect) {
+  return semantic_alu(update_op(reduce), dtype, dialect);
+}
+
+bool semantic_cast(DType from, DType to) {
+  return from.is_float() && is_integer(to);
+}
+
+// A half-typed value is computed in float; where it is compared or converted it is first
+// rounded to its dtype, as it would be had it been stored, so that fusing a producer into its
+// consumer does not change a comparison (argmax compares a computed value with its stored
+// maximum). Buffer loads and constants hold exact half values already, and a Bitcast's value is
+// rounded; local memory holds computed values (TILE stages a computed input there) unrounded.
+bool inexact_half(const LinInstr& instr) {
+  if (!instr.dtype.is_half()) return false;
+  return !((instr.op == LinOp::Load && !instr.local) || instr.op == LinOp::Const ||
+           instr.op == LinOp::Bitcast);
+}
+
+// Compilers may fold (float)(int)x into trunc(x) (gcc does without -ftrapping-math), which gives
+// -0.0 for x in (-1, 0); an integer has no -0.
+bool converts_truncated_float(const std::vector<LinInstr>& instrs, const LinInstr& cast) {
+  const LinInstr& source = instrs[cast.srcs[0]];
+  return cast.op == LinOp::Cast && cast.dtype.is_float() && !source.dtype.is_float() &&
+         source.op == LinOp::Cast && instrs[source.srcs[0]].dtype.is_float();
+}
+
+bool needs_decomposition(const std::vector<LinInstr>& instrs, const LinInstr& instr,
+                         const Dialect& dialect) {
+  if (instr.primitive) return false;
+  switch (instr.op) {
+    case LinOp::Alu:
+      if (is_comparison(instr.alu))
+        return inexact_half(instrs[instr.srcs[0]]) || inexact_half(instrs[instr.srcs[1]]);
+      return semantic_alu(instr.alu, instrs[instr.srcs[0]].dtype, dialect);
+    case LinOp::Cast: {
+      const LinInstr& source = instrs[instr.srcs[0]];
+      return semantic_cast(source.dtype, instr.dtype) || converts_truncated_float(instrs, instr) ||
+             inexact_half(source) || (instr.dtype.is_half() && source.dtype != instr.dtype);
+    }
+    case LinOp::AccUpdate:
+      return semantic_update(instr.reduce, instrs[instr.srcs[1]].dtype, dialect);
+    default:
+      return false;
+  }
+}
+
+class Decomposer {
+ public:
+  Decomposer(LinearProgram program, const Dialect& dialect)
+      : program_(std::move(program)), dialect_(dialect) {}
+
+  LinearProgram run() {
+    const std::vector<LinInstr> source = std::move(program_.instrs);
+    program_.instrs.clear();
+    program_.instrs.reserve(source.size());
+    renumbered_.assign(source.size(), -1);
+    for (size_t at = 0; at < source.size(); ++at) {
+      const bool needs = needs_decomposition(source, source[at], dialect_);
+      const bool truncated_float = needs && converts_truncated_float(source, source[at]);
+      LinInstr instr = source[at];
+      renumber(instr);
+      renumbered_[at] = needs ? decompose(std::move(instr), truncated_float) : emit(instr);
+    }
+    return std::move(program_);
+  }
+
+ private:
+  void renumber(LinInstr& instr) const {
+    for (int& src : instr.srcs) src = renumbered_[src];
+    if (instr.reduction_acc >= 0) instr.reduction_acc = renumbered_[instr.reduction_acc];
+    if (instr.vector_head >= 0) instr.vector_head = renumbered_[instr.vector_head];
+    // A local array is named by its position; a parameter by its number.
+    const bool local_array =
+        instr.local || instr.op == LinOp::FragmentLoad || instr.op == LinOp::FragmentStore;
+    if (local_array && instr.buffer >= 0) instr.buffer = renumbered_[instr.buffer];
+  }
+
+  int decompose(LinInstr instr, bool truncated_float) {
+    switch (instr.op) {
+      case LinOp::Alu:
+        return alu(instr.alu, instr.dtype, instr.srcs);
+      case LinOp::Cast: {
+        const int value = rounded(instr.srcs[0]);
+        const DType from = dtype_of(value), to = instr.dtype;
+        if (truncated_float) return positive_zero_cast(to, value);
+        if (semantic_cast(from, to)) return saturating_cast(to, value);
+        const int converted = convert(to, value);
+        // A conversion into a half type rounds to it.
+        return to.is_half() && from != to ? rounded(converted) : converted;
+      }
+      case LinOp::AccUpdate: {
+        // The accumulator's new value, then the update stores it.
+        const int acc = instr.srcs[0], value = instr.srcs[1];
+        const DType dtype = dtype_of(value);
+        const bool value_first = instr.reduce == ReduceOp::Max || instr.reduce == ReduceOp::Min;
+        instr.srcs[1] =
+            alu(update_op(instr.reduce), dtype,
+                value_first ? std::vector<int>{value, acc} : std::vector<int>{acc, value});
+        instr.primitive = true;
+        return emit(std::move(instr));
+      }
+      default:
+        throw InternalError("[decompose_semantics] nothing to decompose in " + program_.name);
+    }
+  }
+
+  DType dtype_of(int value) const { return program_.instrs[value].dtype; }
+
+  int emit(LinInstr instr) {
+    program_.instrs.push_back(std::move(instr));
+    return static_cast<int>(program_.instrs.size()) - 1;
+  }
+
+  // The target's own `op` (flagged primitive where kiln's op of that name means more).
+  int op(Op alu_op, DType dtype, std::vector<int> srcs, bool primitive = false) {
+    LinInstr instr(LinOp::Alu, dtype);
+    instr.alu = alu_op;
+    instr.srcs = std::move(srcs);
+    instr.primitive = primitive;
+    return emit(std::move(instr));
+  }
+
+  // `primitive`: half values compared as computed, not rounded (see inexact_half).
+  int compare(Op alu_op, int a, int b, bool primitive = false) {
+    return op(alu_op, dtypes::bool_, {a, b}, primitive);
+  }
+
+  int bitcast(DType dtype, int value) {
+    LinInstr instr(LinOp::Bitcast, dtype);
+    instr.srcs = {value};
+    return emit(std::move(instr));
+  }
+
+  // `value` rounded to its half type, through its 16 bits (see inexact_half).
+  int rounded(int value) {
+    if (!inexact_half(program_.instrs[value])) return value;
+    const DType half = dtype_of(value);
+    return bitcast(half, bitcast(dtypes::uint16, value));
+  }
+
+  int select(int condition, int if_true, int if_false) {
+    return op(Op::Where, dtype_of(if_true), {condition, if_true, if_false});
+  }
+
+  int constant(DType dtype, int64_t int_value, double float_value) {
+    LinInstr instr(LinOp::Const, dtype);
+    instr.value = ConstArg{float_value, int_value};
+    return emit(std::move(instr));
+  }
+
+  int constant(DType dtype, int64_t value) {
+    return constant(dtype, value, static_cast<double>(value));
+  }
+
+  // The target's conversion (into a half type: to a float, not rounded).
+  int convert(DType dtype, int value) {
+    const LinInstr& source = program_.instrs[value];
+    // An integer constant that the target type holds is that type's constant.
+    if (source.op == LinOp::Const && is_integer(source.dtype) && is_integer(dtype) &&
+        source.value.int_value >= 0 && dtype.is_unsigned())
+      return constant(dtype, source.value.int_value);
+    LinInstr instr(LinOp::Cast, dtype);
+    instr.srcs = {value};
+    instr.primitive = true;
+    return emit(std::move(instr));
+  }
+
+  // kiln's `alu_op` on srcs as instructions the target computes the same way.
+  int alu(Op alu_op, DType dtype, const std::vector<int>& srcs) {
+    if (is_comparison(alu_op)) return compare(alu_op, rounded(srcs[0]), rounded(srcs[1]));
+    const DType operand = dtype_of(srcs[0]);
+    if (!semantic_alu(alu_op, operand, dialect_)) return op(alu_op, dtype, srcs);
+    const int a = srcs[0];
+    const int b = srcs.size() > 1 ? srcs[1] : -1;
+    switch (alu_op) {
+      case Op::Div:
+      case Op::Mod:
+        // For bools, a / b (b true) is a, and a % b is false.
+        if (operand.is_bool())
+          return alu_op == Op::Div ? op(Op::And, dtype, {a, b}) : constant(dtype, 0);
+        return divide(alu_op, dtype, a, b);
+      case Op::Max:
+      case Op::Min:
+        return max_min(alu_op, dtype, a, b);
+      case Op::Neg:
+        if (operand.is_bool()) return op(Op::Not, dtype, {a});
+        return alu(Op::Sub, dtype, {constant(dtype, 0), a});
+      case Op::Abs: {
+        if (!operand.is_signed_int()) return a;
+        const int negative = compare(Op::CmpLt, a, constant(operand, 0));
+        return select(negative, alu(Op::Neg, dtype, {a}), a);
+      }
+      case Op::Add:
+      case Op::Mul:
+        if (operand.is_bool()) return op(alu_op == Op::Add ? Op::Or : Op::And, dtype, {a, b});
+        return wrapping(alu_op, dtype, a, b);
+      case Op::Sub:
+      case Op::Shl:
+        return wrapping(alu_op, dtype, a, b);
+      default:
+        break;
+    }
+    throw InternalError(std::string("[decompose_semantics] no decomposition of ") +
+                        op_name(alu_op));
+  }
+
+  // Integer a / b and a % b: by zero gives 0; MIN / -1 wraps (to -MIN, which is MIN) and
+  // MIN % -1 is 0. The target divides only by a divisor that is neither 0 nor -1 (x86 traps on
+  // both), then selects.
+  int divide(Op alu_op, DType dtype, int a, int b) {
+    const DType operand = dtype_of(a);
+    const int by_zero = compare(Op::CmpEq, b, constant(operand, 0));
+    int refused = by_zero, by_minus_one = -1;
+    if (operand.is_signed_int()) {
+      by_minus_one = compare(Op::CmpEq, b, constant(operand, -1));
+      refused = op(Op::Or, dtypes::bool_, {by_zero, by_minus_one});
+    }
+    const int divisor = select(refused, constant(operand, 1), b);
+    const int result = op(alu_op, dtype, {a, divisor}, /*primitive=*/true);
+    if (by_minus_one < 0 || alu_op == Op::Mod) return select(refused, constant(dtype, 0), result);
+    const int by_one = select(by_minus_one, alu(Op::Neg, dtype, {a}), result);
+    return select(by_zero, constant(dtype, 0), by_one);
+  }
+
+  // kiln's max and min: a float NaN operand wins (a's first). Half values are compared as
+  // computed: one of them is the result either way.
+  int max_min(Op alu_op, DType dtype, int a, int b) {
+    if (dtype_of(a).is_bool()) return op(alu_op == Op::Max ? Op::Or : Op::And, dtype, {a, b});
+    const bool as_computed = dtype_of(a).is_half();
+    int take_a = compare(alu_op == Op::Max ? Op::CmpGt : Op::CmpLt, a, b, as_computed);
+    if (dtype_of(a).is_float())
+      take_a = op(Op::Or, dtypes::bool_, {compare(Op::CmpNe, a, a, as_computed), take_a});
+    return select(take_a, a, b);
+  }
+
+  // Signed a op b, wrapping, where the dialect's signed overflow is undefined: in the unsigned
+  // type of the operands' width (at least 32 bits, as narrower ones promote to int), converted
+  // back.
+  int wrapping(Op alu_op, DType dtype, int a, int b) {
+    if (!wraps_through_unsigned(alu_op, dtype_of(a), dialect_)) return op(alu_op, dtype, {a, b});
+    const DType as_unsigned = dtype.itemsize() == 8 ? dtypes::uint64 : dtypes::uint32;
+    const int result = op(alu_op, as_unsigned, {convert(as_unsigned, a), convert(as_unsigned, b)});
+    return convert(dtype, result);
+  }
+
+  // Float to integer: truncate, saturate at the target's range, NaN gives 0. The bounds are
+  // powers of two (exact in float), so the value is compared in its own type. The target's
+  // conversion of a value outside the range gives some value (x86 and LLVM's an unspecified one,
+  // none traps), which the selects discard: clamping the value before it cost the CPU's loops a
+  // third of their speed.
+  int saturating_cast(DType to, int value) {
+    const DType from = dtype_of(value);
+    // A half type's value is a float.
+    const DType bound_type = from.is_half() ? dtypes::float32 : from;
+    const int nan = compare(Op::CmpNe, value, value);
+    const int below = compare(Op::CmpLt, value, constant(bound_type, 0, to.min_value()));
+    const int above = compare(Op::CmpGe, value, constant(bound_type, 0, to.max_value() + 1.0));
+    LinInstr converted(LinOp::Cast, to);
+    converted.srcs = {value};
+    converted.primitive = true;
+    const int truncated = emit(std::move(converted));
+    const int64_t lowest = to.is_unsigned()      ? 0
+                           : to == dtypes::int64 ? std::numeric_limits<int64_t>::min()
+                                                 : static_cast<int64_t>(to.min_value());
+    const int64_t highest = to == dtypes::uint64  ? -1  // the bit pattern of 2^64 - 1
+                            : to == dtypes::int64 ? std::numeric_limits<int64_t>::max()
+                                                  : static_cast<int64_t>(to.max_value());
+    const int saturated_high = select(above, constant(to, highest), truncated);
+    const int saturated = select(below, constant(to, lowest), saturated_high);
+    return select(nan, constant(to, 0), saturated);
+  }
+
+  // An integer that was a float, converted to float: a zero stays positive (a select: gcc drops
+  // a `+ 0.0`, reasoning that an integer converted is never -0).
+  int positive_zero_cast(DType to, int value) {
+    const DType from = dtype_of(value);
+    LinInstr converted(LinOp::Cast, to);
+    converted.srcs = {value};
+    converted.primitive = true;
+    const int result = emit(std::move(converted));
+    const int zero = compare(Op::CmpEq, value, constant(from, 0));
+    return select(zero, constant(to, 0), result);
+  }
+
+  LinearProgram program_;
+  const Dialect& dialect_;
+  std::vector<int> renumbered_;
+};
+
+}  // namespace
+
+bool needs_decomposition(const LinearProgram& program, int index, const Dialect& dialect) {
+  return needs_decomposition(program.instrs, program.instrs[index], dialect);
+}
+
+LinearProgram decompose_semantics(LinearProgram program, const Dialect& dialect) {
+  return Decomposer(std::move(program), dialect).run();
+}
+
+}  // namespace kiln
