@@ -90,14 +90,6 @@ bool reached_along_rows(const UOpRef& ast, const UOp* buffer) {
   return true;
 }
 
-std::vector<UOpRef> buffers_read(const UOpRef& ast) {
-  std::vector<UOpRef> buffers;
-  for (const UOpRef& node : toposort({ast})) {
-    if (node->op() == Op::Buffer) buffers.push_back(node);
-  }
-  return buffers;
-}
-
 }  // namespace
 
 bool broadcasts_row_value(const UOp& node) {
@@ -133,23 +125,21 @@ int64_t row_lanes(int64_t row_length, int64_t max_lanes) {
 
 int fuse_row_reductions(Schedule& schedule, int64_t max_lanes, int64_t max_buffers) {
   std::vector<ScheduleItem>& items = schedule.items;
-  std::unordered_map<const UOp*, size_t> producer;
-  for (size_t index = 0; index < items.size(); ++index) producer[items[index].output.get()] = index;
+  std::unordered_map<int, size_t> producer;  // a buffer: the item that fills it
+  for (size_t index = 0; index < items.size(); ++index) producer[items[index].buffers[0]] = index;
   std::vector<bool> removed(items.size(), false);
-  std::unordered_map<const UOp*, int> readers;  // items left that read each buffer
+  std::unordered_map<int, int> readers;  // items left that read each buffer
   auto count_readers = [&] {
     readers.clear();
     for (size_t index = 0; index < items.size(); ++index) {
       if (removed[index]) continue;
-      for (const UOpRef& input : items[index].inputs) readers[input.get()] += 1;
+      for (size_t param = 1; param < items[index].buffers.size(); ++param)
+        readers[items[index].buffers[param]] += 1;
     }
   };
   count_readers();
-  std::unordered_set<const UOp*> results;
-  for (const UOpRef& result : schedule.results) {
-    results.insert(result.get());
-    if (result->op() == Op::View) results.insert(result->src().get());
-  }
+  std::unordered_set<int> results;
+  for (const ScheduleResult& result : schedule.results) results.insert(result.buffer);
   int fused = 0;
   for (size_t consumer = items.size(); consumer-- > 0;) {
     ScheduleItem& item = items[consumer];
@@ -161,27 +151,32 @@ int fuse_row_reductions(Schedule& schedule, int64_t max_lanes, int64_t max_buffe
     bool again = true;
     while (again) {
       again = false;
-      for (const UOpRef& input : item.inputs) {
-        auto found = producer.find(input.get());
-        if (found == producer.end() || results.count(input.get()) || readers[input.get()] != 1)
-          continue;
+      for (size_t param = 1; param < item.buffers.size(); ++param) {
+        const int buffer = item.buffers[param];
+        auto found = producer.find(buffer);
+        if (found == producer.end() || results.count(buffer) || readers[buffer] != 1) continue;
         const ScheduleItem& reduction = items[found->second];
         if (reduction.kind != ScheduleItem::Kind::Kernel) continue;
         Shape narrow = shape;
         narrow.back() = 1;
         if (reduction.ast->shape() != narrow || row_value_length(reduction.ast) != shape.back())
           continue;
-        if (!read_as_row_broadcast(item.ast, input.get(), shape) ||
-            !reached_along_rows(item.ast, input.get()))
+        const UOp* replaced = item.inputs[param - 1].get();
+        if (!read_as_row_broadcast(item.ast, replaced, shape) ||
+            !reached_along_rows(item.ast, replaced))
           continue;
-        const UOp* replaced = input.get();
-        const UOpRef fused_ast = graph_rewrite({item.ast}, [&](const UOpRef& node) -> UOpRef {
-          return node.get() == replaced ? reduction.ast : nullptr;
-        })[0];
-        std::vector<UOpRef> inputs = buffers_read(fused_ast);
-        if (static_cast<int64_t>(inputs.size()) + 1 > max_buffers) continue;
-        item.ast = fused_ast;
-        item.inputs = std::move(inputs);
+        // Both kernels over the schedule's buffers: the reduction's value takes the place of
+        // the buffer it fills, and the fused kernel's parameters are numbered afresh.
+        const UOp* filled = schedule.buffers[buffer].node.get();
+        const UOpRef reduction_ast = ast_over_buffers(schedule, reduction);
+        const UOpRef fused_ast =
+            graph_rewrite({ast_over_buffers(schedule, item)}, [&](const UOpRef& node) -> UOpRef {
+              return node.get() == filled ? reduction_ast : nullptr;
+            })[0];
+        ScheduleItem fused_item;
+        bind_kernel(schedule, fused_item, item.buffers[0], fused_ast);
+        if (static_cast<int64_t>(fused_item.buffers.size()) > max_buffers) continue;
+        item = std::move(fused_item);
         removed[found->second] = true;
         count_readers();
         ++fused;

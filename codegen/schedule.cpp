@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "codegen/bound_reduce.h"
 #include "codegen/row_fusion.h"
+#include "codegen/schedule_builder.h"
 #include "core/const_fold.h"
-#include "core/graph_build.h"
 #include "core/rewrite.h"
 
 namespace kiln {
@@ -441,82 +440,18 @@ Placement choose_realized(const std::vector<UOpRef>& order, const Uses& uses,
   return placement;
 }
 
-using NodeMap = std::unordered_map<const UOp*, UOpRef>;
-
-// The value of `root` as a kernel sees it: realized sources become their buffers. Sources first,
-// with an explicit stack (graphs may be 100,000 nodes deep); `substituted` keeps what is done for
-// the next kernels.
-UOpRef as_kernel_reads(const UOpRef& root, const NodeMap& buffer_of, NodeMap& substituted) {
-  auto as_source = [&](const UOpRef& src) -> const UOpRef* {
-    if (auto buffer = buffer_of.find(src.get()); buffer != buffer_of.end()) return &buffer->second;
-    if (auto done = substituted.find(src.get()); done != substituted.end()) return &done->second;
-    return nullptr;
-  };
-  if (auto done = substituted.find(root.get()); done != substituted.end()) return done->second;
-  std::vector<std::pair<UOpRef, size_t>> stack{{root, 0}};
-  while (!stack.empty()) {
-    const UOpRef node = stack.back().first;
-    const size_t next = stack.back().second++;
-    if (next < node->srcs().size()) {
-      const UOpRef& src = node->srcs()[next];
-      if (!as_source(src)) stack.emplace_back(src, 0);
-      continue;
-    }
-    stack.pop_back();
-    if (substituted.count(node.get())) continue;
-    std::vector<UOpRef> srcs;
-    for (const UOpRef& src : node->srcs()) srcs.push_back(*as_source(src));
-    substituted[node.get()] = with_srcs(node, std::move(srcs));
-  }
-  return substituted.at(root.get());
-}
-
-// The item that fills `buffer` with the value of the realized `node`.
-ScheduleItem make_item(const UOpRef& node, const UOpRef& buffer, const NodeMap& buffer_of,
-                       NodeMap& substituted) {
-  ScheduleItem item;
-  item.output = buffer;
-  if (node->op() == Op::Copy) {
-    item.kind = ScheduleItem::Kind::Copy;
-    const UOpRef& src = node->src();
-    item.inputs = {src->op() == Op::Buffer ? src : buffer_of.at(src.get())};
-    return item;
-  }
-  const UOpRef value = node->op() == Op::Contiguous ? node->src() : node;
-  auto src_buffer = buffer_of.find(value.get());
-  item.ast = src_buffer != buffer_of.end() ? src_buffer->second
-                                           : as_kernel_reads(value, buffer_of, substituted);
-  for (const UOpRef& leaf : toposort({item.ast})) {
-    if (leaf->op() == Op::Buffer) item.inputs.push_back(leaf);
-  }
-  return item;
-}
-
 // One item per realized node, in order (sources first), each with a new buffer; the
 // roots' results are their buffers where realized.
 Schedule build_items(const std::vector<UOpRef>& order, const std::vector<UOpRef>& roots,
-                     const Placement& placement, const std::string& device,
-                     const BufferFactory& make_buffer) {
-  Schedule schedule;
-  NodeMap buffer_of;
-  NodeMap substituted;
+                     const Placement& placement, const std::string& device) {
+  ScheduleBuilder builder;
   for (const UOpRef& node : order) {
     const UOp* raw = node.get();
     if (!placement.realized.count(raw)) continue;
     const std::string& placed = placement.device_of.at(raw);
-    auto storage = make_buffer(placed.empty() ? device : placed, node->dtype(), node->numel());
-    UOpRef buffer =
-        node->is_symbolic()
-            ? UOp::make_symbolic(Op::Buffer, node->dtype(), {}, storage, node->sym_shape())
-            : UOp::make(Op::Buffer, node->dtype(), {}, storage, node->shape());
-    schedule.items.push_back(make_item(node, buffer, buffer_of, substituted));
-    buffer_of[raw] = buffer;
+    builder.add_item(node, placed.empty() ? device : placed);
   }
-  for (const UOpRef& root : roots) {
-    auto buffer = buffer_of.find(root.get());
-    schedule.results.push_back(buffer != buffer_of.end() ? buffer->second : root);
-  }
-  return schedule;
+  return builder.finish(roots);
 }
 
 // Row fusion where the heuristics give each row a workgroup (codegen/row_fusion.h): not under
@@ -524,9 +459,9 @@ Schedule build_items(const std::vector<UOpRef>& order, const std::vector<UOpRef>
 // alone. Only where every kernel is on the one device.
 void fuse_rows(Schedule& schedule, TargetsOf& targets) {
   if (schedule.items.empty()) return;
-  const std::string& device = schedule.items[0].output->storage()->device();
+  const std::string& device = schedule.buffers[schedule.items[0].buffers[0]].device;
   for (const ScheduleItem& item : schedule.items) {
-    if (item.output->storage()->device() != device) return;
+    if (schedule.buffers[item.buffers[0]].device != device) return;
   }
   const ScheduleTarget& on = targets.target(device);
   if (on.heuristics && fuses_rows(on.target))
@@ -536,37 +471,14 @@ void fuse_rows(Schedule& schedule, TargetsOf& targets) {
 }  // namespace
 
 Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::string& device,
-                         const BufferFactory& make_buffer, const ScheduleTargetOf& target_of,
-                         bool read_realized) {
+                         const ScheduleTargetOf& target_of, bool read_realized) {
   TargetsOf targets(target_of);
   const std::vector<UOpRef> roots = rewrite_reductions(input_roots, device, targets, read_realized);
   const std::vector<UOpRef> order = toposort(roots);
   const Placement placement = choose_realized(order, find_uses(order, roots), device, targets);
-  Schedule schedule = build_items(order, roots, placement, device, make_buffer);
+  Schedule schedule = build_items(order, roots, placement, device);
   fuse_rows(schedule, targets);
   return schedule;
-}
-
-std::string schedule_to_string(const Schedule& schedule) {
-  std::ostringstream text;
-  for (size_t index = 0; index < schedule.items.size(); ++index) {
-    const ScheduleItem& item = schedule.items[index];
-    if (item.kind == ScheduleItem::Kind::Copy) {
-      text << "item " << index << ": COPY " << item.inputs[0]->to_string() << " -> "
-           << item.output->to_string() << "\n";
-      continue;
-    }
-    text << "item " << index << ": KERNEL -> " << item.output->to_string() << " reads "
-         << item.inputs.size() << " buffer(s)\n"
-         << graph_to_string({item.ast});
-  }
-  return text.str();
-}
-
-BufferFactory unallocated_buffers() {
-  return [](const std::string&, DType dtype, int64_t numel) {
-    return std::make_shared<UnallocatedStorage>(static_cast<size_t>(numel) * dtype.itemsize());
-  };
 }
 
 }  // namespace kiln

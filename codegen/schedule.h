@@ -20,36 +20,50 @@
 
 namespace kiln {
 
+// A buffer a schedule's items read or fill: one the graph holds already (a leaf), or one the
+// realize makes. Items name buffers by their index in Schedule::buffers.
+struct ScheduleBuffer {
+  // A leaf's own Buffer node; for a buffer the realize makes, a Buffer node named "bufferK" (K
+  // its index) that stands for it. Either gives the dtype and the (symbolic) shape.
+  UOpRef node;
+  bool is_leaf = false;
+  std::string device;
+  int64_t numel = 0;  // elements to allocate (a symbolic shape's largest)
+};
+
+// A kernel or a copy. A kernel is abstract: its ast reads the kernel's parameters, Buffer nodes
+// named "paramN" (param0 the output, then one per input in the order the ast first reads them),
+// so the same kernel over other buffers is the same node, and codegen and the caches see no
+// storage. The runtime binds buffers[N] to parameter N.
 struct ScheduleItem {
   enum class Kind { Kernel, Copy } kind = Kind::Kernel;
-  UOpRef output;               // the Buffer node this item fills
+  UOpRef output;               // Kernel: param0 (the output's dtype and shape)
   UOpRef ast;                  // Kernel: the value to compute (shape == output shape)
-  std::vector<UOpRef> inputs;  // Kernel: Buffer nodes the ast reads; Copy: the source buffer
+  std::vector<UOpRef> inputs;  // Kernel: param1, param2, ...: the Buffer nodes the ast reads
+  // The schedule buffer of each parameter, output first (a Copy: its destination, its source).
+  std::vector<int> buffers;
+};
+
+// What a root holds once the schedule has run: the buffer an item fills, or where no item
+// computes it (a leaf buffer, a view of one, a value realized before) the node as it is.
+struct ScheduleResult {
+  int buffer = -1;
+  UOpRef unchanged;  // where buffer < 0
 };
 
 struct Schedule {
+  std::vector<ScheduleBuffer> buffers;
   std::vector<ScheduleItem> items;
-  std::vector<UOpRef> results;  // one per root: a Buffer node, or a View of one
+  std::vector<ScheduleResult> results;  // one per root
 };
 
-// Makes the storage behind a new Buffer node (allocation may be deferred to first use).
-using BufferFactory =
-    std::function<std::shared_ptr<Storage>(const std::string& device, DType dtype, int64_t numel)>;
-
-// Storage that is never allocated, named for the CPU: what a schedule's buffers point at where its
-// kernels are compiled and not run (`kiln render`, tests).
-class UnallocatedStorage : public Storage {
- public:
-  explicit UnallocatedStorage(size_t nbytes) : nbytes_(nbytes) {}
-  const std::string& device() const override { return device_; }
-  size_t nbytes() const override { return nbytes_; }
-
- private:
-  std::string device_ = "CPU";
-  size_t nbytes_;
-};
-// A BufferFactory of UnallocatedStorage.
-BufferFactory unallocated_buffers();
+// A kernel's ast with its parameters replaced by the schedule's buffers, and back: what a pass
+// that moves work between kernels (row fusion) rewrites. A buffer is a Buffer node: a leaf's own
+// node, or one named "bufferK" for buffer K that the realize makes.
+UOpRef ast_over_buffers(const Schedule& schedule, const ScheduleItem& kernel);
+// Makes `kernel` compute `ast` (over the schedule's buffers, as above) into buffer `output`: its
+// parameters are the buffers the ast reads, numbered in the order it first reads them.
+void bind_kernel(const Schedule& schedule, ScheduleItem& kernel, int output, const UOpRef& ast);
 
 // What the scheduler knows of a device that kernels run on: its optimiser target, and whether
 // the heuristics choose the opts there. Kernels are shaped for the opts they will get: where the
@@ -68,8 +82,7 @@ using ScheduleTargetOf = std::function<ScheduleTarget(const std::string& device)
 // `target_of` describes each device (unset: a CPU-like default for every device). With
 // `read_realized`, a node realized before (UOp::realized_value) is read, not computed.
 Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& device,
-                         const BufferFactory& make_buffer, const ScheduleTargetOf& target_of = {},
-                         bool read_realized = true);
+                         const ScheduleTargetOf& target_of = {}, bool read_realized = true);
 
 // Text of a schedule (what KILN_DEBUG=3 prints).
 std::string schedule_to_string(const Schedule& schedule);

@@ -52,8 +52,8 @@ void check_dtypes(const LinearProgram& program, Device& device) {
   }
 }
 
-// Lowered and rendered kernels, by device and kernel: the ast with its buffers replaced by
-// numbered placeholders, which hash-consing turns into one node per distinct kernel. A warm
+// Lowered and rendered kernels, by device and kernel: the ast over numbered parameters, which
+// hash-consing makes one node per distinct kernel. A warm
 // realize then skips lowering and rendering (most of its overhead). Holds the
 // kernel_cache_limit() kernels used last; schedules and captures keep theirs alive.
 class PreparedKernelCache {
@@ -199,32 +199,13 @@ const std::vector<std::shared_ptr<Buffer>>& PreparedKernel::scratch() const {
   return scratch_;
 }
 
-KernelLaunch prepare_kernel(const ScheduleItem& item) {
-  DeviceContext* context = &buffer_of(*item.output).context();
-  ScheduleItem generic = item;
-  // The output too: what the opts and the program see of it is its (symbolic) shape and dtype.
-  if (item.output->is_symbolic())
-    generic.output = UOp::make_symbolic(Op::Buffer, item.output->dtype(), {}, std::string("param0"),
-                                        item.output->sym_shape());
-  std::unordered_map<const UOp*, UOpRef> placeholder_of;
-  generic.inputs.clear();
-  for (size_t index = 0; index < item.inputs.size(); ++index) {
-    const UOpRef& input = item.inputs[index];
-    std::string name = std::string("param") + std::to_string(index + 1);
-    UOpRef placeholder =
-        input->is_symbolic()
-            ? UOp::make_symbolic(Op::Buffer, input->dtype(), {}, std::move(name),
-                                 input->sym_shape())
-            : UOp::make(Op::Buffer, input->dtype(), {}, std::move(name), input->shape());
-    placeholder_of[input.get()] = placeholder;
-    generic.inputs.push_back(placeholder);
-  }
+KernelLaunch prepare_kernel(const ScheduleItem& kernel,
+                            const std::shared_ptr<DeviceContext>& shared_context) {
+  DeviceContext* context = shared_context.get();
+  ScheduleItem generic = kernel;
   bool symbolic = false;
-  generic.ast = graph_rewrite({item.ast}, [&](const UOpRef& node) -> UOpRef {
+  for (const UOpRef& node : toposort({kernel.ast}))
     symbolic |= node->is_symbolic() || (node->op() == Op::View && node->tracker().is_symbolic());
-    auto found = placeholder_of.find(node.get());
-    return found == placeholder_of.end() ? nullptr : found->second;
-  })[0];
   // A symbolic kernel is prepared (and cached) for its variables, not their values.
   UnboundKernel unbound;
   if (symbolic) {
@@ -275,7 +256,7 @@ KernelLaunch prepare_kernel(const ScheduleItem& item) {
   }
   if (std::any_of(prepared->program.params.begin(), prepared->program.params.end(),
                   [](const KernelParam& param) { return param.scratch; }))
-    prepared->scratch_context = buffer_of(*item.output).shared_context();
+    prepared->scratch_context = shared_context;
   prepared_kernels().insert(context, generic.ast, prepared);
   return launch_of(std::move(prepared), unbound);
 }

@@ -1,7 +1,7 @@
 #pragma once
 // A scheduled kernel made ready to launch: lowered with its opts, vectorized, checked against the
-// device and rendered. Prepared kernels are cached by the kernel's structure (its ast over
-// numbered placeholder buffers), so a warm realize skips lowering and rendering.
+// device and rendered. Prepared kernels are cached by the kernel (its ast over numbered
+// parameters, one node per distinct kernel), so a warm realize skips lowering and rendering.
 
 #include <atomic>
 #include <memory>
@@ -52,9 +52,11 @@ struct KernelLaunch {
   std::vector<Sym> bound;  // the bound variable each value came from
 };
 
-// Prepares the kernel of a schedule item, from the cache where its structure was seen before
-// with the same opt settings. Throws (DTypeError, DeviceError) where the device cannot run it.
-KernelLaunch prepare_kernel(const ScheduleItem& item);
+// Prepares a schedule's kernel for the device of `context`, from the cache where the same kernel
+// was prepared there before with the same opt settings. Throws (DTypeError, DeviceError) where
+// the device cannot run it.
+KernelLaunch prepare_kernel(const ScheduleItem& kernel,
+                            const std::shared_ptr<DeviceContext>& context);
 
 // Prepared kernels in memory, and dropping them: those of a device (clear_cache), or the least
 // recently used beyond kernel_cache_limit() (kiln/memory.h).

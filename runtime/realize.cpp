@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <mutex>
 
 #include "codegen/schedule.h"
@@ -24,7 +25,49 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel, LaunchRecorder* recorder) {
+// The buffers a schedule binds, by index: leaves as the graph holds them, the others made for
+// this realize (their memory is taken at first use).
+class BoundBuffers {
+ public:
+  BoundBuffers(const Schedule& schedule, const std::function<const UOpRef&(size_t)>& node_of,
+               const std::string& device, const std::shared_ptr<DeviceContext>& context) {
+    for (size_t index = 0; index < schedule.buffers.size(); ++index) {
+      const ScheduleBuffer& buffer = schedule.buffers[index];
+      if (buffer.is_leaf) {
+        buffers_.push_back(std::static_pointer_cast<Buffer>(node_of(index)->storage()));
+      } else {
+        buffers_.push_back(
+            std::make_shared<Buffer>(buffer.device == device ? context : open_device(buffer.device),
+                                     buffer.node->dtype(), buffer.numel));
+      }
+    }
+    // A buffer goes back to the caching allocator right after its last reader (a result is kept),
+    // so a later kernel reuses it.
+    last_use_.assign(schedule.buffers.size(), -1);
+    for (size_t index = 0; index < schedule.items.size(); ++index) {
+      for (int buffer : schedule.items[index].buffers) last_use_[buffer] = static_cast<int>(index);
+    }
+    for (const ScheduleResult& result : schedule.results) {
+      if (result.buffer >= 0) last_use_[result.buffer] = static_cast<int>(schedule.items.size());
+    }
+  }
+
+  Buffer& operator[](int index) const { return *buffers_[index]; }
+  const std::shared_ptr<Buffer>& shared(int index) const { return buffers_[index]; }
+
+  void release_after(const ScheduleItem& item, size_t item_index) {
+    for (int buffer : item.buffers) {
+      if (last_use_[buffer] == static_cast<int>(item_index)) buffers_[buffer].reset();
+    }
+  }
+
+ private:
+  std::vector<std::shared_ptr<Buffer>> buffers_;
+  std::vector<int> last_use_;
+};
+
+void run_kernel(const ScheduleItem& item, const UOp& output, const KernelLaunch& kernel,
+                const BoundBuffers& bound, LaunchRecorder* recorder) {
   const PreparedKernel& prepared = *kernel.prepared;
   const LinearProgram& program = prepared.program;
   const int64_t items = work_items(program, kernel.values);
@@ -33,8 +76,7 @@ void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel, LaunchReco
   if (items == 0 && (program.variables.empty() || !recorder)) return;
   const std::shared_ptr<Program> compiled = prepared.loaded();  // held while it launches
   LaunchRequest request;
-  request.buffers.push_back(buffer_of(*item.output).memory());
-  for (const UOpRef& input : item.inputs) request.buffers.push_back(buffer_of(*input).memory());
+  for (int buffer : item.buffers) request.buffers.push_back(bound[buffer].memory());
   for (const std::shared_ptr<Buffer>& scratch : prepared.scratch())
     request.buffers.push_back(scratch->memory());
   int64_t global[3], local[3];
@@ -50,12 +92,10 @@ void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel, LaunchReco
     launch.program = compiled;
     launch.request = request;
     launch.request.wait = false;  // a replay waits for nothing
-    launch.written_numel = sym_prod(item.output->sym_shape());
+    launch.written_numel = sym_prod(output.sym_shape());
     launch.geometry = prepared.geometry;
     launch.bound = kernel.bound;
-    launch.buffers.push_back(std::static_pointer_cast<Buffer>(item.output->storage()));
-    for (const UOpRef& input : item.inputs)
-      launch.buffers.push_back(std::static_pointer_cast<Buffer>(input->storage()));
+    for (int buffer : item.buffers) launch.buffers.push_back(bound.shared(buffer));
     for (const std::shared_ptr<Buffer>& scratch : prepared.scratch())
       launch.buffers.push_back(scratch);
     recorder->record(std::move(launch));
@@ -76,21 +116,59 @@ void run_kernel(const ScheduleItem& item, const KernelLaunch& kernel, LaunchReco
   }
 }
 
-void run_copy(const ScheduleItem& item, LaunchRecorder* recorder) {
-  Buffer& source = buffer_of(*item.inputs[0]);
-  Buffer& destination = buffer_of(*item.output);
+void run_copy(const ScheduleItem& item, const UOp& output, const BoundBuffers& bound,
+              LaunchRecorder* recorder) {
+  Buffer& destination = bound[item.buffers[0]];
+  Buffer& source = bound[item.buffers[1]];
   // A compile-only device computes no values: there is nothing to move.
   if (source.context().device().properties().compile_only ||
       destination.context().device().properties().compile_only)
     return;
   if (recorder) {
     RecordedLaunch copy;
-    copy.buffers = {std::static_pointer_cast<Buffer>(item.inputs[0]->storage()),
-                    std::static_pointer_cast<Buffer>(item.output->storage())};
-    copy.written_numel = sym_prod(item.output->sym_shape());
+    copy.buffers = {bound.shared(item.buffers[1]), bound.shared(item.buffers[0])};
+    copy.written_numel = sym_prod(output.sym_shape());
     recorder->record(std::move(copy));
   }
   copy_between_devices(source, destination);
+}
+
+// The Buffer node of a result held in `storage`, shaped like the schedule's node for it.
+UOpRef result_node(const UOp& like, std::shared_ptr<Buffer> storage) {
+  std::shared_ptr<Storage> held = std::move(storage);
+  return like.is_symbolic()
+             ? UOp::make_symbolic(Op::Buffer, like.dtype(), {}, std::move(held), like.sym_shape())
+             : UOp::make(Op::Buffer, like.dtype(), {}, std::move(held), like.shape());
+}
+
+// The schedule of `roots` made afresh, with its kernels prepared (its leaves are their own
+// nodes). Every kernel is lowered and checked before any runs, so a dtype error changes nothing.
+std::shared_ptr<const SchedulePlan> schedule_afresh(const std::vector<UOpRef>& roots,
+                                                    const std::string& device,
+                                                    const std::shared_ptr<DeviceContext>& context,
+                                                    const OptSettings& settings,
+                                                    bool read_realized) {
+  auto context_of = [&](const std::string& name) {
+    return name == device ? context : open_device(name);
+  };
+  // Kernels are shaped for the opts each device's target will get (codegen/schedule.h).
+  const ScheduleTargetOf target_of = [&](const std::string& name) {
+    Device& kernel_device = context_of(name)->device();
+    return ScheduleTarget{opt_target(kernel_device, settings), uses_heuristics(settings)};
+  };
+  auto plan = std::make_shared<SchedulePlan>();
+  plan->schedule = create_schedule(roots, device, target_of, read_realized);
+  const Schedule& schedule = plan->schedule;
+  if (debug_level() >= 3) logger().info("schedule:\n{}", schedule_to_string(schedule));
+  plan->leaf_numbers.assign(schedule.buffers.size(), -1);
+  plan->kernels.resize(schedule.items.size());
+  for (size_t index = 0; index < schedule.items.size(); ++index) {
+    const ScheduleItem& item = schedule.items[index];
+    if (item.kind == ScheduleItem::Kind::Kernel)
+      plan->kernels[index] =
+          prepare_kernel(item, context_of(schedule.buffers[item.buffers[0]].device));
+  }
+  return plan;
 }
 
 }  // namespace
@@ -120,57 +198,49 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
   const bool cached = !recorder && debug_level() < 3;
   const OptSettings settings = opt_settings();
   GraphWalk walk;
-  const SchedulePlan* plan = nullptr;
+  std::shared_ptr<const SchedulePlan> plan;
   if (cached) {
     walk = walk_graph(roots, device);
     if (walk.cacheable) plan = schedule_cache().find(walk, device, settings);
   }
-  Schedule schedule;
-  std::vector<KernelLaunch> prepared;
-  if (plan) {
-    schedule = instantiate(*plan, walk, prepared);
-  } else {
-    const BufferFactory make_buffer = [](const std::string& name, DType dtype, int64_t numel) {
-      return std::make_shared<Buffer>(open_device(name), dtype, numel);
-    };
-    // Kernels are shaped for the opts each device's target will get (codegen/schedule.h).
-    const ScheduleTargetOf target_of = [&](const std::string& name) {
-      Device& kernel_device = (name == device ? context : open_device(name))->device();
-      return ScheduleTarget{opt_target(kernel_device, settings), uses_heuristics(settings)};
-    };
-    schedule = create_schedule(roots, device, make_buffer, target_of, !recorder);
-    if (debug_level() >= 3) logger().info("schedule:\n{}", schedule_to_string(schedule));
-    // Lower and check every kernel before running any, so a dtype error changes nothing.
-    prepared.resize(schedule.items.size());
-    for (size_t index = 0; index < schedule.items.size(); ++index) {
-      if (schedule.items[index].kind == ScheduleItem::Kind::Kernel)
-        prepared[index] = prepare_kernel(schedule.items[index]);
-    }
-    if (cached) schedule_cache().record(walk, device, settings, schedule, prepared);
+  if (!plan) {
+    plan = schedule_afresh(roots, device, context, settings, !recorder);
+    if (cached) schedule_cache().record(walk, device, settings, *plan);
+  }
+  const Schedule& schedule = plan->schedule;
+  const std::vector<KernelLaunch>& kernels = plan->kernels;
+  BoundBuffers bound(
+      schedule, [&](size_t index) -> const UOpRef& { return plan->node(index, walk); }, device,
+      context);
+  // A root an item computes is its new buffer; the others are read as they are.
+  std::vector<UOpRef> results;
+  for (const ScheduleResult& result : schedule.results) {
+    results.push_back(result.buffer < 0 ? result.unchanged
+                                        : result_node(*schedule.buffers[result.buffer].node,
+                                                      bound.shared(result.buffer)));
   }
   std::vector<Device*> launched_on;
   for (size_t index = 0; index < schedule.items.size(); ++index) {
-    ScheduleItem& item = schedule.items[index];
+    const ScheduleItem& item = schedule.items[index];
+    const UOp& output = *schedule.buffers[item.buffers[0]].node;
     if (item.kind == ScheduleItem::Kind::Copy) {
-      run_copy(item, recorder);
-    } else if (prepared[index].prepared->context->device().properties().compile_only) {
-      const PreparedKernel& kernel = *prepared[index].prepared;
+      run_copy(item, output, bound, recorder);
+    } else if (kernels[index].prepared->context->device().properties().compile_only) {
+      const PreparedKernel& kernel = *kernels[index].prepared;
       kernel.context->compile(kernel.source, kernel.program.name);
     } else {
-      run_kernel(item, prepared[index], recorder);
-      Device& kernel_device = prepared[index].prepared->context->device();
+      run_kernel(item, output, kernels[index], bound, recorder);
+      Device& kernel_device = kernels[index].prepared->context->device();
       if (std::find(launched_on.begin(), launched_on.end(), &kernel_device) == launched_on.end())
         launched_on.push_back(&kernel_device);
     }
-    // Only later items (and the results) hold an intermediate from here on, so a buffer goes
-    // back to the caching allocator right after its last reader, and a later kernel reuses it.
-    item = ScheduleItem{};
+    bound.release_after(item, index);
   }
   for (Device* kernel_device : launched_on) kernel_device->flush();
   // Graphs built on these nodes before they were realized read the results from now on.
   for (size_t index = 0; index < roots.size(); ++index) {
-    if (schedule.results[index].get() != roots[index].get())
-      roots[index]->set_realized_value(schedule.results[index]);
+    if (results[index].get() != roots[index].get())
+      roots[index]->set_realized_value(results[index]);
   }
   trace_event("realize", "realize", start, seconds_since(start),
               std::to_string(schedule.items.size()) + " item(s) on " + device);
@@ -180,7 +250,7 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
                   schedule.items.size(), context->stats().compiles - compiles_before,
                   seconds_since(start) * 1e6);
   }
-  return schedule.results;
+  return results;
 }
 
 }  // namespace kiln

@@ -116,28 +116,9 @@ GraphWalk walk_graph(const std::vector<UOpRef>& roots, const std::string& device
   return walk;
 }
 
-Schedule instantiate(const SchedulePlan& plan, const GraphWalk& walk,
-                     std::vector<KernelLaunch>& kernels) {
-  Schedule schedule;
-  schedule.items.reserve(plan.items.size());
-  kernels.assign(plan.items.size(), KernelLaunch{});
-  for (size_t index = 0; index < plan.items.size(); ++index) {
-    const SchedulePlan::Item& planned = plan.items[index];
-    ScheduleItem item;
-    item.kind = planned.kind;
-    auto storage = std::make_shared<Buffer>(planned.context, planned.dtype, planned.numel);
-    item.output = UOp::make(Op::Buffer, planned.dtype, {}, std::move(storage), planned.shape);
-    for (int input : planned.inputs)
-      item.inputs.push_back(input >= 0 ? walk.leaves[input] : schedule.items[~input].output);
-    kernels[index] = planned.kernel;
-    schedule.items.push_back(std::move(item));
-  }
-  for (int result : plan.results) schedule.results.push_back(schedule.items[result].output);
-  return schedule;
-}
-
-const SchedulePlan* ScheduleCache::find(const GraphWalk& walk, const std::string& device,
-                                        const OptSettings& settings) const {
+std::shared_ptr<const SchedulePlan> ScheduleCache::find(const GraphWalk& walk,
+                                                        const std::string& device,
+                                                        const OptSettings& settings) const {
   auto [begin, end] = by_hash_.equal_range(walk.hash);
   for (auto found = begin; found != end; ++found) {
     const Entry& entry = *found->second;
@@ -153,49 +134,38 @@ const SchedulePlan* ScheduleCache::find(const GraphWalk& walk, const std::string
     if (!same) continue;
     ++hits_;
     recent_.splice(recent_.begin(), recent_, found->second);
-    return &entry.plan;
+    return entry.plan;
   }
   return nullptr;
 }
 
 void ScheduleCache::record(const GraphWalk& walk, const std::string& device,
-                           const OptSettings& settings, const Schedule& schedule,
-                           const std::vector<KernelLaunch>& kernels) {
+                           const OptSettings& settings, const SchedulePlan& made) {
   if (!walk.cacheable) return;
-  std::unordered_map<const UOp*, int> source_of;  // a buffer node: its input reference
+  auto plan = std::make_shared<SchedulePlan>(made);
+  std::unordered_map<const UOp*, int> number_of;
   for (size_t index = 0; index < walk.leaves.size(); ++index)
-    source_of.emplace(walk.leaves[index].get(), static_cast<int>(index));
+    number_of.emplace(walk.leaves[index].get(), static_cast<int>(index));
+  for (size_t index = 0; index < plan->schedule.buffers.size(); ++index) {
+    ScheduleBuffer& buffer = plan->schedule.buffers[index];
+    if (!buffer.is_leaf) continue;
+    auto found = number_of.find(buffer.node.get());
+    if (found == number_of.end()) return;  // read from outside the walk's leaves
+    plan->leaf_numbers[index] = found->second;
+    buffer.node = nullptr;
+  }
+  for (const KernelLaunch& kernel : plan->kernels) {
+    if (!kernel.values.empty()) return;  // bound per realize
+  }
+  for (const ScheduleResult& result : plan->schedule.results) {
+    if (result.buffer < 0) return;  // the walk's own node
+  }
   Entry entry;
   entry.hash = walk.hash;
   entry.device = device;
   entry.settings = settings;
   entry.roots = walk.roots;
-  for (size_t index = 0; index < schedule.items.size(); ++index) {
-    const ScheduleItem& item = schedule.items[index];
-    SchedulePlan::Item planned;
-    planned.kind = item.kind;
-    const Buffer& output = buffer_of(*item.output);
-    planned.context = output.shared_context();
-    planned.dtype = item.output->dtype();
-    planned.shape = item.output->shape();
-    planned.numel = output.numel();
-    for (const UOpRef& input : item.inputs) {
-      auto found = source_of.find(input.get());
-      if (found == source_of.end()) return;  // read from outside the walk's leaves
-      planned.inputs.push_back(found->second);
-    }
-    if (item.kind == ScheduleItem::Kind::Kernel) {
-      if (!kernels[index].values.empty()) return;  // bound per realize
-      planned.kernel = kernels[index];
-    }
-    source_of.emplace(item.output.get(), ~static_cast<int>(index));
-    entry.plan.items.push_back(std::move(planned));
-  }
-  for (const UOpRef& result : schedule.results) {
-    auto found = source_of.find(result.get());
-    if (found == source_of.end() || found->second >= 0) return;  // not an item's output
-    entry.plan.results.push_back(~found->second);
-  }
+  entry.plan = std::move(plan);
   for (size_t index = 0; index < walk.nodes.size(); ++index) {
     const UOp& node = *walk.nodes[index];
     KeyNode key;

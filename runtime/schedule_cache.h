@@ -7,8 +7,8 @@
 // them: ops, dtypes, shapes, arguments, which node reads which, and each leaf's dtype, shape and
 // device. Nodes realized before count as the values they hold, as the scheduler reads them. The
 // scheduler and the kernels it makes depend on nothing else, so a graph with an equal key gets
-// the same plan: the same items, each over the same numbered leaves or earlier items' outputs,
-// with the same prepared kernels. Symbolic graphs are not cached (their variables' values are
+// the same schedule: the same items, bound to the same numbered leaves or new buffers, with the
+// same prepared kernels. Symbolic graphs are not cached (their variables' values are
 // bound per realize), nor graphs of more than a few thousand nodes.
 
 #include <forward_list>
@@ -51,38 +51,33 @@ struct GraphWalk {
 // Walks the roots as create_schedule sees them on `device` (realized nodes as their values).
 GraphWalk walk_graph(const std::vector<UOpRef>& roots, const std::string& device);
 
-// A schedule with its buffers left out: replayed over the leaves of an equal graph.
+// A schedule with its kernels prepared. Kept in the cache for the graphs whose walk equals the
+// one it was made for, its leaves are walk numbers (their own nodes are dropped, so the cache
+// holds no user's memory); made afresh, they are their own nodes.
 struct SchedulePlan {
-  struct Item {
-    ScheduleItem::Kind kind = ScheduleItem::Kind::Kernel;
-    std::shared_ptr<DeviceContext> context;  // where the output lives
-    DType dtype;
-    Shape shape;
-    int64_t numel = 0;
-    std::vector<int> inputs;  // >= 0: a leaf; < 0: the output of item ~index
-    KernelLaunch kernel;      // Kind::Kernel
-  };
-  std::vector<Item> items;
-  std::vector<int> results;  // per root: the item whose output holds it
-};
+  Schedule schedule;
+  std::vector<int> leaf_numbers;      // per buffer: a leaf's index in GraphWalk::leaves, else -1
+  std::vector<KernelLaunch> kernels;  // per item (a copy's is empty)
 
-// The schedule of a plan over a walk's leaves (new output buffers), with its kernels.
-Schedule instantiate(const SchedulePlan& plan, const GraphWalk& walk,
-                     std::vector<KernelLaunch>& kernels);
+  // The node of buffer `index` for a walk: a leaf's node in it, else the schedule's.
+  const UOpRef& node(size_t index, const GraphWalk& walk) const {
+    return leaf_numbers[index] >= 0 ? walk.leaves[leaf_numbers[index]]
+                                    : schedule.buffers[index].node;
+  }
+};
 
 // Keyed by the walk, the realize device and the opt settings; holds the kernel_cache_limit()
 // plans used last (kiln/memory.h). Used under the realize lock only (lock_realizations), so it
 // takes no lock of its own.
 class ScheduleCache {
  public:
-  // The plan is valid until the next record() or clear().
-  const SchedulePlan* find(const GraphWalk& walk, const std::string& device,
-                           const OptSettings& settings) const;
-  // Records the schedule made for a walk that find() missed. Does nothing where it cannot be
-  // replayed (an item reads a buffer that is neither a leaf nor an earlier output, a result is not
-  // an item's).
+  std::shared_ptr<const SchedulePlan> find(const GraphWalk& walk, const std::string& device,
+                                           const OptSettings& settings) const;
+  // Records the plan made afresh (its leaves their own nodes) for a walk that find() missed.
+  // Does nothing where it cannot be replayed: a leaf outside the walk, a kernel whose variables
+  // are bound per realize, a result that no item computes.
   void record(const GraphWalk& walk, const std::string& device, const OptSettings& settings,
-              const Schedule& schedule, const std::vector<KernelLaunch>& kernels);
+              const SchedulePlan& made);
   size_t size() const { return recent_.size(); }
   int64_t hits() const { return hits_; }  // plans found, since the process began
   void clear();
@@ -96,7 +91,7 @@ class ScheduleCache {
     OptSettings settings;
     std::vector<KeyNode> nodes;
     std::vector<int> roots;
-    SchedulePlan plan;
+    std::shared_ptr<const SchedulePlan> plan;
   };
   // Most recently used first; by_hash finds a walk's candidates in it.
   mutable std::list<Entry> recent_;

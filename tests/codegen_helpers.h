@@ -70,7 +70,7 @@ inline LinearProgram lowered(const ScheduleItem& item, const OptTarget& target) 
 
 // `target_of` stands for every device (unset: the scheduler's default).
 inline Schedule schedule_of(const Tensor& tensor, const ScheduleTargetOf& target_of = {}) {
-  return create_schedule({tensor.node()}, "CPU", unallocated_buffers(), target_of);
+  return create_schedule({tensor.node()}, "CPU", target_of);
 }
 
 // A device that binds at most `max_buffers` buffers per kernel and reduces at most
@@ -88,6 +88,14 @@ inline ScheduleTargetOf scheduled_on(int64_t max_buffers, int64_t max_reduce_len
 }
 
 // The one kernel a tensor's schedule holds.
+// The node bound to each of a kernel's inputs (a leaf's own Buffer node, else the schedule's).
+inline std::vector<UOpRef> bound_inputs(const Schedule& schedule, const ScheduleItem& kernel) {
+  std::vector<UOpRef> nodes;
+  for (size_t param = 1; param < kernel.buffers.size(); ++param)
+    nodes.push_back(schedule.buffers[kernel.buffers[param]].node);
+  return nodes;
+}
+
 inline ScheduleItem only_kernel(const Tensor& tensor) {
   Schedule schedule = schedule_of(tensor);
   REQUIRE(schedule.items.size() == 1);

@@ -123,8 +123,7 @@ TEST_CASE("row fusion leaves what a row's workgroup cannot compute", "[row_fusio
   CHECK(fused(x / x.prod({1}, true)).items.size() == 2);
   // A reduction that is also a result stays a kernel of its own.
   const Tensor maximum = x.max({1}, true);
-  Schedule two_roots =
-      create_schedule({(x - maximum).node(), maximum.node()}, "CPU", unallocated_buffers());
+  Schedule two_roots = create_schedule({(x - maximum).node(), maximum.node()}, "CPU");
   fuse_row_reductions(two_roots, 256, 128);
   CHECK(two_roots.items.size() == 2);
 }

@@ -255,7 +255,9 @@ TEST_CASE("a realized value is read by every graph built on it, while it lives",
   REQUIRE(after.items.size() == 1);
   CHECK_FALSE(computes(after, Op::Exp));
   REQUIRE(after.items[0].inputs.size() == 1);
-  CHECK(after.items[0].inputs[0] == x.node());
+  const ScheduleBuffer& read = after.buffers[after.items[0].buffers[1]];
+  CHECK(read.is_leaf);
+  CHECK(read.node == x.node());
   const std::vector<float> values = y.to_vector<float>();
   const std::vector<float> inputs = a.to_vector<float>();
   for (size_t index = 0; index < values.size(); ++index)

@@ -141,12 +141,14 @@ void check_close(const std::vector<uint8_t>& bytes, DType dtype, const std::vect
 std::vector<uint8_t> run_with_tensor_cores(DeviceContext& context, const OptTarget& target,
                                            const Tensor& result, const TensorCoreLayout& layout,
                                            const std::vector<const Operand*>& operands) {
-  const ScheduleItem item = only_kernel(result);
+  const Schedule schedule = schedule_of(result);
+  REQUIRE(schedule.items.size() == 1);
+  const ScheduleItem& item = schedule.items[0];
   const std::vector<Opt> opts = tensor_core_opts(kernel_axes(item.ast), layout);
   INFO(opts_to_string(opts));
   const LinearProgram program = lower_with(item, opts, target);
   std::vector<std::vector<uint8_t>> inputs;
-  for (const UOpRef& input : item.inputs) {
+  for (const UOpRef& input : bound_inputs(schedule, item)) {
     const Operand* match = nullptr;
     for (const Operand* operand : operands) {
       if (input == operand->tensor.node()) match = operand;

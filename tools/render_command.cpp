@@ -145,8 +145,7 @@ int render_main(const RenderOptions& options) {
   const ScheduleTargetOf target_of = [&](const std::string&) {
     return ScheduleTarget{opt_target, uses_heuristics(settings)};
   };
-  const Schedule schedule =
-      create_schedule({program.node()}, "CPU", unallocated_buffers(), target_of, false);
+  const Schedule schedule = create_schedule({program.node()}, "CPU", target_of, false);
 
   CompileOptions compile;
   compile.settings = settings;
