@@ -4,6 +4,8 @@
 
 #include <kiln/kiln.h>
 
+#include <algorithm>
+
 #include "codegen/decompose.h"
 #include "codegen/heuristics.h"
 #include "codegen/lower.h"
@@ -312,4 +314,39 @@ TEST_CASE("a sum, max or min of a constant is folded, however long, on every dev
       CHECK(Tensor::full({7}, 3, dtypes::int32, device).sum().item<int32_t>() == 21);
     }
   }
+}
+
+TEST_CASE("kernels are over parameters, bound to the schedule's buffers", "[schedule]") {
+  const Tensor a = input({64}, 1), b = input({64}, 2);
+  const Schedule first = schedule_of((a + 1) * a);
+  const Schedule second = schedule_of((b + 1) * b);
+  REQUIRE(first.items.size() == 1);
+  REQUIRE(second.items.size() == 1);
+  // The same kernel over other buffers is the same node: no storage in it.
+  CHECK(first.items[0].ast == second.items[0].ast);
+  const ScheduleItem& kernel = first.items[0];
+  REQUIRE(kernel.inputs.size() == 1);  // a read twice is one parameter
+  CHECK(kernel.output->device_arg() == "param0");
+  CHECK(kernel.inputs[0]->device_arg() == "param1");
+  REQUIRE(kernel.buffers.size() == 2);
+  const ScheduleBuffer& output = first.buffers[kernel.buffers[0]];
+  const ScheduleBuffer& read = first.buffers[kernel.buffers[1]];
+  CHECK_FALSE(output.is_leaf);
+  CHECK(output.device == "CPU");
+  CHECK(output.numel == 64);
+  CHECK(read.is_leaf);
+  CHECK(read.node == a.node());
+  REQUIRE(first.results.size() == 1);
+  CHECK(first.results[0].buffer == kernel.buffers[0]);
+  // A root read as it is (a view of a leaf) is no item's.
+  const Schedule view = schedule_of(a.reshape({8, 8}));
+  CHECK(view.items.empty());
+  REQUIRE(view.results.size() == 1);
+  CHECK(view.results[0].buffer < 0);
+  CHECK(view.results[0].unchanged != nullptr);
+  // Two kernels: the second binds the first one's buffer.
+  const Schedule two = schedule_of(a.sum() + a);
+  REQUIRE(two.items.size() == 2);
+  CHECK(std::find(two.items[1].buffers.begin() + 1, two.items[1].buffers.end(),
+                  two.items[0].buffers[0]) != two.items[1].buffers.end());
 }

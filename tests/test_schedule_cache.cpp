@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <kiln/kiln.h>
+#include <kiln/memory.h>
 
 #include <cmath>
 #include <functional>
@@ -199,4 +200,18 @@ TEST_CASE("schedule cache: symbolic graphs are not cached; multi-root and cross-
       }
     }
   }
+}
+
+TEST_CASE("schedule cache: a kept plan holds none of the graph's buffers",
+          "[runtime][schedule_cache]") {
+  const int64_t n = 1 << 20;  // 4 MiB: more than the allocator's bookkeeping moves
+  const size_t before = active_bytes("CPU");
+  {
+    const Tensor x = Tensor::full({n}, 3.0f, dtypes::float32, "CPU").contiguous().realize();
+    const Tensor y = ((x + 1) * 2).realize();
+    CHECK(y.to_vector<float>()[n - 1] == 8.0f);
+    CHECK(active_bytes("CPU") >= before + 2 * n * sizeof(float));
+  }
+  // The plan for (x + 1) * 2 stays in the cache; x's and y's memory does not.
+  CHECK(active_bytes("CPU") == before);
 }
