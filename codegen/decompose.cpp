@@ -4,8 +4,12 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <string>
 #include <utility>
 #include <vector>
+
+#include "codegen/tensor_cores.h"
 
 namespace kiln {
 namespace {
@@ -84,9 +88,35 @@ bool converts_truncated_float(const std::vector<LinInstr>& instrs, const LinInst
          source.op == LinOp::Cast && instrs[source.srcs[0]].dtype.is_float();
 }
 
+// A vector of 16-bit elements (vectorize joins them where the dialect has Dialect::word_buffer):
+// read and written as 32-bit words, two elements a word, the first in its low half.
+bool packed_vector(const LinInstr& instr) {
+  return (instr.op == LinOp::Load || instr.op == LinOp::Store) && !instr.words &&
+         instr.dtype.itemsize() == 2 && (instr.vector_width > 1 || instr.vector_head >= 0);
+}
+
+// TC's fragment ops on a dialect without matrix units: each work item computes its own 8
+// elements of every 16x16 result (see emulate_fragment).
+bool emulated_fragment(const LinInstr& instr, const Dialect& dialect) {
+  return !dialect.mma && (instr.op == LinOp::FragmentDefine || instr.op == LinOp::FragmentLoad ||
+                          instr.op == LinOp::Mma || instr.op == LinOp::FragmentStore);
+}
+
+// A store into a packed local array (LinInstr::packed) that fragments read: where they are
+// emulated the array holds floats, each the 16-bit value it stands for (as matrix units read it),
+// so a value not already of the array's half type is rounded to it first.
+bool unrounded_packed_store(const std::vector<LinInstr>& instrs, const LinInstr& instr,
+                            const Dialect& dialect) {
+  if (instr.op != LinOp::Store || !instr.local || dialect.mma || !instrs[instr.buffer].packed)
+    return false;
+  const LinInstr& value = instrs[instr.srcs[0]];
+  return value.dtype != instr.dtype || inexact_half(value);
+}
+
 bool needs_decomposition(const std::vector<LinInstr>& instrs, const LinInstr& instr,
                          const Dialect& dialect) {
   if (instr.primitive) return false;
+  if (packed_vector(instr) || emulated_fragment(instr, dialect)) return true;
   switch (instr.op) {
     case LinOp::Alu:
       if (is_comparison(instr.alu))
@@ -99,6 +129,8 @@ bool needs_decomposition(const std::vector<LinInstr>& instrs, const LinInstr& in
     }
     case LinOp::AccUpdate:
       return semantic_update(instr.reduce, instrs[instr.srcs[1]].dtype, dialect);
+    case LinOp::Store:
+      return unrounded_packed_store(instrs, instr, dialect);
     default:
       return false;
   }
@@ -116,6 +148,16 @@ class Decomposer {
     renumbered_.assign(source.size(), -1);
     for (size_t at = 0; at < source.size(); ++at) {
       const bool needs = needs_decomposition(source, source[at], dialect_);
+      // These read the instructions they name as they were (a fragment, a vector's head).
+      if (needs && packed_vector(source[at])) {
+        renumbered_[at] =
+            source[at].op == LinOp::Load ? unpack_load(source, at) : pack_store(source[at]);
+        continue;
+      }
+      if (needs && emulated_fragment(source[at], dialect_)) {
+        renumbered_[at] = emulate_fragment(source, at);
+        continue;
+      }
       const bool truncated_float = needs && converts_truncated_float(source, source[at]);
       LinInstr instr = source[at];
       renumber(instr);
@@ -159,9 +201,160 @@ class Decomposer {
         instr.primitive = true;
         return emit(std::move(instr));
       }
+      case LinOp::Store: {
+        // Into a packed local array where fragments are emulated: rounded to its half type.
+        int value = instr.srcs[0];
+        if (dtype_of(value) != instr.dtype) value = convert(instr.dtype, value);
+        instr.srcs[0] = rounded(value);
+        return emit(std::move(instr));
+      }
       default:
         throw InternalError("[decompose_semantics] nothing to decompose in " + program_.name);
     }
+  }
+
+  // A 16-bit vector load (its head, at `at`) as the 32-bit words that hold it, and each of its
+  // elements (the head's, and a later lane's, also at `at`) unpacked from its word.
+  int unpack_load(const std::vector<LinInstr>& source, size_t at) {
+    const LinInstr& load = source[at];
+    if (load.vector_head >= 0) {
+      const std::vector<int>& words = words_.at(load.vector_head);
+      return unpack(load.dtype, words[load.vector_lane / 2], load.vector_lane % 2);
+    }
+    LinInstr head(LinOp::Load, dtypes::uint32);
+    head.buffer = load.buffer;
+    head.words = true;
+    head.index = floordiv(load.index, Sym(2));
+    head.vector_width = load.vector_width / 2;
+    std::vector<int> words{emit(head)};
+    for (int word = 1; word < load.vector_width / 2; ++word) {
+      LinInstr lane(LinOp::Load, dtypes::uint32);
+      lane.buffer = load.buffer;
+      lane.words = true;
+      lane.index = head.index + Sym(word);
+      lane.vector_head = words[0];
+      lane.vector_lane = word;
+      words.push_back(emit(std::move(lane)));
+    }
+    words_[static_cast<int>(at)] = words;
+    return unpack(load.dtype, words[0], 0);
+  }
+
+  // The element of `dtype` in the low (`high` 0) or high half of the uint32 `word`.
+  int unpack(DType dtype, int word, int high) {
+    const int half_word =
+        high ? op(Op::Shr, dtypes::uint32, {word, constant(dtypes::uint32, 16)})
+             : op(Op::And, dtypes::uint32, {word, constant(dtypes::uint32, 0xffff)});
+    const int bits = convert(dtypes::uint16, half_word);
+    if (dtype.is_half()) return bitcast(dtype, bits);
+    return dtype == dtypes::uint16 ? bits : convert(dtype, bits);
+  }
+
+  // A 16-bit vector store (its head; the lanes' stores write nothing, and go) as 32-bit words,
+  // each two elements' bits, the first in its low half.
+  int pack_store(const LinInstr& store) {
+    if (store.vector_head >= 0) return -1;
+    std::vector<int> words;
+    for (size_t lane = 0; lane + 1 < store.srcs.size(); lane += 2) {
+      const int low = bits(store.dtype, renumbered_[store.srcs[lane]]);
+      const int high = bits(store.dtype, renumbered_[store.srcs[lane + 1]]);
+      const int shifted = op(Op::Shl, dtypes::uint32, {high, constant(dtypes::uint32, 16)});
+      words.push_back(op(Op::Or, dtypes::uint32, {low, shifted}));
+    }
+    LinInstr packed(LinOp::Store, dtypes::uint32);
+    packed.buffer = store.buffer;
+    packed.words = true;
+    packed.index = floordiv(store.index, Sym(2));
+    packed.valid = store.valid;
+    packed.vector_width = static_cast<int>(words.size());
+    packed.srcs = std::move(words);
+    return emit(std::move(packed));
+  }
+
+  // A value's 16 bits as `dtype` (a half type's rounded to even, as a scalar store does), in a
+  // uint32.
+  int bits(DType dtype, int value) {
+    if (dtype_of(value) != dtype) {
+      if (semantic_cast(dtype_of(value), dtype))
+        throw InternalError("[decompose_semantics] a float stored into " +
+                            std::string(dtype.name()) + " elements in " + program_.name);
+      value = convert(dtype, value);
+    }
+    const int bits16 =
+        dtype.is_half() ? bitcast(dtypes::uint16, value) : convert(dtypes::uint16, value);
+    return convert(dtypes::uint32, bits16);
+  }
+
+  // Emulated fragment op `at`: a fragment is 8 float accumulators, a work item's elements of
+  // the 16x16 result, in row lane / 2 from column (lane % 2) * 8 on; Mma is a loop over the 16
+  // reduce steps that reads A and B from their local arrays (FragmentLoad reads nothing);
+  // FragmentStore stores the 8 into the result's local array.
+  int emulate_fragment(const std::vector<LinInstr>& source, size_t at) {
+    constexpr int kElementsPerLane = 8;
+    constexpr int64_t kLanesPerRow = kFragment / kElementsPerLane;
+    const LinInstr& instr = source[at];
+    const auto column = [&](int element) {
+      return mod(instr.lane, Sym(kLanesPerRow)) * Sym(kElementsPerLane) + Sym(element);
+    };
+    const Sym row = floordiv(instr.lane, Sym(kLanesPerRow));
+    switch (instr.op) {
+      case LinOp::FragmentDefine: {
+        std::vector<int> elements;
+        for (int element = 0; element < kElementsPerLane; ++element)
+          elements.push_back(emit(LinInstr(LinOp::AccDefine, dtypes::float32)));
+        fragments_[static_cast<int>(at)] = elements;
+        return elements[0];
+      }
+      case LinOp::FragmentLoad:
+        return -1;
+      case LinOp::Mma: {
+        const std::vector<int>& accumulator = fragments_.at(instr.srcs[0]);
+        const LinInstr& a = source[instr.srcs[1]];
+        const LinInstr& b = source[instr.srcs[2]];
+        const std::string step = "mma" + std::to_string(at);
+        LinInstr begin(LinOp::LoopBegin, dtypes::int64);
+        begin.loop_var = step;
+        begin.loop_end = Sym(kFragment);
+        emit(std::move(begin));
+        const Sym k = Sym::var(step, 0, kFragment - 1);
+        // A is column-major: (row, k) at a.index + k * a.stride + row.
+        const int a_value = local_load(renumbered_[a.buffer], a.index + k * Sym(a.stride) + row);
+        for (int element = 0; element < kElementsPerLane; ++element) {
+          const int b_value =
+              local_load(renumbered_[b.buffer], b.index + k * Sym(b.stride) + column(element));
+          LinInstr update(LinOp::AccUpdate, dtypes::float32);
+          update.reduce = ReduceOp::Sum;
+          update.srcs = {accumulator[element], op(Op::Mul, dtypes::float32, {a_value, b_value})};
+          emit(std::move(update));
+        }
+        emit(LinInstr(LinOp::LoopEnd, dtypes::int64));
+        return -1;
+      }
+      case LinOp::FragmentStore: {
+        const std::vector<int>& accumulator = fragments_.at(instr.srcs[0]);
+        const int array = renumbered_[instr.buffer];
+        for (int element = 0; element < kElementsPerLane; ++element) {
+          LinInstr store(LinOp::Store, dtype_of(array));
+          store.local = true;
+          store.buffer = array;
+          store.index = instr.index + row * Sym(instr.stride) + column(element);
+          store.srcs = {accumulator[element]};
+          emit(std::move(store));
+        }
+        return -1;
+      }
+      default:
+        throw InternalError("[decompose_semantics] not a fragment op in " + program_.name);
+    }
+  }
+
+  // An element of the local array `array`, which holds computed floats.
+  int local_load(int array, const Sym& index) {
+    LinInstr load(LinOp::Load, dtypes::float32);
+    load.local = true;
+    load.buffer = array;
+    load.index = index;
+    return emit(std::move(load));
   }
 
   DType dtype_of(int value) const { return program_.instrs[value].dtype; }
@@ -345,6 +538,10 @@ class Decomposer {
   LinearProgram program_;
   const Dialect& dialect_;
   std::vector<int> renumbered_;
+  // By their position in the source program: a 16-bit vector load's words, an emulated
+  // fragment's accumulators.
+  std::map<int, std::vector<int>> words_;
+  std::map<int, std::vector<int>> fragments_;
 };
 
 }  // namespace

@@ -63,6 +63,7 @@ std::string LinearProgram::to_string() const {
     if (instr.op == LinOp::Load || instr.op == LinOp::Store || instr.op == LinOp::Index) {
       text << " [" << instr.index.key() << "]";
     }
+    if (instr.words) text << " words";
     if (instr.vector_width > 1) text << " vector of " << instr.vector_width;
     if (instr.vector_head >= 0)
       text << " lane " << instr.vector_lane << " of %" << instr.vector_head;

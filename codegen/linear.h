@@ -83,6 +83,10 @@ struct LinInstr {
   int vector_width = 1;
   int vector_head = -1;
   int vector_lane = 0;
+  // Load, Store: `buffer` (a parameter of 16 bits an element) read or written as 32-bit words
+  // (Dialect::word_buffer), two elements a word, the first in its low half; `dtype` is uint32 and
+  // `index` counts words (see decompose_semantics, which packs 16-bit vectors so).
+  bool words = false;
   // DefineLocal: read or written by fragment ops (aligned as they need); `packed`: a half-typed
   // array that holds its 16-bit values, which FragmentLoad reads (others hold computed floats).
   bool fragments = false;

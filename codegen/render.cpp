@@ -12,7 +12,6 @@
 #include "codegen/index_text.h"
 #include "codegen/render_fragments.h"
 #include "codegen/render_launch.h"
-#include "codegen/render_words.h"
 
 namespace kiln {
 namespace {
@@ -181,7 +180,6 @@ class Renderer {
 
   // One instruction as the dialect's operator, function or select.
   std::string render_alu(int index) const {
-    check_decomposed(index);
     const LinInstr& instr = program_.instrs[index];
     const DType dtype = instr.dtype;
     const DType operand_dtype = program_.instrs[instr.srcs[0]].dtype;
@@ -255,15 +253,7 @@ class Renderer {
     throw InternalError(std::string("[render_kernel] no rendering for ") + op_name(instr.alu));
   }
 
-  // Rounds a float to the precision of a half type, keeping it in a float.
-  std::string round_to_half(DType dtype, const std::string& value) const {
-    if (dtype == dtypes::float16)
-      return dialect_.half_to_float + "(" + dialect_.float_to_half + "(" + value + "))";
-    return dialect_.bfloat16_to_float + "(" + dialect_.float_to_bfloat16 + "(" + value + "))";
-  }
-
   std::string render_cast(int index) const {
-    check_decomposed(index);
     const LinInstr& instr = program_.instrs[index];
     const DType to = instr.dtype;
     const LinInstr& source = program_.instrs[instr.srcs[0]];
@@ -290,33 +280,31 @@ class Renderer {
                         to.name());
   }
 
-  std::string buffer_name(const LinInstr& instr) const {
-    return instr.local ? names_[instr.buffer] : param_name(instr.buffer);
+  // A parameter, a local array, or a 16-bit parameter as its 32-bit words (LinInstr::words).
+  std::string buffer_name(const LinInstr& instr, bool writable = false) const {
+    if (instr.local) return names_[instr.buffer];
+    if (!instr.words) return param_name(instr.buffer);
+    if (!dialect_.word_buffer)
+      throw InternalError("[render_kernel] the " + dialect_.name +
+                          " dialect has no words (kernel " + program_.name + ")");
+    return dialect_.word_buffer(param_name(instr.buffer), writable);
   }
 
-  // A store to local memory: a computed value, or into a packed array (LinInstr::packed) the
-  // 16-bit value it rounds to (as the float it is, where fragments are emulated).
+  // A store to local memory: a computed value, or into a packed array (LinInstr::packed) that
+  // matrix units read, its 16 bits (emulated fragments read the value rounded before).
   std::string local_store(const LinInstr& instr, const std::string& buffer,
                           const std::string& index, const std::string& value) const {
     const LinInstr& array = program_.instrs[instr.buffer];
-    if (!array.packed) return buffer + "[" + index + "] = " + value;
-    if (dialect_.mma) return dialect_.store(instr.dtype, buffer, index, value);
-    return buffer + "[" + index + "] = " + round_to_half(instr.dtype, value);
-  }
-
-  // Element `lane` of the vector `head` loaded, as its compute type.
-  std::string vector_element(const LinInstr& head, const std::string& vector, int lane) const {
-    if (head.dtype.itemsize() == 2)
-      return packed_lane(dialect_, head.dtype, head.vector_width, vector, lane);
-    return dialect_.vector_lane(vector, lane);
+    if (array.packed && dialect_.mma) return dialect_.store(instr.dtype, buffer, index, value);
+    return buffer + "[" + index + "] = " + value;
   }
 
   std::string load_expression(const LinInstr& instr) const {
     const std::string buffer = buffer_name(instr);
     const std::string index = sym_text(instr.index, dialect_);
     // Local memory holds values in their compute type.
-    std::string element =
-        instr.local ? buffer + "[" + index + "]" : dialect_.load(instr.dtype, buffer, index);
+    std::string element = instr.local || instr.words ? buffer + "[" + index + "]"
+                                                     : dialect_.load(instr.dtype, buffer, index);
     if (instr.valid == Sym(1)) return element;
     return "(" + sym_text(instr.valid, dialect_) + " ? " + element + " : " +
            literal(instr.dtype, ConstArg{}) + ")";
@@ -325,7 +313,6 @@ class Renderer {
   // The statement (without ';') that folds srcs[1] into the accumulator srcs[0]: the target's
   // + or *, or (primitive) srcs[1] itself, the update computed before.
   std::string reduce_update(int index) const {
-    check_decomposed(index);
     const LinInstr& instr = program_.instrs[index];
     const std::string acc = name_of(instr.srcs[0]);
     const std::string value = name_of(instr.srcs[1]);
@@ -350,6 +337,7 @@ class Renderer {
   }
 
   void render_instr(std::ostringstream& out, int index) {
+    check_decomposed(index);
     const LinInstr& instr = program_.instrs[index];
     const std::string value_name = "v" + std::to_string(index);
     const std::string type = compute_type(instr.dtype);
@@ -366,23 +354,18 @@ class Renderer {
         names_[index] = value_name;
         if (instr.vector_width > 1) {
           // The vector, then its first lane; the other lanes' loads read theirs from it.
-          const bool words = instr.dtype.itemsize() == 2;
           out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier
-              << (words ? packed_vector_type(dialect_, instr.vector_width)
-                        : dialect_.vector_type(instr.dtype, instr.vector_width))
-              << " " << value_name << "_vector = "
-              << (words ? packed_vector_load(dialect_, instr.vector_width, buffer_name(instr),
-                                             instr.index)
-                        : dialect_.vector_load(instr.dtype, instr.vector_width, buffer_name(instr),
-                                               sym_text(instr.index, dialect_)))
+              << dialect_.vector_type(instr.dtype, instr.vector_width) << " " << value_name
+              << "_vector = "
+              << dialect_.vector_load(instr.dtype, instr.vector_width, buffer_name(instr),
+                                      sym_text(instr.index, dialect_))
               << ";\n";
           out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
-              << value_name << " = " << vector_element(instr, value_name + "_vector", 0) << ";\n";
+              << value_name << " = " << dialect_.vector_lane(value_name + "_vector", 0) << ";\n";
         } else if (instr.vector_head >= 0) {
           out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
               << value_name << " = "
-              << vector_element(program_.instrs[instr.vector_head],
-                                names_[instr.vector_head] + "_vector", instr.vector_lane)
+              << dialect_.vector_lane(names_[instr.vector_head] + "_vector", instr.vector_lane)
               << ";\n";
         } else {
           out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
@@ -428,18 +411,17 @@ class Renderer {
         return;
       case LinOp::Store: {
         if (instr.vector_head >= 0) return;  // written by its vector's first store
-        const std::string buffer = buffer_name(instr);
+        const std::string buffer = buffer_name(instr, /*writable=*/true);
         const std::string element_index = sym_text(instr.index, dialect_);
         const std::string value = name_of(instr.srcs[0]);
-        std::string statement = instr.local
-                                    ? local_store(instr, buffer, element_index, value)
+        std::string statement = instr.local ? local_store(instr, buffer, element_index, value)
+                                : instr.words
+                                    ? buffer + "[" + element_index + "] = " + value
                                     : dialect_.store(instr.dtype, buffer, element_index, value);
         if (instr.vector_width > 1) {
           std::vector<std::string> values;
           for (int src : instr.srcs) values.push_back(name_of(src));
-          statement = instr.dtype.itemsize() == 2
-                          ? packed_vector_store(dialect_, instr.dtype, buffer, instr.index, values)
-                          : dialect_.vector_store(instr.dtype, buffer, element_index, values);
+          statement = dialect_.vector_store(instr.dtype, buffer, element_index, values);
         }
         out << pad();
         if (!(instr.valid == Sym(1))) out << "if (" << sym_text(instr.valid, dialect_) << ") ";

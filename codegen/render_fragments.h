@@ -1,10 +1,7 @@
 #pragma once
 // The renderer's text for TC's fragment ops (LinOp::FragmentDefine, FragmentLoad, Mma,
-// FragmentStore): the dialect's matrix units where it has them (Dialect::mma), else an emulation
-// in which each work item computes its own 8 elements of every 16x16 result (row lane / 2,
-// columns (lane % 2) * 8 and the next 7), reading A and B from their local arrays. The
-// emulation runs the lowering's whole TC kernel (chunks, warps' tiles, results through local
-// memory) on devices without matrix units, which is how it is tested there.
+// FragmentStore) on the dialect's matrix units (Dialect::mma). Where a dialect has none,
+// decompose_semantics has emulated them with loads, multiplies, accumulators and a loop.
 
 #include <string>
 #include <vector>

@@ -18,11 +18,12 @@
 namespace kiln::testing {
 
 // The output's bytes after each of `times` launches over `inputs` (each input parameter's bytes,
-// in order).
+// in order), rendered in the device's dialect or `rendered_as` (a variant of it).
 inline std::vector<std::vector<uint8_t>> launch_program(
     DeviceContext& context, const LinearProgram& program,
-    const std::vector<std::vector<uint8_t>>& inputs, int times = 1) {
-  const Dialect& dialect = context.device().dialect();
+    const std::vector<std::vector<uint8_t>>& inputs, int times = 1,
+    const Dialect* rendered_as = nullptr) {
+  const Dialect& dialect = rendered_as ? *rendered_as : context.device().dialect();
   const std::string source = render_kernel(
       decompose_semantics(vectorize_stores(vectorize_loads(program, dialect), dialect), dialect),
       dialect);
