@@ -270,7 +270,9 @@ TEST_CASE("decompose: 16-bit vectors are 32-bit words, packed and unpacked by sh
     const Tensor a = input({1024}, 17).cast(dtype).realize();
     const Tensor b = input({1024}, 18).cast(dtype).realize();
     // Four neighbouring elements a work item: one vector each where the dialect has them.
-    const ScheduleItem item = only_kernel(a * b + a);
+    const Schedule schedule = schedule_of(a * b + a);
+    REQUIRE(schedule.items.size() == 1);
+    const ScheduleItem& item = schedule.items[0];
     for (const Target& each : every_dialect()) {
       const Dialect& dialect = *each.dialect;
       INFO(dialect.name);
@@ -413,7 +415,9 @@ TEST_CASE("decompose: 16-bit words computed on PoCL through the GPU's OpenCL dia
   for (DType dtype : {dtypes::float16, dtypes::bfloat16, dtypes::int16, dtypes::uint16}) {
     const Tensor a = input({1024}, 21).cast(dtype).realize();
     const Tensor b = input({1024}, 22).cast(dtype).realize();
-    const ScheduleItem item = only_kernel(a * b + a);
+    const Schedule schedule = schedule_of(a * b + a);
+    REQUIRE(schedule.items.size() == 1);
+    const ScheduleItem& item = schedule.items[0];
     std::vector<uint8_t> a_bytes, b_bytes;
     std::vector<double> want;
     for (int at = 0; at < 1024; ++at) {
@@ -428,7 +432,7 @@ TEST_CASE("decompose: 16-bit words computed on PoCL through the GPU's OpenCL dia
       want.push_back(static_cast<double>(x) * y + x);
     }
     std::vector<std::vector<uint8_t>> inputs;
-    for (const UOpRef& input_node : item.inputs)
+    for (const UOpRef& input_node : bound_inputs(schedule, item))
       inputs.push_back(input_node == a.node() ? a_bytes : b_bytes);
     for (int upcast : {2, 4, 8}) {
       INFO(dtype.name() << ", " << upcast << " elements a work item");
