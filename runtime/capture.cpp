@@ -224,11 +224,11 @@ std::unique_ptr<LaunchGraph> record_replay_graph(const std::vector<RecordedLaunc
   }
 }
 
-// The step's function run as written, its outputs realized.
+// The step's function run as written, its outputs realized together (work they share runs once).
 std::vector<Tensor> run_as_written(const CapturedStep::Function& function,
                                    const std::vector<Tensor>& inputs) {
   std::vector<Tensor> outputs = function(inputs);
-  for (const Tensor& output : outputs) output.realize();
+  realize(outputs);
   return outputs;
 }
 
@@ -296,12 +296,13 @@ std::vector<CapturedStep::State::Input> CapturedStep::State::private_inputs(
   return captured_inputs;
 }
 
-// The step's function run on the private inputs, its outputs realized, every launch recorded.
+// The step's function run on the private inputs, its outputs realized together (so a replay
+// launches work they share once), every launch recorded.
 std::vector<Tensor> CapturedStep::State::record(const std::vector<Tensor>& private_tensors,
                                                 LaunchRecorder& recorder) const {
   const RecordingScope recording(recorder);
   std::vector<Tensor> results = function(private_tensors);
-  for (const Tensor& result : results) result.realize();
+  realize(results);
   return results;
 }
 

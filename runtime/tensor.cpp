@@ -2,6 +2,7 @@
 
 #include <kiln/tensor.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -262,6 +263,36 @@ const Tensor& Tensor::realize() const {
   std::vector<UOpRef> results = realize_nodes({node}, held.device());
   held.set_node(results[0]);
   return *this;
+}
+
+void realize(const std::vector<Tensor>& tensors) {
+  for (size_t index = 0; index < tensors.size(); ++index) {
+    if (!tensors[index].state_) {
+      throw Error("[realize] tensor " + std::to_string(index) + " of the " +
+                  std::to_string(tensors.size()) +
+                  " given is empty (default-constructed); assign it a value first");
+    }
+  }
+  std::vector<std::string> devices;
+  for (const Tensor& tensor : tensors) {
+    const std::string& device = tensor.state_->device();
+    if (std::find(devices.begin(), devices.end(), device) == devices.end())
+      devices.push_back(device);
+  }
+  for (const std::string& device : devices) {
+    std::vector<UOpRef> roots;
+    std::vector<TensorState*> owners;
+    for (const Tensor& tensor : tensors) {
+      if (tensor.state_->device() != device) continue;
+      UOpRef node = tensor.state_->node();
+      if (is_buffer_view(*node)) continue;
+      roots.push_back(std::move(node));
+      owners.push_back(tensor.state_.get());
+    }
+    if (roots.empty()) continue;
+    const std::vector<UOpRef> results = realize_nodes(roots, device);
+    for (size_t index = 0; index < owners.size(); ++index) owners[index]->set_node(results[index]);
+  }
 }
 
 void Tensor::copy_to_host(void* out, DType dtype) const {

@@ -13,7 +13,8 @@
 // through tensor operations only: what it reads on the host, and any choice it makes from that,
 // is fixed when the step is captured. Every call's inputs must match the captured inputs in
 // number, shape, dtype and device; a mismatch is an error that names the input, never a
-// recapture. Each call returns new output tensors (a replay does not overwrite earlier outputs);
+// recapture. The outputs are realized together (kiln::realize), so work they share runs once.
+// Each call returns new output tensors (a replay does not overwrite earlier outputs);
 // a tensor the step realizes and keeps elsewhere is shared with the replays, which overwrite it.
 //
 // An input whose size is a bound variable (kiln/variable.h) replays at any value of it: each call

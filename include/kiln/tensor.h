@@ -270,7 +270,8 @@ class Tensor {
   Tensor index_select(int64_t axis, const Tensor& index) const;
 
   // ---- evaluation and data ----
-  // Computes the value now (no-op when it is already computed). Returns *this.
+  // Computes the value now (no-op when it is already computed). Returns *this. To compute
+  // several tensors that share work, realize them together (kiln::realize below).
   const Tensor& realize() const;
   // Realizes and copies every element to the host, row-major, converting to T.
   template <typename T>
@@ -296,7 +297,17 @@ class Tensor {
   // The state behind the handle; throws an Error naming `use` when the tensor is empty.
   TensorState& state(const char* use) const;
   std::shared_ptr<TensorState> state_;
+
+  friend void realize(const std::vector<Tensor>& tensors);
 };
+
+// Computes several tensors in one realize: their graphs are scheduled as one, so work they share
+// runs once (a model's logits and their argmax, a loss and the values it was computed from),
+// where realizing them one after another would compute it for each. Tensors computed already
+// are left as they are, a tensor listed twice is computed once, and an empty list does nothing.
+// Tensors on different devices are realized per device, in the order the list first names each
+// device. An empty (default-constructed) tensor in the list is refused before anything runs.
+void realize(const std::vector<Tensor>& tensors);
 
 // ---- elementwise with broadcasting ----
 Tensor operator+(const Tensor& a, const Tensor& b);
