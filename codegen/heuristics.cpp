@@ -135,15 +135,17 @@ class Chooser {
     if (shape.empty()) return;
     const int last = static_cast<int>(shape.size()) - 1;
     const int64_t before_last = shape.size() >= 2 ? shape[last - 1] : 1;
-    // A symbolic axis takes no UPCAST (it must divide every value): tiles of one row there.
+    // Columns along a symbolic last axis would store through a guard, one element at a time.
     if (axes_.is_symbolic(last)) return;
+    // Rows along a symbolic axis: its last tile is guarded, at any value.
     const bool rows_symbolic = last >= 1 && axes_.is_symbolic(last - 1);
     struct Tile {
       int64_t rows, columns;
     };
     for (const Tile& tile : {Tile{4, 16}, Tile{1, 16}, Tile{4, 8}, Tile{1, 8}, Tile{1, 4}}) {
-      if (shape[last] % tile.columns != 0 || before_last % tile.rows != 0) continue;
-      if (rows_symbolic && tile.rows > 1) continue;
+      if (shape[last] % tile.columns != 0) continue;
+      if (!rows_symbolic && before_last % tile.rows != 0) continue;
+      if (rows_symbolic && tile.rows > before_last) continue;
       if (item_.output->numel() / (tile.rows * tile.columns) < 4) continue;  // work for several
       std::vector<Opt> opts{{OptKind::Upcast, last, tile.columns}};
       if (tile.rows > 1) opts.push_back({OptKind::Upcast, last - 1, tile.rows});

@@ -51,11 +51,16 @@ LinearProgram Lowerer::run() {
   // No output at any value (a symbolic size that may be 0 is lowered for its other values).
   if (item_.ast->numel() == 0) return std::move(program_);
 
-  // Each work item covers a tile of outputs: upcast[axis] neighbours along each axis (a
-  // symbolic axis has no UPCAST).
+  // Each work item covers a tile of outputs: upcast[axis] neighbours along each axis. A
+  // symbolic axis has a last tile in part past its size: those lanes compute the axis' last
+  // element (every load stays inside its buffer, and lanes share loads as in a full tile) and
+  // store nothing.
   SymShape tiles = shape;
-  for (size_t axis = 0; axis < ndim; ++axis)
-    tiles[axis] = floordiv(tiles[axis], Sym(plan_.upcast[axis]));
+  for (size_t axis = 0; axis < ndim; ++axis) {
+    const Sym upcast(plan_.upcast[axis]);
+    tiles[axis] =
+        floordiv(shape[axis].is_const() ? shape[axis] : shape[axis] + upcast - Sym(1), upcast);
+  }
   LaunchIndex launched = index_launch(plan_, tiles, program_);
   group_lane_ = launched.group_lane;
   grid_item_ = launched.grid_item;
@@ -64,17 +69,30 @@ LinearProgram Lowerer::run() {
   const Index tile = launched.tile;
   tile_index_ = tile;
   Lanes lanes{tile};
+  Lanes store_lanes{tile};               // per lane: where it stores (unclamped)
+  std::vector<Sym> lane_guards{Sym(1)};  // per lane: inside every symbolic axis
   for (size_t axis = 0; axis < ndim; ++axis) {
     if (plan_.upcast[axis] == 1) continue;
-    Lanes widened;
-    for (const Index& index : lanes) {
+    Lanes widened, widened_stores;
+    std::vector<Sym> widened_guards;
+    for (size_t at = 0; at < lanes.size(); ++at) {
       for (int64_t offset = 0; offset < plan_.upcast[axis]; ++offset) {
-        Index lane = index;
-        lane[axis] = tile[axis] * Sym(plan_.upcast[axis]) + Sym(offset);
+        Index lane = lanes[at], store_lane = store_lanes[at];
+        const Sym position = tile[axis] * Sym(plan_.upcast[axis]) + Sym(offset);
+        Sym guard = lane_guards[at];
+        lane[axis] = store_lane[axis] = position;
+        if (!shape[axis].is_const()) {
+          lane[axis] = sym_min(position, shape[axis] - Sym(1));
+          guard = logical_and(guard, lt(position, shape[axis]));
+        }
         widened.push_back(std::move(lane));
+        widened_stores.push_back(std::move(store_lane));
+        widened_guards.push_back(std::move(guard));
       }
     }
     lanes = std::move(widened);
+    store_lanes = std::move(widened_stores);
+    lane_guards = std::move(widened_guards);
   }
   if (row_lanes_ > 1) {
     row_lane_ = tile[ndim - 1];
@@ -88,12 +106,12 @@ LinearProgram Lowerer::run() {
   const SymShape strides = View::contiguous_strides(shape);
   for (size_t lane = 0; lane < lanes.size(); ++lane) {
     Sym flat(0);
-    for (size_t dim = 0; dim < ndim; ++dim) flat = flat + lanes[lane][dim] * strides[dim];
+    for (size_t dim = 0; dim < ndim; ++dim) flat = flat + store_lanes[lane][dim] * strides[dim];
     LinInstr store{LinOp::Store, item_.output->dtype()};
     store.srcs = {cast_to(values[lane], item_.output->dtype())};
     store.buffer = 0;
     store.index = flat;
-    store.valid = store_guard_;
+    store.valid = logical_and(store_guard_, lane_guards[lane]);
     emit(std::move(store));
   }
   return std::move(program_);
@@ -248,7 +266,13 @@ std::vector<int> Lowerer::lower_view(const UOpRef& node, const Lanes& lanes) {
   // lowered under a gate that every load inside it checks.
   Lanes src_lanes;
   const SymShape src_shape = src->sym_shape();
-  for (const Sym& flat : flats) src_lanes.push_back(unravel_index(flat, src_shape));
+  // A View that only reshapes its source indexes it without flattening (codegen of a reshape
+  // over a symbolic size would otherwise divide by that size).
+  const bool reshapes_only = node->tracker().is_contiguous();
+  for (size_t lane = 0; lane < lanes.size(); ++lane) {
+    src_lanes.push_back(reshapes_only ? reshape_index(lanes[lane], node->sym_shape(), src_shape)
+                                      : unravel_index(flats[lane], src_shape));
+  }
   const bool all_valid =
       std::all_of(valids.begin(), valids.end(), [](const Sym& valid) { return valid == Sym(1); });
   if (all_valid) return lower(src, src_lanes);

@@ -61,9 +61,12 @@ class OptChecker {
       const bool reduce_axis = opt.axis != Opt::kFlatAxis && axes_.is_reduce_axis(opt.axis);
       const int64_t size = opt.axis == Opt::kFlatAxis ? 0 : axes_.size(opt.axis);
       const bool symbolic = opt.axis != Opt::kFlatAxis && axes_.is_symbolic(opt.axis);
-      if (symbolic && opt.kind != OptKind::Local && opt.kind != OptKind::Group)
+      // An UPCAST of a symbolic output axis covers its last tile in part: lanes past the size
+      // read the axis' last element and store nothing (a guarded tail).
+      const bool guarded_tail = symbolic && opt.kind == OptKind::Upcast && !reduce_axis;
+      if (symbolic && opt.kind != OptKind::Local && opt.kind != OptKind::Group && !guarded_tail)
         refuse("the axis' size " + axes_.sym_sizes[opt.axis].key() +
-               " is symbolic: only LOCAL and GROUP apply at every value");
+               " is symbolic: only LOCAL, GROUP and an output axis' UPCAST apply at every value");
       ReduceAxisPlan* on_reduce =
           reduce_axis ? &plan_.reduce[opt.axis - axes_.output.size()] : nullptr;
       switch (opt.kind) {
@@ -80,7 +83,9 @@ class OptChecker {
           break;
         }
         case OptKind::Upcast:
-          if (size % (opt.amount * (on_reduce ? on_reduce->upcast : 1)) != 0)
+          if (guarded_tail && opt.amount > size)
+            refuse("the axis has at most " + std::to_string(size) + " elements");
+          if (!guarded_tail && size % (opt.amount * (on_reduce ? on_reduce->upcast : 1)) != 0)
             refuse("the amount" +
                    std::string(after_group ? " times the UPCAST before the GROUP" : "") +
                    " must divide the axis' size " + std::to_string(size));

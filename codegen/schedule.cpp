@@ -121,14 +121,16 @@ constexpr size_t kLinearSourceScan = 8;
 struct KernelSize {
   int64_t ops = 0;
   int64_t buffers = 0;
+  int64_t arithmetic = 0;  // of the ops, the elementwise ones: the work per element
 };
 
 KernelSize kernel_size(const UOp& node, const std::unordered_set<const UOp*>& realized,
                        const std::unordered_map<const UOp*, KernelSize>& size_of) {
   KernelSize size;
   if (node.op() == Op::Const || node.op() == Op::Iota) return size;
-  if (node.op() == Op::Buffer) return {0, 1};
+  if (node.op() == Op::Buffer) return {0, 1, 0};
   size.ops = 1;
+  size.arithmetic = is_elementwise(node.op()) ? 1 : 0;
   const std::vector<UOpRef>& srcs = node.srcs();
   // A source read twice (x * x) counts once. Sources are few (a scan finds a repeat), but a cat
   // may have thousands: those are looked up in a set.
@@ -151,6 +153,7 @@ KernelSize kernel_size(const UOp& node, const std::unordered_set<const UOp*>& re
     auto found = size_of.find(src.get());
     const KernelSize part = found != size_of.end() ? found->second : kernel_size(*src, {}, {});
     size.ops = std::min(size.ops + part.ops, kMaxFusedOps + 1);
+    size.arithmetic = std::min(size.arithmetic + part.arithmetic, kMaxFusedOps + 1);
     size.buffers = std::min(size.buffers + part.buffers, kMaxCountedBuffers);
   }
   return size;
@@ -320,6 +323,13 @@ std::vector<UOpRef> rewrite_reductions(const std::vector<UOpRef>& input_roots,
       read_realized ? realized_before : RewriteRule());
 }
 
+// Elements at the largest value of every variable in the shape.
+int64_t largest_numel(const UOp& node) {
+  int64_t elements = 1;
+  for (const Sym& extent : node.sym_shape()) elements = saturating_mul(elements, extent.vmax());
+  return elements;
+}
+
 // How the graph uses each node, as far as the choice of realized nodes needs it.
 struct Uses {
   // How many distinct nodes use a node (a node that lists a source twice counts once: its users
@@ -331,6 +341,9 @@ struct Uses {
   std::unordered_map<const UOp*, Users> users;
   std::unordered_set<const UOp*> broadcast_read;  // some user broadcasts it through a View
   std::unordered_set<const UOp*> must_realize;    // roots, Contiguous, the source of a Copy
+  // A computed node read through a broadcasting View (past Views that only move it): the most
+  // times one of its elements is read, as the View's elements per element of its source.
+  std::unordered_map<const UOp*, int64_t> reads_per_element;
 
   int64_t user_count(const UOp* node) const {
     auto found = users.find(node);
@@ -347,8 +360,16 @@ Uses find_uses(const std::vector<UOpRef>& order, const std::vector<UOpRef>& root
       Uses::Users& of_src = uses.users[src.get()];
       if (of_src.last != node) of_src.count += 1, of_src.last = node;
     }
-    if (node->op() == Op::View && !node->tracker().is_injective())
+    if (node->op() == Op::View && !node->tracker().is_injective()) {
       uses.broadcast_read.insert(node->src().get());
+      const UOp* computed = node->src().get();
+      while (computed->op() == Op::View && computed->tracker().is_injective())
+        computed = computed->src().get();
+      const int64_t reads =
+          largest_numel(*node) / std::max<int64_t>(largest_numel(*node->src()), 1);
+      int64_t& most = uses.reads_per_element[computed];
+      most = std::max(most, reads);
+    }
     if (node->op() == Op::Contiguous) uses.must_realize.insert(node);
     if (node->op() == Op::Copy && node->src()->op() != Op::Buffer)
       uses.must_realize.insert(node->src().get());
@@ -363,7 +384,32 @@ Uses find_uses(const std::vector<UOpRef>& order, const std::vector<UOpRef>& root
 struct Placement {
   std::unordered_set<const UOp*> realized;
   std::unordered_map<const UOp*, std::string> device_of;  // "" for a graph of constants
+  std::unordered_map<const UOp*, std::string> why;        // ScheduleItem::why, where set
 };
+
+// The fusion cost rule. Fused into a kernel that reads it through a broadcast (a matmul operand,
+// read once per output column), a value is computed once per read: its arithmetic repeats
+// (reads - 1) times per element. Realized, it costs a kernel and a store and load per element.
+// It is realized where it holds at least kMinRepeatedArithmetic elementwise ops and the repeats
+// add up to at least kMinRepeatedWork ops (about what a kernel launch and a pass over the value
+// cost), so that a cheap value (a bias, a relu) and a small one stay fused.
+constexpr int64_t kMinRepeatedArithmetic = 4;
+constexpr int64_t kMinRepeatedWork = int64_t{1} << 20;
+
+// Why `node` is realized by the cost rule, or "" where it is not.
+std::string repeated_work(const UOp& node, const KernelSize& size, const Uses& uses) {
+  auto found = uses.reads_per_element.find(&node);
+  if (found == uses.reads_per_element.end() || found->second < 2) return "";
+  if (size.arithmetic < kMinRepeatedArithmetic || size.arithmetic > kMaxFusedOps) return "";
+  const int64_t reads = found->second;
+  // A symbolic size counts at its largest, so that every value gets the same kernels.
+  const double repeated = static_cast<double>(size.arithmetic) * static_cast<double>(reads - 1) *
+                          static_cast<double>(largest_numel(node));
+  if (repeated < static_cast<double>(kMinRepeatedWork)) return "";
+  return "fusion cost rule: computed once, not once per read: its " +
+         std::to_string(size.arithmetic) + " elementwise ops are read " + std::to_string(reads) +
+         " times per element through a broadcast";
+}
 
 // A node lives on its Copy's target, else on its Buffer's device, else on its first source's
 // device that is set. Its sources are placed before it.
@@ -434,8 +480,12 @@ Placement choose_realized(const std::vector<UOpRef>& order, const Uses& uses,
         reduce_inside && (uses.user_count(node) > 1 || uses.broadcast_read.count(node));
     size_of[node] = size;
     const bool too_large = size.ops > kMaxFusedOps;
-    if (uses.must_realize.count(node) || repeats_reduce || too_large || node->op() == Op::Copy)
+    if (uses.must_realize.count(node) || repeats_reduce || too_large || node->op() == Op::Copy) {
       realized.insert(node);
+    } else if (std::string why = repeated_work(*node, size, uses); !why.empty()) {
+      realized.insert(node);
+      placement.why.emplace(node, std::move(why));
+    }
   }
   return placement;
 }
@@ -449,7 +499,9 @@ Schedule build_items(const std::vector<UOpRef>& order, const std::vector<UOpRef>
     const UOp* raw = node.get();
     if (!placement.realized.count(raw)) continue;
     const std::string& placed = placement.device_of.at(raw);
-    builder.add_item(node, placed.empty() ? device : placed);
+    auto why = placement.why.find(raw);
+    builder.add_item(node, placed.empty() ? device : placed,
+                     why == placement.why.end() ? "" : why->second);
   }
   return builder.finish(roots);
 }

@@ -42,6 +42,9 @@ struct ScheduleItem {
   std::vector<UOpRef> inputs;  // Kernel: param1, param2, ...: the Buffer nodes the ast reads
   // The schedule buffer of each parameter, output first (a Copy: its destination, its source).
   std::vector<int> buffers;
+  // Why the value has a buffer of its own, where no rule of its graph's shape required one
+  // (the fusion cost rule in schedule.cpp); "" otherwise. Printed with the schedule.
+  std::string why;
 };
 
 // What a root holds once the schedule has run: the buffer an item fills, or where no item

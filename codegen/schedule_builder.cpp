@@ -67,12 +67,13 @@ void bind_kernel_with(const std::vector<ScheduleBuffer>& buffers, ScheduleItem& 
 
 }  // namespace
 
-void ScheduleBuilder::add_item(const UOpRef& node, const std::string& device) {
+void ScheduleBuilder::add_item(const UOpRef& node, const std::string& device, std::string why) {
   const int output = static_cast<int>(schedule_.buffers.size());
   UOpRef buffer = buffer_like(*node, "buffer" + std::to_string(output));
   schedule_.buffers.push_back(ScheduleBuffer{buffer, false, device, node->numel()});
   index_of_.emplace(buffer.get(), output);
   schedule_.items.push_back(item_of(node, output));
+  schedule_.items.back().why = std::move(why);
   // Known only after its item is made: the item computes the node rather than reading it.
   buffer_of_[node.get()] = std::move(buffer);
 }
@@ -149,6 +150,7 @@ std::string schedule_to_string(const Schedule& schedule) {
     text << "item " << index << ": KERNEL -> buffer " << item.buffers[0] << " reads";
     for (size_t param = 1; param < item.buffers.size(); ++param)
       text << " param" << param << "=buffer " << item.buffers[param];
+    if (!item.why.empty()) text << " (" << item.why << ")";
     text << "\n" << graph_to_string({item.ast});
   }
   return text.str();

@@ -18,7 +18,8 @@ class ScheduleBuilder {
  public:
   // The item that fills a new buffer on `device` with the value of the realized `node`; its
   // sources are realized before it (sources first).
-  void add_item(const UOpRef& node, const std::string& device);
+  // `why` is the item's ScheduleItem::why.
+  void add_item(const UOpRef& node, const std::string& device, std::string why = "");
   // The schedule, with each root's result: its buffer where an item computes it.
   Schedule finish(const std::vector<UOpRef>& roots);
 

@@ -43,30 +43,38 @@ Mask full_mask(const SymShape& shape) {
   return mask;
 }
 
-// Reshape of a mask-free View with constant shape and strides, when no copy is needed
-// (the grouping rule NumPy uses for reshapes without a copy).
+// Whether `a` is smaller than `b` at every value of their variables, else (when that is not
+// known) whether its largest value is: which side of a reshape's grouping to extend next.
+bool grows_first(const Sym& a, const Sym& b) {
+  if (a.vmax() < b.vmin()) return true;
+  if (b.vmax() < a.vmin()) return false;
+  return a.vmax() < b.vmax() || (a.vmax() == b.vmax() && a.vmin() < b.vmin());
+}
+
+// Reshape of a mask-free View when no copy is needed (the grouping rule NumPy uses for reshapes
+// without a copy), for symbolic sizes too: runs of old and new dimensions whose products are the
+// same expression, each run contiguous in the old View. A symbolic size is never compared with a
+// number, so a grouping is only taken when it holds at every value of the variables.
 std::optional<View> reshape_without_copy(const View& view, const SymShape& new_shape) {
-  std::vector<int64_t> old_sizes, old_strides;
+  SymShape old_sizes, old_strides;
   for (size_t dim = 0; dim < view.shape.size(); ++dim) {
-    if (view.shape[dim].const_value() == 1) continue;
-    old_sizes.push_back(view.shape[dim].const_value());
-    old_strides.push_back(view.strides[dim].const_value());
+    if (is_one(view.shape[dim])) continue;
+    old_sizes.push_back(view.shape[dim]);
+    old_strides.push_back(view.strides[dim]);
   }
-  std::vector<int64_t> new_sizes;
-  for (const Sym& size : new_shape) new_sizes.push_back(size.const_value());
-  std::vector<int64_t> new_strides(new_sizes.size(), 0);
+  SymShape new_strides(new_shape.size(), Sym(0));
 
   size_t old_dim = 0, new_dim = 0;
-  while (old_dim < old_sizes.size() && new_dim < new_sizes.size()) {
-    int64_t new_product = new_sizes[new_dim], old_product = old_sizes[old_dim];
+  while (old_dim < old_sizes.size() && new_dim < new_shape.size()) {
+    Sym new_product = new_shape[new_dim], old_product = old_sizes[old_dim];
     size_t new_end = new_dim + 1, old_end = old_dim + 1;
     while (new_product != old_product) {
-      if (new_product < old_product) {
-        if (new_end >= new_sizes.size()) return std::nullopt;
-        new_product *= new_sizes[new_end++];
+      if (grows_first(new_product, old_product)) {
+        if (new_end >= new_shape.size()) return std::nullopt;
+        new_product = new_product * new_shape[new_end++];
       } else {
         if (old_end >= old_sizes.size()) return std::nullopt;
-        old_product *= old_sizes[old_end++];
+        old_product = old_product * old_sizes[old_end++];
       }
     }
     for (size_t dim = old_dim; dim + 1 < old_end; ++dim) {
@@ -74,16 +82,21 @@ std::optional<View> reshape_without_copy(const View& view, const SymShape& new_s
     }
     new_strides[new_end - 1] = old_strides[old_end - 1];
     for (size_t dim = new_end - 1; dim > new_dim; --dim) {
-      new_strides[dim - 1] = new_strides[dim] * new_sizes[dim];
+      new_strides[dim - 1] = new_strides[dim] * new_shape[dim];
     }
     old_dim = old_end;
     new_dim = new_end;
   }
+  // Dimensions left over on one side must all be 1 (the other side's product is then matched).
+  if (old_dim < old_sizes.size()) return std::nullopt;
+  for (size_t dim = new_dim; dim < new_shape.size(); ++dim) {
+    if (!is_one(new_shape[dim])) return std::nullopt;
+  }
   View result;
   result.shape = new_shape;
   result.offset = view.offset;
-  for (size_t dim = 0; dim < new_sizes.size(); ++dim) {
-    result.strides.push_back(Sym(new_sizes[dim] == 1 ? 0 : new_strides[dim]));
+  for (size_t dim = 0; dim < new_shape.size(); ++dim) {
+    result.strides.push_back(is_one(new_shape[dim]) ? Sym(0) : new_strides[dim]);
   }
   return result;
 }
@@ -225,7 +238,7 @@ ShapeTracker ShapeTracker::reshape(const SymShape& new_shape) const {
     return ShapeTracker(std::move(views));
   }
   std::optional<View> merged;
-  if (!top.mask && constant) merged = reshape_without_copy(top, new_shape);
+  if (!top.mask) merged = reshape_without_copy(top, new_shape);
   if (top.mask) merged = reshape_masked(top, new_shape);
   if (merged) return with_top(*merged);
   std::vector<View> views = views_;
@@ -326,11 +339,18 @@ ShapeTracker ShapeTracker::flip(const std::vector<bool>& flip_axis) const {
 
 std::pair<Sym, Sym> ShapeTracker::to_index(const std::vector<Sym>& index) const {
   auto [flat, valid] = views_.back().to_index(index);
+  std::vector<Sym> index_above = index;
   for (size_t level = views_.size() - 1; level-- > 0;) {
     const View& view = views_[level];
-    auto [lower_flat, lower_valid] = view.to_index(unravel_index(flat, view.shape));
+    // A View above that only reshapes this one indexes it without flattening.
+    const View& above = views_[level + 1];
+    std::vector<Sym> lower_index = above.is_contiguous()
+                                       ? reshape_index(index_above, above.shape, view.shape)
+                                       : unravel_index(flat, view.shape);
+    auto [lower_flat, lower_valid] = view.to_index(lower_index);
     flat = lower_flat;
     valid = logical_and(valid, lower_valid);
+    index_above = std::move(lower_index);
   }
   return {flat, valid};
 }
@@ -410,6 +430,50 @@ std::vector<Sym> unravel_index(const Sym& flat, const SymShape& shape) {
     stride = stride * divisor(shape[dim]);
   }
   return index;
+}
+
+std::vector<Sym> reshape_index(const std::vector<Sym>& index, const SymShape& from_shape,
+                               const SymShape& to_shape) {
+  std::vector<Sym> result(to_shape.size(), Sym(0));
+  std::vector<size_t> from_dims, to_dims;  // the dimensions of size other than 1
+  for (size_t dim = 0; dim < from_shape.size(); ++dim) {
+    if (!is_one(from_shape[dim])) from_dims.push_back(dim);
+  }
+  for (size_t dim = 0; dim < to_shape.size(); ++dim) {
+    if (!is_one(to_shape[dim])) to_dims.push_back(dim);
+  }
+  auto flat_of = [&](size_t first, size_t end) {  // a run of from_dims, flattened
+    Sym flat(0);
+    for (size_t at = first; at < end; ++at)
+      flat = flat * from_shape[from_dims[at]] + index[from_dims[at]];
+    return flat;
+  };
+  size_t from_at = 0, to_at = 0;
+  while (from_at < from_dims.size() && to_at < to_dims.size()) {
+    Sym from_product = from_shape[from_dims[from_at]], to_product = to_shape[to_dims[to_at]];
+    size_t from_end = from_at + 1, to_end = to_at + 1;
+    while (from_product != to_product) {
+      if (grows_first(from_product, to_product) && from_end < from_dims.size()) {
+        from_product = from_product * from_shape[from_dims[from_end++]];
+      } else if (to_end < to_dims.size()) {
+        to_product = to_product * to_shape[to_dims[to_end++]];
+      } else {
+        // No common grouping is known: the whole rest as one run.
+        from_end = from_dims.size();
+        to_end = to_dims.size();
+        break;
+      }
+    }
+    SymShape run_shape;
+    for (size_t at = to_at; at < to_end; ++at) run_shape.push_back(to_shape[to_dims[at]]);
+    const std::vector<Sym> run_index = unravel_index(flat_of(from_at, from_end), run_shape);
+    for (size_t at = to_at; at < to_end; ++at) result[to_dims[at]] = run_index[at - to_at];
+    from_at = from_end;
+    to_at = to_end;
+  }
+  if (from_at < from_dims.size() || to_at < to_dims.size())  // sizes not known to match
+    return unravel_index(flat_of(0, from_dims.size()), to_shape);
+  return result;
 }
 
 }  // namespace kiln

@@ -80,6 +80,13 @@ class ShapeTracker {
 
 // Splits a flat row-major index into one index per dimension of `shape`.
 std::vector<Sym> unravel_index(const Sym& flat, const SymShape& shape);
+// The index in `to_shape` of the element at `index` in `from_shape`, for a reshape (both shapes
+// hold the same elements in row-major order). Runs of dimensions whose sizes multiply to the same
+// expression are flattened and split on their own, so that a dimension the reshape keeps, and a
+// size-1 dimension it adds or drops, passes through without a division: what keeps the index of
+// a reshape over a symbolic size free of divisions by that size.
+std::vector<Sym> reshape_index(const std::vector<Sym>& index, const SymShape& from_shape,
+                               const SymShape& to_shape);
 SymShape to_sym_shape(const std::vector<int64_t>& shape);
 // The sizes' values: bound variables at their values, unbound ones at their largest.
 std::vector<int64_t> shape_values(const SymShape& shape);

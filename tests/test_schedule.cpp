@@ -5,6 +5,7 @@
 #include <kiln/kiln.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "codegen/decompose.h"
 #include "codegen/heuristics.h"
@@ -349,4 +350,39 @@ TEST_CASE("kernels are over parameters, bound to the schedule's buffers", "[sche
   REQUIRE(two.items.size() == 2);
   CHECK(std::find(two.items[1].buffers.begin() + 1, two.items[1].buffers.end(),
                   two.items[0].buffers[0]) != two.items[1].buffers.end());
+}
+
+TEST_CASE("costly work read through a broadcast is computed once, cheap work stays fused",
+          "[schedule]") {
+  const Tensor x = input({128, 512}, 1), w = input({512, 128}, 2);
+  // The tanh GELU feeding a matmul would be evaluated once per output column (128 times).
+  const Tensor gelu = x * 0.5 * (1 + ((x + x * x * x * 0.044715) * 0.7978845608).tanh());
+  const Schedule costly = schedule_of(gelu.matmul(w));
+  REQUIRE(costly.items.size() == 2);
+  CHECK(costly.items[0].why.find("fusion cost rule") != std::string::npos);
+  CHECK(costly.items[1].why.empty());
+  // The value matches the fused one's reference (on the host, in double).
+  const std::vector<float> xs = x.to_vector<float>(), ws = w.to_vector<float>();
+  const std::vector<float> got = gelu.matmul(w).to_vector<float>();
+  double worst = 0;
+  for (int64_t row = 0; row < 128; row += 37) {
+    for (int64_t column = 0; column < 128; column += 11) {
+      double expected = 0;
+      for (int64_t k = 0; k < 512; ++k) {
+        const double value = xs[row * 512 + k];
+        const double g = 0.5 * value *
+                         (1 + std::tanh(0.7978845608 * (value + 0.044715 * value * value * value)));
+        expected += g * ws[k * 128 + column];
+      }
+      worst = std::max(worst, std::fabs(got[row * 128 + column] - expected) /
+                                  std::max(1.0, std::fabs(expected)));
+    }
+  }
+  CHECK(worst < 1e-4);
+  // A relu is too cheap to pay a kernel and a pass over memory; so is a small operand.
+  CHECK(kernel_count(x.relu().matmul(w)) == 1);
+  const Tensor small = input({4, 8}, 3), small_w = input({8, 4}, 4);
+  CHECK(kernel_count((small * 0.5 * (1 + (small * 0.79).tanh())).matmul(small_w)) == 1);
+  // Read once per element (no broadcast), the same work stays fused.
+  CHECK(kernel_count(gelu.sum({1})) == 1);
 }

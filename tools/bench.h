@@ -2,6 +2,8 @@
 // The parts of `kiln bench`:
 //   bench.cpp            options, the table, bench_main
 //   bench_workloads.cpp  the kiln workloads: each checked against a host reference, then timed
+//   bench_sizes.cpp      the workloads over Variable sizes
+//   bench_check.h        checking a result, recording a measurement
 //   bench_host.cpp       the machine's own limits (memcpy bandwidth, a BLAS loaded at run time)
 //                        and an optional peer framework (tinygrad)
 // Workloads produce numbers (Result); only bench.cpp formats them.
@@ -166,6 +168,9 @@ Result bench_softmax(Harness& harness, const CopyLimit& copy);
 // softmax over the first n rows of a 4096x1024 buffer, n a variable bound to 64 sizes in 1..4096:
 // one pass over every size, and the kernels the sizes after the first built (must be 0).
 Result bench_softmax_sizes(Harness& harness, const CopyLimit& copy);
+// [2,n,128] @ [128,384] with n a variable bound to 64, beside the same product compiled for a
+// fixed 64 (its limit): a Variable's kernel must be optimised as the fixed one is.
+Result bench_matmul_sizes(Harness& harness);
 // The matmul's limit is the device's vendor SGEMM where it measured one (`limits`), else the
 // host's BLAS for a CPU device.
 Result bench_matmul(Harness& harness, const Blas* blas, const DeviceLimits& limits);

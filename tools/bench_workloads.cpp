@@ -14,36 +14,10 @@
 #include <thread>
 
 #include "tools/bench.h"
+#include "tools/bench_check.h"
 
 namespace kiln::tools::bench {
 namespace {
-
-// "" when every element is within atol + rtol * |expected|; otherwise how many are not and the
-// worst one (by relative error).
-template <typename Expected>
-std::string compare(const std::vector<float>& got, Expected expected, double rtol, double atol) {
-  int64_t wrong = 0, worst_index = -1;
-  double worst_error = 0, worst_expected = 0;
-  for (size_t index = 0; index < got.size(); ++index) {
-    const double want = expected(index);
-    const double error = std::fabs(static_cast<double>(got[index]) - want);
-    if (error <= atol + rtol * std::fabs(want)) continue;  // written so that NaN counts as wrong
-    ++wrong;
-    const double relative = error / std::max(std::fabs(want), 1e-30);
-    if (worst_index < 0 || !(relative <= worst_error)) {
-      worst_index = static_cast<int64_t>(index);
-      worst_error = relative;
-      worst_expected = want;
-    }
-  }
-  if (wrong == 0) return "";
-  char text[256];
-  std::snprintf(text, sizeof text,
-                "%lld of %zu elements off; worst [%lld] = %.9g, expected %.9g (rtol %g)",
-                static_cast<long long>(wrong), got.size(), static_cast<long long>(worst_index),
-                static_cast<double>(got[worst_index]), worst_expected, rtol);
-  return text;
-}
 
 std::string count_text(int64_t count) {
   if (count >= (int64_t{1} << 20) && count % (int64_t{1} << 20) == 0)
@@ -54,23 +28,6 @@ std::string count_text(int64_t count) {
 
 std::string square_text(int64_t side) {
   return std::to_string(side) + "x" + std::to_string(side);
-}
-
-// Copies what every workload's result shares from a measurement.
-void record(Result& result, const Harness::Measured& measured) {
-  result.kernels = measured.kernels;
-  result.problem = measured.problem;
-  result.timing = measured.timing;
-}
-
-// A bandwidth figure: `bytes` moved per run, against the copy bandwidth.
-void record_bandwidth(Result& result, const Harness::Measured& measured, double bytes,
-                      const CopyLimit& copy) {
-  record(result, measured);
-  result.unit = Result::Unit::BytesPerSecond;
-  result.limit = copy.bytes_per_second;
-  result.limit_name = copy.name;
-  if (measured.timing.runs > 0) result.figure = bytes / measured.timing.figure_seconds();
 }
 
 // C = A B in double on the host, row by row so that the inner loop streams.
@@ -323,65 +280,6 @@ Result bench_softmax(Harness& harness, const CopyLimit& copy) {
                                   harness.repeat(), std::nullopt);
   // The least any softmax must move: read x once, write the result once.
   record_bandwidth(result, measured, 2.0 * 4 * side * side, copy);
-  return result;
-}
-
-Result bench_softmax_sizes(Harness& harness, const CopyLimit& copy) {
-  constexpr int64_t kWidth = 1024, kCapacity = 4096, kSizes = 64;
-  Result result("softmax n", "64 nx1024 f32");
-  const Tensor cache = harness.realized_rand({kCapacity, kWidth}, 12);
-  const Variable rows("rows", 1, kCapacity);
-  std::vector<int64_t> sizes;
-  for (int64_t at = 0; at < kSizes; ++at) sizes.push_back(1 + at * (kCapacity - 1) / (kSizes - 1));
-  auto softmax_of = [&](int64_t n) {
-    return cache.shrink({{Dim(0), rows.bind(n)}, {Dim(0), Dim(kWidth)}}).softmax(-1);
-  };
-  KernelStats& stats = harness.context().stats();
-  auto built = [&] { return stats.compiles.load() + stats.disk_hits.load(); };
-  // One pass, checked at three sizes: what the first size built, and what the others did.
-  const int64_t before = built();
-  int64_t after_first = 0;
-  const std::vector<float> host = cache.to_vector<float>();
-  for (int64_t n : sizes) {
-    const Tensor out = softmax_of(n);
-    out.realize();
-    if (n == sizes.front()) after_first = built();
-    if (n != 1 && n != kCapacity && n != sizes[kSizes / 2]) continue;
-    std::vector<double> expected(static_cast<size_t>(n * kWidth));
-    for (int64_t i = 0; i < n; ++i) {
-      const float* in = host.data() + i * kWidth;
-      double* row = expected.data() + i * kWidth;
-      const double largest = *std::max_element(in, in + kWidth);
-      double total = 0;
-      for (int64_t j = 0; j < kWidth; ++j) total += row[j] = std::exp(in[j] - largest);
-      for (int64_t j = 0; j < kWidth; ++j) row[j] /= total;
-    }
-    result.problem = compare(
-        out.to_vector<float>(), [&](size_t i) { return expected[i]; }, 1e-4, 1e-10);
-    if (!result.problem.empty()) {
-      result.problem = "n=" + std::to_string(n) + ": " + result.problem;
-      return result;
-    }
-  }
-  const int64_t first = after_first - before, others = built() - after_first;
-  if (others != 0)
-    result.problem = "the sizes after the first built " + std::to_string(others) + " kernels";
-  if (!result.problem.empty()) return result;
-  double bytes = 0;  // read the rows once, write them once
-  for (int64_t n : sizes) bytes += 2.0 * 4 * static_cast<double>(n * kWidth);
-  result.timing = time_median(
-      [&] {
-        for (int64_t n : sizes) softmax_of(n).realize();
-        harness.context().device().synchronize();
-      },
-      std::max(harness.repeat() / 2, 2), harness.sizes().budget_seconds);
-  result.unit = Result::Unit::BytesPerSecond;
-  result.limit = copy.bytes_per_second;
-  result.limit_name = copy.name;
-  result.figure = bytes / result.timing.median_seconds;
-  result.kernels = first;  // each size launches the kernels the first one built
-  result.note = "n = 1..4096; built " + std::to_string(first) + " kernel(s) for n=1, " +
-                std::to_string(others) + " for the other " + std::to_string(kSizes - 1) + " sizes";
   return result;
 }
 
