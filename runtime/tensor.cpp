@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "core/const_fold.h"
@@ -134,6 +135,34 @@ Tensor Tensor::from_vector(const std::vector<T>& data, Shape shape, const std::s
     return from_bytes(data.data(), data.size() * sizeof(T), dtype_of<T>(), std::move(shape),
                       device);
   }
+}
+
+Tensor Tensor::scalar(double value, DType dtype, const std::string& device) {
+  if (dtype == dtypes::float64) return from_vector(std::vector<double>{value}, {}, device);
+  if (dtype.is_float()) {
+    // float32 holds every float16 and bfloat16 value: the cast (fused into the kernels that read
+    // it) rounds once more, as a cast of the float32 would.
+    const Tensor single = from_vector(std::vector<float>{static_cast<float>(value)}, {}, device);
+    return dtype == dtypes::float32 ? single : single.cast(dtype);
+  }
+  if (dtype.is_bool()) return from_vector(std::vector<bool>{value != 0}, {}, device);
+  const double low = dtype.is_unsigned() ? 0.0 : -std::ldexp(1.0, 8 * dtype.itemsize() - 1);
+  const double high = std::ldexp(1.0, 8 * dtype.itemsize() - (dtype.is_unsigned() ? 0 : 1));
+  if (!(value >= low && value < high) || std::trunc(value) != value) {
+    char range[96];
+    std::snprintf(range, sizeof range, "integers from %.0f to %.0f", low, high - 1);
+    throw DTypeError("[scalar] " + std::to_string(value) + " is not a " + dtype.name() +
+                         " value: it holds " + range,
+                     dtype);
+  }
+  if (dtype == dtypes::uint64)
+    return from_vector(std::vector<uint64_t>{static_cast<uint64_t>(value)}, {}, device);
+  if (dtype == dtypes::int64 || dtype == dtypes::uint32) {
+    const Tensor wide = from_vector(std::vector<int64_t>{static_cast<int64_t>(value)}, {}, device);
+    return dtype == dtypes::int64 ? wide : wide.cast(dtype);
+  }
+  const Tensor narrow = from_vector(std::vector<int32_t>{static_cast<int32_t>(value)}, {}, device);
+  return dtype == dtypes::int32 ? narrow : narrow.cast(dtype);
 }
 
 Tensor Tensor::full(Shape shape, double value, DType dtype, const std::string& device) {

@@ -204,6 +204,7 @@ int bench_main(const Options& options) {
   run("softmax", [&] { return bench::bench_softmax(harness, copy); });
   run("matmul", [&] { return bench::bench_matmul(harness, blas.get(), limits); });
   run("matmul n", [&] { return bench::bench_matmul_sizes(harness); });
+  run("train", [&] { return bench::bench_train(harness); });
   if (limits.gemm_bfloat16_flops > 0)
     run("matmul bf16", [&] { return bench::bench_matmul_bfloat16(harness, limits); });
   run("overhead", [&] {

@@ -171,6 +171,10 @@ Result bench_softmax_sizes(Harness& harness, const CopyLimit& copy);
 // [2,n,128] @ [128,384] with n a variable bound to 64, beside the same product compiled for a
 // fixed 64 (its limit): a Variable's kernel must be optimised as the fixed one is.
 Result bench_matmul_sizes(Harness& harness);
+// SGD steps of a 784-64-10 MLP whose batch slides (a Variable offset) and whose learning rate
+// changes (Tensor::scalar): the kernels built after the first step (must be 0), and the time of a
+// step beside the same step at a fixed offset and rate (its limit).
+Result bench_train(Harness& harness);
 // The matmul's limit is the device's vendor SGEMM where it measured one (`limits`), else the
 // host's BLAS for a CPU device.
 Result bench_matmul(Harness& harness, const Blas* blas, const DeviceLimits& limits);

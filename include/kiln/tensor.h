@@ -69,6 +69,13 @@ class Tensor {
                             const std::string& device = "");
   static Tensor full(Shape shape, double value, DType dtype = dtypes::float32,
                      const std::string& device = "");
+  // A host value that changes between realizes (a learning rate, a step's scale): a 0-d tensor
+  // whose value is held in a buffer, which kernels read, so another value compiles nothing. A
+  // number written into an expression (x * 0.5f) or made by full() is a constant compiled into
+  // each kernel that uses it (folded where it is 0, 1 and the like): every new value compiles
+  // new kernels. The value is rounded into `dtype` as a cast would; an integer dtype must hold
+  // it exactly (a DTypeError otherwise).
+  static Tensor scalar(double value, DType dtype = dtypes::float32, const std::string& device = "");
   static Tensor zeros(Shape shape, DType dtype = dtypes::float32, const std::string& device = "");
   static Tensor ones(Shape shape, DType dtype = dtypes::float32, const std::string& device = "");
   // The same with sizes that may be bound variables (kiln/variable.h). A braced list of sizes
