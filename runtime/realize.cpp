@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <mutex>
 
 #include "codegen/schedule.h"
@@ -30,7 +31,8 @@ double seconds_since(Clock::time_point start) {
 class BoundBuffers {
  public:
   BoundBuffers(const Schedule& schedule, const std::function<const UOpRef&(size_t)>& node_of,
-               const std::string& device, const std::shared_ptr<DeviceContext>& context) {
+               const std::function<int64_t(size_t)>& numel_of, const std::string& device,
+               const std::shared_ptr<DeviceContext>& context) {
     for (size_t index = 0; index < schedule.buffers.size(); ++index) {
       const ScheduleBuffer& buffer = schedule.buffers[index];
       if (buffer.is_leaf) {
@@ -38,7 +40,7 @@ class BoundBuffers {
       } else {
         buffers_.push_back(
             std::make_shared<Buffer>(buffer.device == device ? context : open_device(buffer.device),
-                                     buffer.node->dtype(), buffer.numel));
+                                     buffer.node->dtype(), numel_of(index)));
       }
     }
     // A buffer goes back to the caching allocator right after its last reader (a result is kept),
@@ -133,12 +135,32 @@ void run_copy(const ScheduleItem& item, const UOp& output, const BoundBuffers& b
   copy_between_devices(source, destination);
 }
 
-// The Buffer node of a result held in `storage`, shaped like the schedule's node for it.
-UOpRef result_node(const UOp& like, std::shared_ptr<Buffer> storage) {
+// The Buffer node of a result held in `storage`, shaped like the schedule's node for it, its
+// variables bound as `bound` binds them (the walk's values, for a plan made for other values).
+UOpRef result_node(const UOp& like, std::shared_ptr<Buffer> storage,
+                   const std::map<std::string, Sym>& bound) {
   std::shared_ptr<Storage> held = std::move(storage);
-  return like.is_symbolic()
-             ? UOp::make_symbolic(Op::Buffer, like.dtype(), {}, std::move(held), like.sym_shape())
-             : UOp::make(Op::Buffer, like.dtype(), {}, std::move(held), like.shape());
+  if (!like.is_symbolic())
+    return UOp::make(Op::Buffer, like.dtype(), {}, std::move(held), like.shape());
+  SymShape shape = like.sym_shape();
+  for (Sym& size : shape) size = size.substitute(bound);
+  return UOp::make_symbolic(Op::Buffer, like.dtype(), {}, std::move(held), shape);
+}
+
+// A cached plan's kernels at the walk's values of their variables (the plan keeps those it was
+// made for).
+std::vector<KernelLaunch> rebind_kernels(const std::vector<KernelLaunch>& kernels,
+                                         const std::map<std::string, Sym>& bound) {
+  std::vector<KernelLaunch> rebound = kernels;
+  for (KernelLaunch& kernel : rebound) {
+    for (size_t at = 0; at < kernel.bound.size(); ++at) {
+      auto now = bound.find(kernel.bound[at].var_name());
+      if (now == bound.end()) continue;  // not over the walk's variables: as it was made
+      kernel.values[at] = now->second.bound_value();
+      kernel.bound[at] = now->second;
+    }
+  }
+  return rebound;
 }
 
 // The schedule of `roots` made afresh, with its kernels prepared (its leaves are their own
@@ -208,16 +230,27 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
     if (cached) schedule_cache().record(walk, device, settings, *plan);
   }
   const Schedule& schedule = plan->schedule;
-  const std::vector<KernelLaunch>& kernels = plan->kernels;
+  // Over bound variables, the plan may have been made for other values: the walk's bind it.
+  const bool rebinds = walk.cacheable && !walk.bound.empty();
+  const std::vector<KernelLaunch> rebound =
+      rebinds ? rebind_kernels(plan->kernels, walk.bound) : std::vector<KernelLaunch>{};
+  const std::vector<KernelLaunch>& kernels = rebinds ? rebound : plan->kernels;
+  std::map<std::string, int64_t> values;
+  for (const auto& [name, variable] : walk.bound) values.emplace(name, variable.bound_value());
+  auto numel_of = [&](size_t index) {
+    const ScheduleBuffer& buffer = schedule.buffers[index];
+    return rebinds && buffer.node->is_symbolic() ? sym_prod(buffer.node->sym_shape()).eval(values)
+                                                 : buffer.numel;
+  };
   BoundBuffers bound(
-      schedule, [&](size_t index) -> const UOpRef& { return plan->node(index, walk); }, device,
-      context);
+      schedule, [&](size_t index) -> const UOpRef& { return plan->node(index, walk); }, numel_of,
+      device, context);
   // A root an item computes is its new buffer; the others are read as they are.
   std::vector<UOpRef> results;
   for (const ScheduleResult& result : schedule.results) {
     results.push_back(result.buffer < 0 ? result.unchanged
                                         : result_node(*schedule.buffers[result.buffer].node,
-                                                      bound.shared(result.buffer)));
+                                                      bound.shared(result.buffer), walk.bound));
   }
   std::vector<Device*> launched_on;
   for (size_t index = 0; index < schedule.items.size(); ++index) {

@@ -15,12 +15,15 @@ namespace {
 // realize is not dominated by the host's scheduling.
 constexpr size_t kMaxCachedNodes = 4096;
 
-// A node's own part of the key's hash. Trackers are left to the comparison: a View's shape is
-// hashed already, and printing a tracker to hash it would cost more than the lookup saves.
-size_t hash_node(const UOp& node, int leaf, const int* srcs, size_t src_count) {
+// A node's own part of the key's hash (`sizes`: with its shape). Trackers are left to the
+// comparison: a View's shape is hashed already, and printing a tracker to hash it would cost more
+// than the lookup saves.
+size_t hash_node(const UOp& node, int leaf, const int* srcs, size_t src_count, bool sizes) {
   size_t hash =
       hash_combine(static_cast<size_t>(node.op()), static_cast<size_t>(node.dtype().type()));
-  for (int64_t size : node.shape()) hash = hash_combine(hash, static_cast<size_t>(size));
+  if (sizes) {
+    for (int64_t size : node.shape()) hash = hash_combine(hash, static_cast<size_t>(size));
+  }
   for (size_t index = 0; index < src_count; ++index)
     hash = hash_combine(hash, static_cast<size_t>(srcs[index]));
   switch (node.op()) {
@@ -48,11 +51,54 @@ bool symbolic(const UOp& node) {
   return node.is_symbolic() || (node.op() == Op::View && node.tracker().is_symbolic());
 }
 
-bool same_node(const KeyNode& key, const UOp& node, const int* srcs, size_t src_count) {
-  if (key.op != node.op() || key.dtype != node.dtype() || key.shape != node.shape()) return false;
+// Every Sym a node's key reads: its shape, and a View's sizes, strides, offsets and masks.
+template <typename Visit>
+void for_each_sym(const UOp& node, Visit visit) {
+  for (const Sym& size : node.sym_shape()) visit(size);
+  if (node.op() != Op::View) return;
+  for (const View& view : node.tracker().views()) {
+    for (const Sym& size : view.shape) visit(size);
+    for (const Sym& stride : view.strides) visit(stride);
+    visit(view.offset);
+    if (view.mask) {
+      for (const auto& [begin, end] : *view.mask) visit(begin), visit(end);
+    }
+  }
+}
+
+// Records the bound variables of a symbolic node in the walk; false where a name is bound to two
+// values (or met unbound), which the key could not tell apart.
+bool note_variables(const UOp& node, GraphWalk& walk) {
+  bool consistent = true;
+  for_each_sym(node, [&](const Sym& value) {
+    for (const Sym& variable : value.variable_nodes()) {
+      if (!variable.is_bound()) {
+        consistent = false;
+        continue;
+      }
+      auto [found, added] = walk.bound.emplace(variable.var_name(), variable);
+      if (added) {
+        walk.unbound.emplace(variable.var_name(),
+                             Sym::var(variable.var_name(), variable.vmin(), variable.vmax()));
+      } else if (found->second != variable) {
+        consistent = false;
+      }
+    }
+  });
+  return consistent;
+}
+
+bool same_node(const KeyNode& key, const UOp& node, const GraphWalk& walk, size_t index,
+               const int* srcs, size_t src_count) {
+  if (key.op != node.op() || key.dtype != node.dtype() || key.symbolic != symbolic(node))
+    return false;
+  if (key.symbolic ? key.generic_shape != walk.generic_shapes[index] : key.shape != node.shape())
+    return false;
   if (key.srcs.size() != src_count ||
       !std::equal(key.srcs.begin(), key.srcs.end(), srcs, srcs + src_count))
     return false;
+  if (key.symbolic && node.op() == Op::View)
+    return key.generic_tracker == walk.generic_trackers[index];
   // Leaves are numbered in the order they are met, so equal sources give equal numbers.
   if (node.op() == Op::Buffer) return key.leaf_device == node.storage()->device();
   return key.arg == node.arg();
@@ -91,7 +137,24 @@ GraphWalk walk_graph(const std::vector<UOpRef>& roots, const std::string& device
       const UOpRef& ref = *stack.back().first;
       stack.pop_back();
       if (index_of.count(&node)) continue;
-      if (symbolic(node) || walk.nodes.size() >= kMaxCachedNodes) walk.cacheable = false;
+      if (walk.nodes.size() >= kMaxCachedNodes) walk.cacheable = false;
+      std::vector<Sym> generic_shape;
+      std::optional<ShapeTracker> generic_tracker;
+      size_t generic_hash = 0;
+      if (symbolic(node)) {
+        if (!note_variables(node, walk)) {
+          walk.cacheable = false;
+          continue;
+        }
+        for (const Sym& size : node.sym_shape()) {
+          generic_shape.push_back(size.substitute(walk.unbound));
+          generic_hash = hash_combine(generic_hash, generic_shape.back().hash());
+        }
+        if (node.op() == Op::View) {
+          generic_tracker = node.tracker().substitute(walk.unbound);
+          generic_hash = hash_combine(generic_hash, generic_tracker->hash());
+        }
+      }
       srcs.clear();
       for (const UOpRef& src : node.srcs()) {
         UOpRef value = src->realized_value();
@@ -102,9 +165,13 @@ GraphWalk walk_graph(const std::vector<UOpRef>& roots, const std::string& device
         leaf = static_cast<int>(walk.leaves.size());
         walk.leaves.push_back(ref);
       }
-      hash = hash_combine(hash, hash_node(node, leaf, srcs.data(), srcs.size()));
+      // A symbolic node's sizes are hashed unbound, so that every value of them hashes alike.
+      hash = hash_combine(hash, hash_node(node, leaf, srcs.data(), srcs.size(), !symbolic(node)));
+      hash = hash_combine(hash, generic_hash);
       index_of.emplace(&node, static_cast<int>(walk.nodes.size()));
       walk.nodes.push_back(&node);
+      walk.generic_shapes.push_back(std::move(generic_shape));
+      walk.generic_trackers.push_back(std::move(generic_tracker));
       walk.edges.insert(walk.edges.end(), srcs.begin(), srcs.end());
       walk.edge_begin.push_back(static_cast<int>(walk.edges.size()));
     }
@@ -129,7 +196,7 @@ std::shared_ptr<const SchedulePlan> ScheduleCache::find(const GraphWalk& walk,
     for (size_t index = 0; index < walk.nodes.size() && same; ++index) {
       const int* srcs = walk.edges.data() + walk.edge_begin[index];
       const size_t count = static_cast<size_t>(walk.edge_begin[index + 1] - walk.edge_begin[index]);
-      same = same_node(entry.nodes[index], *walk.nodes[index], srcs, count);
+      same = same_node(entry.nodes[index], *walk.nodes[index], walk, index, srcs, count);
     }
     if (!same) continue;
     ++hits_;
@@ -154,9 +221,6 @@ void ScheduleCache::record(const GraphWalk& walk, const std::string& device,
     plan->leaf_numbers[index] = found->second;
     buffer.node = nullptr;
   }
-  for (const KernelLaunch& kernel : plan->kernels) {
-    if (!kernel.values.empty()) return;  // bound per realize
-  }
   for (const ScheduleResult& result : plan->schedule.results) {
     if (result.buffer < 0) return;  // the walk's own node
   }
@@ -171,7 +235,13 @@ void ScheduleCache::record(const GraphWalk& walk, const std::string& device,
     KeyNode key;
     key.op = node.op();
     key.dtype = node.dtype();
-    key.shape = node.shape();
+    key.symbolic = symbolic(node);
+    if (key.symbolic) {
+      key.generic_shape = walk.generic_shapes[index];
+      key.generic_tracker = walk.generic_trackers[index];
+    } else {
+      key.shape = node.shape();
+    }
     key.srcs.assign(walk.edges.begin() + walk.edge_begin[index],
                     walk.edges.begin() + walk.edge_begin[index + 1]);
     if (node.op() == Op::Buffer) {

@@ -8,12 +8,17 @@
 // device. Nodes realized before count as the values they hold, as the scheduler reads them. The
 // scheduler and the kernels it makes depend on nothing else, so a graph with an equal key gets
 // the same schedule: the same items, bound to the same numbered leaves or new buffers, with the
-// same prepared kernels. Symbolic graphs are not cached (their variables' values are
-// bound per realize), nor graphs of more than a few thousand nodes.
+// same prepared kernels. A graph over bound variables (include/kiln/variable.h) is keyed with its
+// variables unbound, so that every value of them finds the plan: the realize binds the walk's
+// values into it (the kernels' variables, the new buffers' sizes, the results' shapes). Not
+// cached: graphs that bind one variable name to two values, and graphs of more than a few
+// thousand nodes.
 
 #include <forward_list>
 #include <list>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -29,7 +34,11 @@ namespace kiln {
 struct KeyNode {
   Op op;
   DType dtype;
-  Shape shape;
+  Shape shape;  // empty for a symbolic node: its generic shape stands for it
+  // A symbolic node: its shape, and a View's tracker, with every variable unbound.
+  bool symbolic = false;
+  std::vector<Sym> generic_shape;
+  std::optional<ShapeTracker> generic_tracker;
   Arg arg;                  // unset for a leaf: its buffer is not part of the key
   std::vector<int> srcs;    // indices of earlier nodes
   std::string leaf_device;  // a Buffer: its storage's device
@@ -46,6 +55,13 @@ struct GraphWalk {
   std::vector<int> edges;
   std::vector<int> edge_begin;
   std::forward_list<UOpRef> values;  // realized values met, kept alive for the realize
+  // The bound variables met, by name (a graph that binds one name to two values is not cached),
+  // and the same names unbound: what the key holds instead.
+  std::map<std::string, Sym> bound;
+  std::map<std::string, Sym> unbound;
+  // Per walk node: its shape and a View's tracker unbound (empty for a node that is not symbolic).
+  std::vector<std::vector<Sym>> generic_shapes;
+  std::vector<std::optional<ShapeTracker>> generic_trackers;
 };
 
 // Walks the roots as create_schedule sees them on `device` (realized nodes as their values).

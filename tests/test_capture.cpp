@@ -136,7 +136,7 @@ TEST_CASE("a capture that throws leaves the step as it was", "[capture]") {
   check_close(values_of(step({x})[0]), values_of(x + 1));
 }
 
-TEST_CASE("KILN_GRAPHS=0 replays kernel by kernel; an invalid value is refused by name",
+TEST_CASE("KILN_GRAPHS=0 replays kernel by kernel, an invalid value is refused by name",
           "[capture]") {
   const kiln::testing::ScopedEnvironment graphs("KILN_GRAPHS", "0");
   for (const std::string& device : kiln::devices()) {

@@ -141,7 +141,7 @@ TEST_CASE("decompose: integer division divides by a safe divisor, then selects",
   });
 }
 
-TEST_CASE("decompose: max and min are compares and a select; a float NaN wins", "[decompose]") {
+TEST_CASE("decompose: max and min are compares and a select, a float NaN wins", "[decompose]") {
   const Tensor a = input({64}, 3), b = input({64}, 4);
   for_each_dialect(maximum(a, b), [](const Dialect&, const CompiledKernel& compiled) {
     const LinearProgram& program = compiled.program;
@@ -530,7 +530,7 @@ TEST_CASE("decompose: emulated matrix fragments are accumulators, a loop, loads 
   }
 }
 
-TEST_CASE("decompose: render refuses kiln's semantics; decomposing twice changes nothing",
+TEST_CASE("decompose: render refuses kiln's semantics, decomposing twice changes nothing",
           "[decompose]") {
   const ScheduleItem item = only_kernel(int32_input(12) / int32_input(13));
   for (const Target& each : every_dialect()) {

@@ -53,7 +53,7 @@ TEST_CASE("pipeline: one kernel compiles for every dialect without a device", "[
   }
 }
 
-TEST_CASE("pipeline: each pass reports its result; the device's check runs before render",
+TEST_CASE("pipeline: each pass reports its result, the device's check runs before render",
           "[pipeline]") {
   const ScheduleItem item = only_kernel(input({1000}, 2).exp().sum());
   std::vector<std::string> reported;
@@ -80,7 +80,7 @@ TEST_CASE("pipeline: each pass reports its result; the device's check runs befor
   CHECK(compile_kernel(item, cl_target(), c_dialect(), options).choice.opts.empty());
 }
 
-TEST_CASE("pipeline: a refusal keeps its type; a broken invariant names the pass and kernel",
+TEST_CASE("pipeline: a refusal keeps its type, a broken invariant names the pass and kernel",
           "[pipeline]") {
   const ScheduleItem item = only_kernel(input({256}, 3).sum());
   CompileOptions options;

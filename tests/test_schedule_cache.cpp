@@ -7,6 +7,7 @@
 #include <kiln/kiln.h>
 #include <kiln/memory.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -154,20 +155,31 @@ TEST_CASE("schedule cache: a plan is kept per opt policy", "[runtime][schedule_c
   set_opt_settings(before);
 }
 
-TEST_CASE("schedule cache: symbolic graphs are not cached; multi-root and cross-device ones are",
+TEST_CASE("schedule cache: symbolic, multi-root and cross-device graphs are cached",
           "[runtime][schedule_cache]") {
   const std::vector<float> values = values_from(1, 12);
   const Tensor x = Tensor::from_vector(values, {12}, "CPU");
-  SECTION("a symbolic graph") {
+  SECTION("a symbolic graph, at every value of its variable") {
     const Variable rows("rows", 1, 12);
-    for (int64_t count : {4, 7, 4}) {
+    for (int64_t count : {4, 7, 4, 12, 1}) {
       const Tensor part = x.shrink({{0, rows.bind(count)}});
       const GraphWalk walk = walk_graph({(part * 2).node()}, "CPU");
-      CHECK_FALSE(walk.cacheable);
-      const std::vector<float> got = (part * 2).to_vector<float>();
+      CHECK(walk.cacheable);
+      const Tensor doubled = part * 2;
+      const int64_t hits = hits_while([&] { doubled.realize(); });
+      if (count != 4 || hits != 0) CHECK(hits == 1);  // the first realize makes the plan
+      CHECK(doubled.shape() == Shape{count});
+      const std::vector<float> got = doubled.to_vector<float>();
       REQUIRE(got.size() == static_cast<size_t>(count));
       for (int64_t i = 0; i < count; ++i) CHECK(got[i] == values[i] * 2);
     }
+  }
+  SECTION("one name bound to two values in one graph") {
+    const Variable rows("rows", 1, 12);
+    const Tensor three = x.shrink({{0, rows.bind(3)}}).sum();
+    const Tensor five = x.shrink({{0, rows.bind(5)}}).sum();
+    CHECK_FALSE(walk_graph({(three + five).node()}, "CPU").cacheable);
+    CHECK((three + five).item<float>() == Approx(1 + 1.5 + 2 + 1 + 1.5 + 2 + 2.5 + 3));
   }
   SECTION("a graph of many nodes") {
     Tensor chain = x;
@@ -214,4 +226,50 @@ TEST_CASE("schedule cache: a kept plan holds none of the graph's buffers",
   }
   // The plan for (x + 1) * 2 stays in the cache; x's and y's memory does not.
   CHECK(active_bytes("CPU") == before);
+}
+
+TEST_CASE("schedule cache: a plan over a variable serves other values with their sizes",
+          "[runtime][schedule_cache][variables]") {
+  constexpr int64_t kCapacity = 40, kWidth = 24, kOut = 16;
+  std::vector<float> cache_values(2 * kCapacity * kWidth), weight_values(kWidth * kOut);
+  for (size_t i = 0; i < cache_values.size(); ++i)
+    cache_values[i] = std::sin(0.1f * static_cast<float>(i));
+  for (size_t i = 0; i < weight_values.size(); ++i)
+    weight_values[i] = std::cos(0.2f * static_cast<float>(i));
+  for (const std::string& device : devices()) {
+    INFO(device);
+    const Tensor cache = Tensor::from_vector(cache_values, {2, kCapacity, kWidth}, device);
+    const Tensor weight = Tensor::from_vector(weight_values, {kWidth, kOut}, device);
+    const Variable length("length", 1, kCapacity);
+    int64_t total_hits = 0;
+    for (int64_t n : {9, 33, 1, 40, 9}) {
+      INFO("n = " << n);
+      const Tensor rows = cache.shrink({{0, 2}, {0, length.bind(n)}, {0, kWidth}});
+      const Tensor out = rows.matmul(weight).softmax(-1) + rows.sum(-1, true);
+      total_hits += hits_while([&] { out.realize(); });
+      REQUIRE(out.shape() == Shape{2, n, kOut});
+      const std::vector<float> got = out.to_vector<float>();
+      for (int64_t batch = 0; batch < 2; ++batch) {
+        for (int64_t row = 0; row < n; ++row) {
+          const float* in = cache_values.data() + (batch * kCapacity + row) * kWidth;
+          std::vector<double> logits(kOut, 0.0);
+          double row_sum = 0;
+          for (int64_t k = 0; k < kWidth; ++k) {
+            row_sum += in[k];
+            for (int64_t column = 0; column < kOut; ++column)
+              logits[column] += static_cast<double>(in[k]) * weight_values[k * kOut + column];
+          }
+          const double largest = *std::max_element(logits.begin(), logits.end());
+          double total = 0;
+          for (double logit : logits) total += std::exp(logit - largest);
+          for (int64_t column = 0; column < kOut; ++column) {
+            const double expected = std::exp(logits[column] - largest) / total + row_sum;
+            CHECK(got[(batch * n + row) * kOut + column] ==
+                  Approx(expected).epsilon(1e-5).margin(1e-5));
+          }
+        }
+      }
+    }
+    CHECK(total_hits >= 4);  // every value after the first found the plan
+  }
 }

@@ -38,7 +38,7 @@ const Subcommand kSubcommands[] = {
 
 }  // namespace
 
-TEST_CASE("kiln --help lists the subcommands; no or an unknown subcommand is a usage error",
+TEST_CASE("kiln --help lists the subcommands, no or an unknown subcommand is a usage error",
           "[tool]") {
   const test::ChildResult help = kiln_tool("--help");
   INFO(help.output);
@@ -54,7 +54,7 @@ TEST_CASE("kiln --help lists the subcommands; no or an unknown subcommand is a u
   CHECK(contains(unknown.output, "frobnicate"));
 }
 
-TEST_CASE("each kiln subcommand's --help lists its options; an unknown option is a usage error",
+TEST_CASE("each kiln subcommand's --help lists its options, an unknown option is a usage error",
           "[tool]") {
   for (const Subcommand& subcommand : kSubcommands) {
     const test::ChildResult help = kiln_tool(std::string(subcommand.name) + " --help");
