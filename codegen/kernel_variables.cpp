@@ -7,26 +7,6 @@
 namespace kiln {
 namespace {
 
-// Calls `visit` with every Sym of the node's shape and View.
-template <typename Visit>
-void for_each_sym(const UOp& node, Visit&& visit) {
-  if (node.is_symbolic()) {
-    for (const Sym& size : node.sym_shape()) visit(size);
-  }
-  if (node.op() != Op::View) return;
-  for (const View& view : node.tracker().views()) {
-    for (const Sym& size : view.shape) visit(size);
-    for (const Sym& stride : view.strides) visit(stride);
-    visit(view.offset);
-    if (view.mask) {
-      for (const auto& [begin, end] : *view.mask) {
-        visit(begin);
-        visit(end);
-      }
-    }
-  }
-}
-
 bool has_symbolic_view(const UOp& node) {
   return node.op() == Op::View && node.tracker().is_symbolic();
 }

@@ -26,6 +26,27 @@ struct UnboundKernel {
 };
 UnboundKernel unbind_variables(const ScheduleItem& item);
 
+// Calls `visit` with every Sym of the node's shape (where it is symbolic) and of its View: sizes,
+// strides, offset and mask.
+template <typename Visit>
+void for_each_sym(const UOp& node, Visit&& visit) {
+  if (node.is_symbolic()) {
+    for (const Sym& size : node.sym_shape()) visit(size);
+  }
+  if (node.op() != Op::View) return;
+  for (const View& view : node.tracker().views()) {
+    for (const Sym& size : view.shape) visit(size);
+    for (const Sym& stride : view.strides) visit(stride);
+    visit(view.offset);
+    if (view.mask) {
+      for (const auto& [begin, end] : *view.mask) {
+        visit(begin);
+        visit(end);
+      }
+    }
+  }
+}
+
 // The unbound variables the ast mentions, each once, sorted by name (the order their values are
 // passed in).
 std::vector<Sym> kernel_variables(const UOpRef& ast);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <iterator>
 
+#include "codegen/kernel_variables.h"
 #include "runtime/buffer.h"
 
 namespace kiln {
@@ -49,21 +50,6 @@ size_t hash_node(const UOp& node, int leaf, const int* srcs, size_t src_count, b
 
 bool symbolic(const UOp& node) {
   return node.is_symbolic() || (node.op() == Op::View && node.tracker().is_symbolic());
-}
-
-// Every Sym a node's key reads: its shape, and a View's sizes, strides, offsets and masks.
-template <typename Visit>
-void for_each_sym(const UOp& node, Visit visit) {
-  for (const Sym& size : node.sym_shape()) visit(size);
-  if (node.op() != Op::View) return;
-  for (const View& view : node.tracker().views()) {
-    for (const Sym& size : view.shape) visit(size);
-    for (const Sym& stride : view.strides) visit(stride);
-    visit(view.offset);
-    if (view.mask) {
-      for (const auto& [begin, end] : *view.mask) visit(begin), visit(end);
-    }
-  }
 }
 
 // Records the bound variables of a symbolic node in the walk; false where a name is bound to two
