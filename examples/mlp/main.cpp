@@ -1,10 +1,10 @@
 // mlp: a 784-64-10 classifier (relu hidden layer, softmax cross-entropy) trained for a few SGD
 // steps, its backward pass written out with kiln operations. Each step takes the next batch of a
 // fixed random dataset held in one tensor (a shrink at a moving offset) and its own learning rate
-// (a one-element tensor, so that a new rate is new data, not a new kernel). The same training is
-// run in double precision on the host; the program prints the loss of every step and exits 1
-// when a loss or a final weight disagrees, and 4 when the device KILN_DEVICE names cannot be
-// opened here (ctest reports that as skipped).
+// (Tensor::scalar: held in a buffer, so that a new rate is new data, not a new kernel). The same
+// training is run in double precision on the host; the program prints the loss of every step and
+// exits 1 when a loss or a final weight disagrees, and 4 when the device KILN_DEVICE names cannot
+// be opened here (ctest reports that as skipped).
 #include <kiln/kiln.h>
 
 #include <algorithm>
@@ -239,7 +239,7 @@ int main() try {
     const kiln::Tensor batch = dataset.shrink({{first_row, first_row + kBatch}, {0, kInputs}});
     const kiln::Tensor batch_targets =
         dataset_targets.shrink({{first_row, first_row + kBatch}, {0, kClasses}});
-    const kiln::Tensor rate_tensor = kiln::Tensor::from_vector<float>({float(rate)}, {1});
+    const kiln::Tensor rate_tensor = kiln::Tensor::scalar(rate);
 
     const kiln::Tensor pre_activation = batch.matmul(first_weight) + first_bias;
     const kiln::Tensor hidden = pre_activation.relu();
