@@ -448,6 +448,10 @@ std::vector<Sym> reshape_index(const std::vector<Sym>& index, const SymShape& fr
       flat = flat * from_shape[from_dims[at]] + index[from_dims[at]];
     return flat;
   };
+  // A shape that holds fewer elements than the other (a View over a prefix of the one below)
+  // is no reshape: its row-major position is read from the start of the other.
+  if (sym_prod(from_shape) != sym_prod(to_shape))
+    return unravel_index(flat_of(0, from_dims.size()), to_shape);
   size_t from_at = 0, to_at = 0;
   while (from_at < from_dims.size() && to_at < to_dims.size()) {
     Sym from_product = from_shape[from_dims[from_at]], to_product = to_shape[to_dims[to_at]];

@@ -80,8 +80,9 @@ class ShapeTracker {
 
 // Splits a flat row-major index into one index per dimension of `shape`.
 std::vector<Sym> unravel_index(const Sym& flat, const SymShape& shape);
-// The index in `to_shape` of the element at `index` in `from_shape`, for a reshape (both shapes
-// hold the same elements in row-major order). Runs of dimensions whose sizes multiply to the same
+// The index in `to_shape` of the element at row-major position p of `from_shape` (at `index`):
+// the element at position p of `to_shape`. For a reshape (sizes whose products are the same
+// expression), runs of dimensions whose sizes multiply to the same
 // expression are flattened and split on their own, so that a dimension the reshape keeps, and a
 // size-1 dimension it adds or drops, passes through without a division: what keeps the index of
 // a reshape over a symbolic size free of divisions by that size.

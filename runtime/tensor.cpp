@@ -141,7 +141,7 @@ Tensor Tensor::scalar(double value, DType dtype, const std::string& device) {
   if (dtype == dtypes::float64) return from_vector(std::vector<double>{value}, {}, device);
   if (dtype.is_float()) {
     // float32 holds every float16 and bfloat16 value: the cast (fused into the kernels that read
-    // it) rounds once more, as a cast of the float32 would.
+    // it) rounds the float32 (what the header says: through float32).
     const Tensor single = from_vector(std::vector<float>{static_cast<float>(value)}, {}, device);
     return dtype == dtypes::float32 ? single : single.cast(dtype);
   }
@@ -155,14 +155,30 @@ Tensor Tensor::scalar(double value, DType dtype, const std::string& device) {
                          " value: it holds " + range,
                      dtype);
   }
-  if (dtype == dtypes::uint64)
-    return from_vector(std::vector<uint64_t>{static_cast<uint64_t>(value)}, {}, device);
-  if (dtype == dtypes::int64 || dtype == dtypes::uint32) {
-    const Tensor wide = from_vector(std::vector<int64_t>{static_cast<int64_t>(value)}, {}, device);
-    return dtype == dtypes::int64 ? wide : wide.cast(dtype);
+  // Stored in its own dtype: no cast in the kernels that read it (and no int64 where the device
+  // has none).
+  auto held = [&](auto typed) {
+    using Integer = decltype(typed);
+    return from_vector(std::vector<Integer>{static_cast<Integer>(value)}, {}, device);
+  };
+  switch (dtype.type()) {
+    case ScalarType::Int8:
+      return held(int8_t{});
+    case ScalarType::Int16:
+      return held(int16_t{});
+    case ScalarType::Int32:
+      return held(int32_t{});
+    case ScalarType::UInt8:
+      return held(uint8_t{});
+    case ScalarType::UInt16:
+      return held(uint16_t{});
+    case ScalarType::UInt32:
+      return held(uint32_t{});
+    case ScalarType::UInt64:
+      return held(uint64_t{});
+    default:
+      return held(int64_t{});
   }
-  const Tensor narrow = from_vector(std::vector<int32_t>{static_cast<int32_t>(value)}, {}, device);
-  return dtype == dtypes::int32 ? narrow : narrow.cast(dtype);
 }
 
 Tensor Tensor::full(Shape shape, double value, DType dtype, const std::string& device) {

@@ -386,3 +386,14 @@ TEST_CASE("costly work read through a broadcast is computed once, cheap work sta
   // Read once per element (no broadcast), the same work stays fused.
   CHECK(kernel_count(gelu.sum({1})) == 1);
 }
+
+TEST_CASE("a contiguous prefix of a computed value reshaped reads the right elements",
+          "[schedule]") {
+  const Tensor a = input({2, 3}, 1), b = input({2, 3}, 2);
+  const Tensor sum = a + b;
+  const Tensor prefix = sum.reshape({6}).shrink({{0, 4}}).reshape({2, 2});
+  const std::vector<float> all = sum.to_vector<float>();
+  const std::vector<float> got = prefix.to_vector<float>();
+  REQUIRE(got.size() == 4);
+  for (size_t at = 0; at < 4; ++at) CHECK(got[at] == all[at]);
+}

@@ -272,3 +272,21 @@ TEST_CASE("view: a reshape over a symbolic size indexes without dividing by it",
   CHECK(merged[0] == n + row);
   CHECK(merged[1] == column);
 }
+
+TEST_CASE("view: a contiguous View that holds fewer elements than the one below is no reshape",
+          "[view]") {
+  // (8, 4) transposed, flattened, its first 16 elements as (4, 4): the View on top is contiguous
+  // but reads only half of the one below, so its index must go through the flat position.
+  const ShapeTracker tracker = ShapeTracker::contiguous(to_sym_shape({8, 4}))
+                                   .permute({1, 0})
+                                   .reshape(to_sym_shape({32}))
+                                   .shrink({{Sym(0), Sym(16)}})
+                                   .reshape(to_sym_shape({4, 4}));
+  for (int64_t row = 0; row < 4; ++row) {
+    for (int64_t column = 0; column < 4; ++column) {
+      const int64_t flat = row * 4 + column;  // position in the transposed (4, 8)
+      const int64_t expected = (flat % 8) * 4 + flat / 8;
+      CHECK(tracker.to_index({Sym(row), Sym(column)}).first.eval() == expected);
+    }
+  }
+}

@@ -73,8 +73,9 @@ class Tensor {
   // whose value is held in a buffer, which kernels read, so another value compiles nothing. A
   // number written into an expression (x * 0.5f) or made by full() is a constant compiled into
   // each kernel that uses it (folded where it is 0, 1 and the like): every new value compiles
-  // new kernels. The value is rounded into `dtype` as a cast would; an integer dtype must hold
-  // it exactly (a DTypeError otherwise).
+  // new kernels. float64 holds the value as given; float32 rounds it to nearest; float16 and
+  // bfloat16 get that float32 rounded as a cast rounds. An integer dtype must hold it exactly (a
+  // DTypeError otherwise).
   static Tensor scalar(double value, DType dtype = dtypes::float32, const std::string& device = "");
   static Tensor zeros(Shape shape, DType dtype = dtypes::float32, const std::string& device = "");
   static Tensor ones(Shape shape, DType dtype = dtypes::float32, const std::string& device = "");
