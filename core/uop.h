@@ -7,6 +7,7 @@
 // ops take sources of their own shape; movement is a View node over its source; a Reduce keeps
 // the rank (reduced axes become size 1).
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 #include <kiln/dtype.h>
 
 #include "core/hash.h"
+#include "core/spin_lock.h"
 #include "core/view.h"
 
 namespace kiln {
@@ -147,8 +149,9 @@ class UOp {
 
   // The value this node was realized to (a Buffer node, or a View of one) while that value is
   // alive, else null: a graph that uses this node reads the value instead of computing it again.
-  // The node does not keep the value alive (the tensor that realized it does). Only realize,
-  // which runs one at a time in the process, reads or sets it.
+  // The node does not keep the value alive (the tensor that realized it does). Realizes in
+  // several threads may read and set it at once: each is one step under a lock, and two threads
+  // that realize the same node set equal values (the later one is kept).
   UOpRef realized_value() const;
   void set_realized_value(const UOpRef& value) const;
 
@@ -174,6 +177,8 @@ class UOp {
   size_t hash_;
   mutable std::weak_ptr<const UOp> weak_self_;  // lets the intern table hand out owners
   mutable std::weak_ptr<const UOp> realized_;   // see realized_value()
+  mutable SpinLock realized_lock_;              // guards realized_
+  mutable std::atomic<bool> ever_realized_{false};
 };
 
 const char* op_name(Op op);

@@ -15,7 +15,7 @@ CachingAllocator::CachingAllocator(Allocator& driver, size_t cache_limit)
 
 DeviceMemory CachingAllocator::alloc(size_t nbytes) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<SpinLock> lock(mutex_);
     auto found = by_size_.find(nbytes);
     if (found != by_size_.end()) {
       // Last in, first out: kiln conformance relies on getting the block it freed last.
@@ -30,7 +30,7 @@ DeviceMemory CachingAllocator::alloc(size_t nbytes) {
     }
   }
   DeviceMemory memory = retry_after_release([&] { return driver_.alloc(nbytes); });
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   active_bytes_ += static_cast<int64_t>(nbytes);
   return memory;
 }
@@ -38,7 +38,7 @@ DeviceMemory CachingAllocator::alloc(size_t nbytes) {
 void CachingAllocator::free(DeviceMemory memory, size_t nbytes) {
   std::vector<CachedBlock> evicted;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<SpinLock> lock(mutex_);
     active_bytes_ -= static_cast<int64_t>(nbytes);
     if (nbytes > limit_) {
       evicted.push_back({memory, nbytes});
@@ -56,7 +56,7 @@ void CachingAllocator::throw_after_release(const OutOfMemoryError& error, size_t
   // The driver's reason, with what kiln held: what is in use, and the cache it gave back.
   int64_t active = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<SpinLock> lock(mutex_);
     active = active_bytes_;
   }
   throw OutOfMemoryError(std::string(error.what()) + "; kiln's buffers in use hold " +
@@ -87,7 +87,7 @@ void CachingAllocator::release(const std::vector<CachedBlock>& blocks) {
 void CachingAllocator::release_cached() {
   std::vector<CachedBlock> evicted;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<SpinLock> lock(mutex_);
     evicted = evict_to(0);
   }
   release(evicted);
@@ -97,7 +97,7 @@ size_t CachingAllocator::set_cache_limit(size_t bytes) {
   std::vector<CachedBlock> evicted;
   size_t previous = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<SpinLock> lock(mutex_);
     previous = limit_;
     limit_ = bytes;
     evicted = evict_to(limit_);
@@ -107,17 +107,17 @@ size_t CachingAllocator::set_cache_limit(size_t bytes) {
 }
 
 size_t CachingAllocator::cache_limit() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   return limit_;
 }
 
 size_t CachingAllocator::cached_bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   return cached_bytes_;
 }
 
 size_t CachingAllocator::active_bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   return static_cast<size_t>(std::max<int64_t>(0, active_bytes_));
 }
 

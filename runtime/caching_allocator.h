@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/spin_lock.h"
 #include "runtime/device.h"
 
 namespace kiln {
@@ -76,7 +77,7 @@ class CachingAllocator {
   [[noreturn]] void throw_after_release(const OutOfMemoryError& error, size_t released) const;
 
   Allocator& driver_;
-  mutable std::mutex mutex_;
+  mutable SpinLock mutex_;  // taken by every allocation and free: held for a few map operations
   std::list<CachedBlock> by_age_;                        // least recently freed first
   std::unordered_map<size_t, std::deque<Age>> by_size_;  // per size, most recently freed last
   size_t cached_bytes_ = 0;

@@ -3,6 +3,7 @@
 // launch and each copy between devices, in order, with the buffers they used.
 
 #include <memory>
+#include <mutex>
 #include <unordered_set>
 #include <vector>
 
@@ -16,7 +17,7 @@ namespace kiln {
 
 struct RecordedLaunch {
   std::shared_ptr<Program> program;  // null for a copy between devices; held for the replays
-  LaunchRequest request;       // as launched (its buffers are replaced on replay)
+  LaunchRequest request;             // as launched (its buffers are replaced on replay)
   // A kernel's buffers in the request's order (its output first); a copy's source, then its
   // destination.
   std::vector<std::shared_ptr<Buffer>> buffers;
@@ -39,10 +40,17 @@ struct LaunchRecorder {
   void record(RecordedLaunch launch);
 };
 
+// The recorder of a realize, with the lock that guards every recorder's contents: held for as
+// long as the realize records, so that the threads of one step record one at a time. A realize
+// that nothing records holds no lock.
+struct RecorderHold {
+  LaunchRecorder* recorder = nullptr;
+  std::unique_lock<std::recursive_mutex> lock;
+};
+
 // The recorder of the realize of `roots`: this thread's, else that of a capture running in
-// another thread whose buffers the graph reads; null when none records. Call it holding the
-// realize lock (lock_realizations), which also guards every recorder's contents.
-LaunchRecorder* recorder_for(const std::vector<UOpRef>& roots);
+// another thread whose buffers the graph reads; none when nothing records.
+RecorderHold recorder_for(const std::vector<UOpRef>& roots);
 
 // Records this thread's realizes into `recorder` for its lifetime, and those of other threads
 // that read the step's buffers. While recording, a graph does not read values realized before

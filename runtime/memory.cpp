@@ -7,7 +7,6 @@
 #include <atomic>
 
 #include "runtime/prepared_kernel.h"
-#include "runtime/realize.h"
 #include "runtime/registry.h"
 #include "runtime/schedule_cache.h"
 
@@ -35,11 +34,8 @@ size_t set_cache_limit(size_t bytes, const std::string& device) {
 
 void clear_cache(const std::string& device) {
   std::shared_ptr<DeviceContext> context = open_device(device.empty() ? default_device() : device);
-  {
-    // The schedules hold prepared kernels (and their scratch buffers): dropped first.
-    const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
-    schedule_cache().clear();
-  }
+  // The schedules hold prepared kernels (and their scratch buffers): dropped first.
+  schedule_cache().clear();
   clear_prepared_kernels(context.get());
   context->clear_programs();
   context->allocator().release_cached();
@@ -59,10 +55,7 @@ size_t kernel_cache_limit() {
 
 size_t set_kernel_cache_limit(size_t entries) {
   const size_t previous = kernel_limit.exchange(entries);
-  {
-    const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
-    schedule_cache().trim();
-  }
+  schedule_cache().trim();
   trim_prepared_kernels();
   for (const std::shared_ptr<DeviceContext>& context : open_devices()) context->trim_programs();
   return previous;
@@ -73,10 +66,7 @@ KernelCacheSizes kernel_cache_sizes(const std::string& device) {
   KernelCacheSizes sizes;
   sizes.programs = context->program_count();
   sizes.prepared_kernels = prepared_kernel_count(context.get());
-  {
-    const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
-    sizes.schedules = schedule_cache().size();
-  }
+  sizes.schedules = schedule_cache().size();
   return sizes;
 }
 

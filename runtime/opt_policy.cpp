@@ -2,6 +2,7 @@
 
 #include <kiln/error.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -27,6 +28,9 @@ OptSettings settings_from_environment() {
 
 std::mutex settings_mutex;
 std::optional<OptSettings> current_settings;
+// Raised by each change: every realize reads the settings, and a thread keeps its own copy while
+// this is unchanged rather than meet other threads on settings_mutex.
+std::atomic<uint64_t> settings_version{1};
 
 }  // namespace
 
@@ -36,9 +40,14 @@ bool tensor_cores_from_environment() {
 }
 
 OptSettings opt_settings() {
+  thread_local uint64_t copied_version = 0;
+  thread_local OptSettings copy;
+  if (copied_version == settings_version.load(std::memory_order_acquire)) return copy;
   std::lock_guard<std::mutex> lock(settings_mutex);
   if (!current_settings) current_settings = settings_from_environment();
-  return *current_settings;
+  copy = *current_settings;
+  copied_version = settings_version.load(std::memory_order_relaxed);
+  return copy;
 }
 
 void set_opt_settings(const OptSettings& settings) {
@@ -47,6 +56,7 @@ void set_opt_settings(const OptSettings& settings) {
   effective.tensor_cores = settings.tensor_cores && tensor_cores_from_environment();
   std::lock_guard<std::mutex> lock(settings_mutex);
   current_settings = effective;
+  settings_version.fetch_add(1, std::memory_order_release);
 }
 
 OptTarget opt_target(const Device& device) {

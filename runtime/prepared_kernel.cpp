@@ -163,12 +163,16 @@ double estimate_flops(const LinearProgram& program) {
 }
 
 std::shared_ptr<Program> PreparedKernel::loaded() const {
-  std::lock_guard<std::mutex> lock(loaded_mutex_);
-  if (std::shared_ptr<Program> program = loaded_.lock()) {
-    context->stats().memory_hits++;
-    return program;
+  {
+    std::lock_guard<SpinLock> lock(loaded_lock_);
+    if (std::shared_ptr<Program> program = loaded_.lock()) {
+      context->stats().memory_hits++;
+      return program;
+    }
   }
+  // Outside the lock: this may compile. Threads that miss at once get the context's one program.
   std::shared_ptr<Program> program = context->program(source, this->program.name);
+  std::lock_guard<SpinLock> lock(loaded_lock_);
   loaded_ = program;
   return program;
 }
@@ -186,8 +190,10 @@ void trim_prepared_kernels() {
 }
 
 const std::vector<std::shared_ptr<Buffer>>& PreparedKernel::scratch() const {
+  // Made once, then only read: every launch asks, from any thread.
+  if (scratch_made_.load(std::memory_order_acquire)) return scratch_;
   std::lock_guard<std::mutex> lock(scratch_mutex_);
-  if (scratch_made_) return scratch_;
+  if (scratch_made_.load(std::memory_order_relaxed)) return scratch_;
   for (const KernelParam& param : program.params) {
     if (!param.scratch) continue;
     auto buffer = std::make_shared<Buffer>(scratch_context, param.dtype, param.numel, false);
@@ -195,7 +201,7 @@ const std::vector<std::shared_ptr<Buffer>>& PreparedKernel::scratch() const {
     buffer->copy_in(zeros.data());
     scratch_.push_back(std::move(buffer));
   }
-  scratch_made_ = true;
+  scratch_made_.store(true, std::memory_order_release);
   return scratch_;
 }
 

@@ -11,6 +11,7 @@
 
 #include "codegen/linear.h"
 #include "codegen/schedule.h"
+#include "core/spin_lock.h"
 #include "runtime/buffer.h"
 #include "runtime/device_context.h"
 #include "runtime/opt_policy.h"
@@ -37,11 +38,11 @@ struct PreparedKernel {
   std::shared_ptr<DeviceContext> scratch_context;  // where they live; set where there are any
 
  private:
-  mutable std::mutex loaded_mutex_;
+  mutable SpinLock loaded_lock_;  // taken by every launch of the kernel, in any thread
   mutable std::weak_ptr<Program> loaded_;
   mutable std::mutex scratch_mutex_;
   mutable std::vector<std::shared_ptr<Buffer>> scratch_;
-  mutable bool scratch_made_ = false;
+  mutable std::atomic<bool> scratch_made_{false};
 };
 
 // A kernel ready to launch: the prepared program (shared by every value of its variables) and

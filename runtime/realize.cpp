@@ -201,22 +201,20 @@ void copy_between_devices(Buffer& source, Buffer& destination) {
   destination.copy_in(staging.data());
 }
 
-std::unique_lock<std::recursive_mutex> lock_realizations() {
-  // One realize at a time in the process: each runs its kernels on every core already, and the
-  // schedule, the buffers it plans and the launch queues are then never shared between threads.
-  static std::recursive_mutex realize_mutex;
-  return std::unique_lock<std::recursive_mutex>(realize_mutex);
-}
-
+// Realizes in several threads run side by side: a realize's schedule and buffers are its own,
+// the caches it shares (schedules, prepared kernels, programs, memory) lock themselves, and each
+// device orders the launches it is given from any thread (one in-order queue or stream, so that
+// a kernel's scratch buffers are never used by two launches at once). Two threads that realize
+// the same unrealized node both compute it.
 std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::string& device) {
-  const std::unique_lock<std::recursive_mutex> one_at_a_time = lock_realizations();
   const Clock::time_point start = Clock::now();
   std::shared_ptr<DeviceContext> context = open_device(device);
   const int64_t compiles_before = context->stats().compiles;
   if (debug_level() >= 5) logger().info("graph:\n{}", graph_to_string(roots));
   // A capture schedules without reading values realized before, and KILN_DEBUG=3 prints each
   // schedule: both schedule afresh.
-  LaunchRecorder* const recorder = recorder_for(roots);
+  const RecorderHold recording = recorder_for(roots);
+  LaunchRecorder* const recorder = recording.recorder;
   const bool cached = !recorder && debug_level() < 3;
   const OptSettings settings = opt_settings();
   GraphWalk walk;

@@ -1,7 +1,6 @@
 #pragma once
 // Realize: schedule a graph, then lower, render, compile (cached) and launch each kernel.
 
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -11,15 +10,12 @@ namespace kiln {
 
 // Computes the roots (on `device` unless their graph says otherwise) and returns, for each, a
 // Buffer node holding its value, or the root itself when it already is a view of a buffer.
-// Throws before launching anything when a kernel needs a dtype the device lacks.
+// Throws before launching anything when a kernel needs a dtype the device lacks. Safe to call
+// from several threads at once.
 std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::string& device);
 
 // Copies a buffer's bytes to a buffer of the same size on another device (through the host).
 class Buffer;
 void copy_between_devices(Buffer& source, Buffer& destination);
-
-// The lock that keeps realizations one at a time in the process; a replay of a captured step
-// holds it too.
-std::unique_lock<std::recursive_mutex> lock_realizations();
 
 }  // namespace kiln

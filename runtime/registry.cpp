@@ -301,7 +301,10 @@ std::vector<std::shared_ptr<DeviceContext>> open_devices() {
   return contexts;
 }
 
-std::shared_ptr<DeviceContext> open_device(const std::string& requested) {
+namespace {
+
+// open_device without the thread's last answer.
+std::shared_ptr<DeviceContext> open_device_uncached(const std::string& requested) {
   Registry& state = registry();
   const std::string name = canonical_device_name(requested);
   std::lock_guard<std::mutex> lock(state.mutex);
@@ -363,6 +366,20 @@ std::shared_ptr<DeviceContext> open_device(const std::string& requested) {
     }
   }
   throw DeviceError("[device] unknown device '" + requested + "'; " + describe_devices(state));
+}
+
+}  // namespace
+
+std::shared_ptr<DeviceContext> open_device(const std::string& requested) {
+  // Every realize opens its device: a thread keeps its last answer, so that threads realizing at
+  // once do not meet on the registry's lock. An open device stays open for the process.
+  thread_local std::string last_requested;
+  thread_local std::shared_ptr<DeviceContext> last_context;
+  if (last_context && requested == last_requested) return last_context;
+  std::shared_ptr<DeviceContext> context = open_device_uncached(requested);
+  last_requested = requested;
+  last_context = context;
+  return context;
 }
 
 std::vector<std::string> devices() {

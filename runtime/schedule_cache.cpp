@@ -172,6 +172,7 @@ GraphWalk walk_graph(const std::vector<UOpRef>& roots, const std::string& device
 std::shared_ptr<const SchedulePlan> ScheduleCache::find(const GraphWalk& walk,
                                                         const std::string& device,
                                                         const OptSettings& settings) const {
+  std::lock_guard<SpinLock> lock(mutex_);
   auto [begin, end] = by_hash_.equal_range(walk.hash);
   for (auto found = begin; found != end; ++found) {
     const Entry& entry = *found->second;
@@ -237,17 +238,39 @@ void ScheduleCache::record(const GraphWalk& walk, const std::string& device,
     }
     entry.nodes.push_back(std::move(key));
   }
+  std::list<Entry> dropped;  // destroyed after the lock
+  std::lock_guard<SpinLock> lock(mutex_);
+  // Two threads that missed the same walk both record it: the later entry is found first, and
+  // the earlier one ages out.
   recent_.push_front(std::move(entry));
   by_hash_.emplace(walk.hash, recent_.begin());
-  trim();
+  trim(dropped);
+}
+
+size_t ScheduleCache::size() const {
+  std::lock_guard<SpinLock> lock(mutex_);
+  return recent_.size();
+}
+
+int64_t ScheduleCache::hits() const {
+  std::lock_guard<SpinLock> lock(mutex_);
+  return hits_;
 }
 
 void ScheduleCache::clear() {
+  std::list<Entry> dropped;
+  std::lock_guard<SpinLock> lock(mutex_);
   by_hash_.clear();
-  recent_.clear();
+  dropped.swap(recent_);
 }
 
 void ScheduleCache::trim() {
+  std::list<Entry> dropped;
+  std::lock_guard<SpinLock> lock(mutex_);
+  trim(dropped);
+}
+
+void ScheduleCache::trim(std::list<Entry>& dropped) {
   const size_t limit = kernel_cache_limit();
   while (recent_.size() > limit) {
     const auto last = std::prev(recent_.end());
@@ -257,7 +280,7 @@ void ScheduleCache::trim() {
       by_hash_.erase(found);
       break;
     }
-    recent_.pop_back();
+    dropped.splice(dropped.end(), recent_, last);
   }
 }
 

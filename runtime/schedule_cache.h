@@ -18,12 +18,14 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "codegen/schedule.h"
+#include "core/spin_lock.h"
 #include "core/uop.h"
 #include "runtime/opt_policy.h"
 #include "runtime/prepared_kernel.h"
@@ -83,8 +85,8 @@ struct SchedulePlan {
 };
 
 // Keyed by the walk, the realize device and the opt settings; holds the kernel_cache_limit()
-// plans used last (kiln/memory.h). Used under the realize lock only (lock_realizations), so it
-// takes no lock of its own.
+// plans used last (kiln/memory.h). Safe to use from any thread: realizes in several threads find
+// and record plans at once. A plan is never changed once recorded.
 class ScheduleCache {
  public:
   std::shared_ptr<const SchedulePlan> find(const GraphWalk& walk, const std::string& device,
@@ -94,8 +96,8 @@ class ScheduleCache {
   // are bound per realize, a result that no item computes.
   void record(const GraphWalk& walk, const std::string& device, const OptSettings& settings,
               const SchedulePlan& made);
-  size_t size() const { return recent_.size(); }
-  int64_t hits() const { return hits_; }  // plans found, since the process began
+  size_t size() const;
+  int64_t hits() const;  // plans found, since the process began
   void clear();
   // Drops the least recently used plans beyond kernel_cache_limit().
   void trim();
@@ -109,6 +111,11 @@ class ScheduleCache {
     std::vector<int> roots;
     std::shared_ptr<const SchedulePlan> plan;
   };
+  // Moves the least recently used entries beyond kernel_cache_limit() to `dropped`, which the
+  // caller destroys after releasing mutex_ (a plan holds prepared kernels). Under mutex_.
+  void trim(std::list<Entry>& dropped);
+
+  mutable SpinLock mutex_;
   // Most recently used first; by_hash finds a walk's candidates in it.
   mutable std::list<Entry> recent_;
   std::unordered_multimap<size_t, std::list<Entry>::iterator> by_hash_;

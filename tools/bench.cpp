@@ -205,12 +205,14 @@ int bench_main(const Options& options) {
   run("matmul", [&] { return bench::bench_matmul(harness, blas.get(), limits); });
   run("matmul n", [&] { return bench::bench_matmul_sizes(harness); });
   run("train", [&] { return bench::bench_train(harness); });
+  run("decode", [&] { return bench::bench_decode(harness); });
   if (limits.gemm_bfloat16_flops > 0)
     run("matmul bf16", [&] { return bench::bench_matmul_bfloat16(harness, limits); });
   run("overhead", [&] {
     return bench::bench_overhead(harness, gpu ? kGpuOverheadTargetSeconds : kOverheadTargetSeconds);
   });
   run("replay", [&] { return bench::bench_replay(harness, kReplayTargetSeconds); });
+  run("threads", [&] { return bench::bench_threads(harness); });
   // Last: its 64 sizes leave 64 sizes of blocks in the allocator's cache.
   run("softmax n", [&] { return bench::bench_softmax_sizes(harness, copy); });
 

@@ -3,6 +3,8 @@
 //   bench.cpp            options, the table, bench_main
 //   bench_workloads.cpp  the kiln workloads: each checked against a host reference, then timed
 //   bench_sizes.cpp      the workloads over Variable sizes
+//   bench_threads.cpp    realizes from several threads at once
+//   bench_decode.cpp     a decode step of examples/gpt2's decoder, captured over a Variable
 //   bench_check.h        checking a result, recording a measurement
 //   bench_host.cpp       the machine's own limits (memcpy bandwidth, a BLAS loaded at run time)
 //                        and an optional peer framework (tinygrad)
@@ -175,12 +177,21 @@ Result bench_matmul_sizes(Harness& harness);
 // changes (Tensor::scalar): the kernels built after the first step (must be 0), and the time of a
 // step beside the same step at a fixed offset and rate (its limit).
 Result bench_train(Harness& harness);
+// A decode step of the GPT-2-style block of examples/gpt2 captured over a Variable length n and
+// replayed at n = 64..79, each checked against the forward pass compiled for that length: the
+// kernels the replays built (must be 0), kernels per step, and the replay's time at n = 72 beside
+// 1.5x the fixed-length forward's (its limit).
+Result bench_decode(Harness& harness);
 // The matmul's limit is the device's vendor SGEMM where it measured one (`limits`), else the
 // host's BLAS for a CPU device.
 Result bench_matmul(Harness& harness, const Blas* blas, const DeviceLimits& limits);
 // bfloat16 inputs and output (float32 accumulation) beside the vendor's bfloat16 GEMM.
 Result bench_matmul_bfloat16(Harness& harness, const DeviceLimits& limits);
 Result bench_overhead(Harness& harness, double target_seconds);
+// 4 threads each realizing a small graph (16 elements) over its own input, again and again: the
+// time per realize over all threads, beside one thread's divided by 1.5 (its limit, the speed-up
+// asked of 4 threads on 2 cores).
+Result bench_threads(Harness& harness);
 // A captured step of `kKernels` small kernels replayed (include/kiln/capture.h): the time of one
 // replay, beside the target for the whole step and the warm realize of the same step.
 Result bench_replay(Harness& harness, double target_seconds);

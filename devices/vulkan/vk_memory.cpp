@@ -219,7 +219,8 @@ void VkAllocator::copy_in(DeviceMemory destination, const void* host, size_t nby
     const uint64_t serial = queue_.record([&](VkCommandBuffer commands, VkDescriptorPool) {
       vkCmdCopyBuffer(commands, staging.buffer, block.buffer, 1, &region);
     });
-    staging.last_use = allocation.last_use = serial;
+    staging.used_by(serial);
+    allocation.used_by(serial);
   }
   // An upload is wanted soon: the device starts on it now rather than at the next realize's end.
   queue_.flush();
@@ -245,7 +246,8 @@ void VkAllocator::copy_out(void* host, DeviceMemory source, size_t nbytes) {
     const uint64_t serial = queue_.record([&](VkCommandBuffer commands, VkDescriptorPool) {
       vkCmdCopyBuffer(commands, block.buffer, staging.buffer, 1, &region);
     });
-    staging.last_use = allocation.last_use = serial;
+    staging.used_by(serial);
+    allocation.used_by(serial);
     queue_.wait(serial);
     std::memcpy(bytes + done, staging.mapped, chunk);
   }

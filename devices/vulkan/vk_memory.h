@@ -6,6 +6,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -25,12 +26,19 @@ struct VkBlock {
   VkDeviceSize size = 0;
   uint8_t* mapped = nullptr;  // the host address of this block's first byte, where mapped
   VkBlock* base = nullptr;    // the allocation a subregion lies in; nullptr for an allocation
-  uint64_t last_use = 0;      // the last submission that may touch the allocation
+  // The last submission that may touch the allocation: raised by launches in several threads.
+  std::atomic<uint64_t> last_use{0};
   // An allocation's own; the buffer is destroyed before the memory bound to it.
   OwnedMemory owned_memory;
   OwnedBuffer owned_buffer;
 
   VkBlock& allocation() { return base ? *base : *this; }
+  // Notes that submission `serial` uses the block; a later serial noted first is kept.
+  void used_by(uint64_t serial) {
+    uint64_t seen = last_use.load();
+    while (seen < serial && !last_use.compare_exchange_weak(seen, serial)) {
+    }
+  }
 };
 
 VkBlock& block_of(DeviceMemory memory);

@@ -194,7 +194,7 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
         vkCmdDispatch(commands, groups[0], groups[1], groups[2]);
       },
       request.wait);
-  for (DeviceMemory memory : buffers) block_of(memory).allocation().last_use = serial;
+  for (DeviceMemory memory : buffers) block_of(memory).allocation().used_by(serial);
   last_use_ = serial;
   // A timed launch waits here; the wait retires the submission, whose time it then reads.
   const double seconds = request.wait ? queue_.wait_timed(serial) : 0;

@@ -11,8 +11,10 @@
 //
 // Threads: a Tensor may be copied to other threads, and any thread may use any handle, realize
 // included, while others use copies of it: the value a handle refers to changes only from its
-// graph to its realized buffer, under a lock. Realizations run one at a time in the process
-// (each uses every core already), so threads add no kernel parallelism.
+// graph to its realized buffer, under a lock. Realizations in different threads run at the same
+// time (one serving requests from several threads, or one feeding a GPU while another works on
+// the CPU); each device runs the kernels it is given in the order they reach it. Two threads
+// that realize the same unrealized value at once may both compute it.
 //
 // Semantics worth knowing:
 //   * Broadcasting follows NumPy. Mixed dtypes promote as kiln/dtype.h describes; a host scalar

@@ -1,0 +1,203 @@
+// Realizes in several threads at once (include/kiln/tensor.h, "Threads"): independent graphs run
+// side by side rather than one at a time, each gets its own values, and the caches they share
+// (schedules, prepared kernels, programs, memory) stay consistent while other threads change
+// their limits. Checked against values computed on the host in double precision.
+
+#include <catch2/catch.hpp>
+
+#include <kiln/kiln.h>
+
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+
+std::vector<float> ramp(int64_t count, float start) {
+  std::vector<float> values(static_cast<size_t>(count));
+  for (int64_t index = 0; index < count; ++index)
+    values[static_cast<size_t>(index)] = start + 0.05f * static_cast<float>(index % 13);
+  return values;
+}
+
+// The host's value of one step of the threads' work: exp(x * 0.5 + bias) - 1, in double. From
+// the starting values (below 1) it converges, so that float rounding does not grow.
+double step_reference(double x, double bias) {
+  return std::exp(x * 0.5 + bias) - 1;
+}
+
+bool close_to(float value, double expected) {
+  return std::fabs(value - expected) <= 1e-5 * (std::fabs(expected) + 1);
+}
+
+}  // namespace
+
+TEST_CASE("threads realize independent graphs with their own values", "[threads][runtime]") {
+  const std::string device = default_device();
+  constexpr int kThreads = 4, kSteps = 60;
+  constexpr int64_t kCount = 17;  // odd: kernels take their tails
+  const Variable length("length", 1, 64);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int thread = 0; thread < kThreads; ++thread) {
+    threads.emplace_back([&, thread] {
+      try {
+        const float bias = 0.01f * static_cast<float>(thread);
+        std::vector<double> expected(kCount);
+        const std::vector<float> start = ramp(kCount, -0.5f + 0.1f * static_cast<float>(thread));
+        for (int64_t index = 0; index < kCount; ++index) expected[index] = start[index];
+        Tensor x = Tensor::from_vector(start, {kCount}, device);
+        for (int step = 0; step < kSteps; ++step) {
+          // The same graph shape in every thread (one cached schedule, one prepared kernel),
+          // with each thread's own buffers.
+          x = ((x * 0.5f + bias).exp() - 1).contiguous();
+          x.realize();
+          for (double& value : expected) value = step_reference(value, bias);
+          // A graph over a Variable too: rebound per realize, concurrently.
+          const int64_t prefix = 1 + (step + thread) % kCount;
+          const Dim bound = length.bind(prefix);
+          const float partial = x.shrink({{Dim(0), bound}}).sum().item<float>();
+          double partial_expected = 0;
+          for (int64_t index = 0; index < prefix; ++index) partial_expected += expected[index];
+          if (!close_to(partial, partial_expected)) ++wrong;
+        }
+        const std::vector<float> got = x.to_vector<float>();
+        for (int64_t index = 0; index < kCount; ++index) {
+          if (!close_to(got[index], expected[index])) ++wrong;
+        }
+      } catch (...) {
+        ++wrong;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("threads that realize one shared graph at once each read its value",
+          "[threads][runtime]") {
+  const std::string device = default_device();
+  for (int round = 0; round < 40; ++round) {
+    // Unrealized and shared: each thread may compute it, and every reader gets the same sum.
+    const Tensor shared =
+        Tensor::from_vector(ramp(33, static_cast<float>(round)), {33}, device).reshape({3, 11}) *
+            2 +
+        1;
+    double expected = 0;
+    for (float value : ramp(33, static_cast<float>(round))) expected += 2.0 * value + 1;
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int thread = 0; thread < 3; ++thread) {
+      threads.emplace_back([&, thread] {
+        try {
+          if (thread == 0) shared.realize();
+          const float total =
+              thread == 2 ? shared.transpose().sum().item<float>() : shared.sum().item<float>();
+          if (!close_to(total, expected)) ++wrong;
+        } catch (...) {
+          ++wrong;
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    CHECK(wrong == 0);
+    CHECK(close_to(shared.sum().item<float>(), expected));
+  }
+}
+
+TEST_CASE("realizes go on while another thread clears and trims the caches",
+          "[threads][resources]") {
+  const std::string device = default_device();
+  const size_t kernel_limit = kernel_cache_limit();
+  std::atomic<bool> done{false};
+  std::atomic<int> wrong{0};
+  std::thread clearer([&] {
+    int round = 0;
+    while (!done) {
+      if (round % 3 == 0) clear_cache(device);
+      set_kernel_cache_limit(round % 2 == 0 ? 2 : kernel_limit);
+      ++round;
+      std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> workers;
+  for (int thread = 0; thread < 2; ++thread) {
+    workers.emplace_back([&, thread] {
+      try {
+        for (int step = 0; step < 40; ++step) {
+          const float scale = static_cast<float>(1 + (step + thread) % 3);
+          const Tensor values = Tensor::from_vector(ramp(29, scale), {29}, device);
+          // Three graph shapes in turn, so that trimmed schedules and programs are needed again.
+          Tensor result = step % 3 == 0   ? values * scale
+                          : step % 3 == 1 ? values + scale
+                                          : (values - scale) * 2;
+          const std::vector<float> got = result.to_vector<float>();
+          const std::vector<float> start = ramp(29, scale);
+          for (size_t index = 0; index < got.size(); ++index) {
+            const double x = start[index];
+            const double expected = step % 3 == 0   ? x * scale
+                                    : step % 3 == 1 ? x + scale
+                                                    : (x - scale) * 2;
+            if (!close_to(got[index], expected)) ++wrong;
+          }
+        }
+      } catch (...) {
+        ++wrong;
+      }
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+  done = true;
+  clearer.join();
+  set_kernel_cache_limit(kernel_limit);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("a realize in one thread runs while another thread's realize is under way",
+          "[threads][runtime]") {
+  // Under one process-wide realize lock, the small realizes could finish only between the large
+  // ones: at most one or two within any large realize. Side by side, many finish within one.
+  // (This counts completions, which depends on no speed: a large realize takes hundreds of small
+  // ones' time on any machine.)
+  const std::string device = default_device();
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> small_done{0};
+  std::atomic<int> wrong{0};
+  int64_t most_within_one = 0;
+  std::thread large([&] {
+    const Tensor a = Tensor::rand({384, 384}, 3, "CPU");
+    const Tensor b = Tensor::rand({384, 384}, 4, "CPU");
+    for (int round = 0; round < 6 && most_within_one < 10; ++round) {
+      // A new constant each round: a new kernel, compiled (or loaded) and run within the realize.
+      const Tensor product = (a.matmul(b) * static_cast<float>(round + 2)).sum();
+      const int64_t before = small_done.load();
+      product.realize();
+      most_within_one = std::max(most_within_one, small_done.load() - before);
+    }
+    stop = true;
+  });
+  std::thread small([&] {
+    const Tensor values = Tensor::from_vector(ramp(16, 1), {16}, device);
+    Tensor running = values;
+    while (!stop) {
+      running = (running * 0.5f + values).contiguous();
+      running.realize();
+      ++small_done;
+    }
+    // A fixed point: running = running / 2 + values gives 2 * values.
+    const std::vector<float> got = running.to_vector<float>();
+    const std::vector<float> start = ramp(16, 1);
+    for (size_t index = 0; index < got.size(); ++index) {
+      if (small_done > 60 && !close_to(got[index], 2.0 * start[index])) ++wrong;
+    }
+  });
+  large.join();
+  small.join();
+  CHECK(wrong == 0);
+  INFO("small realizes finished within one large realize: " << most_within_one);
+  CHECK(most_within_one >= 10);
+}
