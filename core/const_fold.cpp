@@ -344,9 +344,9 @@ std::optional<ConstArg> fold_constant(Op op, DType result,
       return float_binary<double>(op, a.value.float_value, b.value.float_value, result);
     // A comparison of half values compares them as stored (rounded to 16 bits).
     const bool stored = is_comparison(op);
-    return float_binary<float>(op, static_cast<float>(stored ? stored_value(a) : a.value.float_value),
-                               static_cast<float>(stored ? stored_value(b) : b.value.float_value),
-                               result);
+    return float_binary<float>(
+        op, static_cast<float>(stored ? stored_value(a) : a.value.float_value),
+        static_cast<float>(stored ? stored_value(b) : b.value.float_value), result);
   }
   return int_binary(op, static_cast<uint64_t>(a.value.int_value),
                     static_cast<uint64_t>(b.value.int_value), operand, result);

@@ -52,10 +52,11 @@ Buffer::~Buffer() {
 }
 
 DeviceMemory Buffer::memory() {
-  if (!memory_) {
+  // An allocation that throws (out of memory) leaves the flag unset: a later call tries again.
+  std::call_once(allocated_, [this] {
     memory_ = cached_ ? device_->allocator().alloc(allocation_size(nbytes_))
                       : device_->allocator().driver().alloc(allocation_size(nbytes_));
-  }
+  });
   return memory_;
 }
 

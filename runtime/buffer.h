@@ -3,6 +3,7 @@
 // allocator on first use and given back when the last reference goes.
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <kiln/dtype.h>
@@ -29,7 +30,8 @@ class Buffer : public Storage {
   DeviceContext& context() { return *device_; }
   const std::shared_ptr<DeviceContext>& shared_context() const { return device_; }
 
-  // The device memory, allocated on first use.
+  // The device memory, allocated on first use (once, where realizes in several threads read the
+  // same buffer).
   DeviceMemory memory();
   void copy_in(const void* host);  // nbytes() bytes
   void copy_out(void* host);       // nbytes() bytes
@@ -39,6 +41,7 @@ class Buffer : public Storage {
   DType dtype_;
   int64_t numel_;
   size_t nbytes_;
+  std::once_flag allocated_;
   DeviceMemory memory_ = nullptr;
   bool cached_ = true;
 };

@@ -47,7 +47,7 @@ struct CallBuffers {
 struct CapturedStep::State {
   Function function;
   // 0 before the warm-up, 1 before the capture, 2 once captured: from then on the capture is
-  // only read (but for the replays' graph, under its own lock), so replays need no lock.
+  // only read (but for the replays' graph, under launch_mutex), so replays need no other lock.
   std::atomic<int> calls{0};
   // Held through the warm-up and the capture, so that threads calling a fresh step wait for
   // them rather than change the state beside them.
@@ -77,7 +77,7 @@ struct CapturedStep::State {
   // device, and the programs the graph launches, alive until it is gone.
   std::unique_ptr<LaunchGraph> graph;
   bool graph_tried = false;
-  std::mutex graph_mutex;  // guards graph and graph_tried
+  std::mutex launch_mutex;  // one call's launches at a time; guards graph and graph_tried
 
   // The first call: the step run as written, which compiles what the step needs.
   std::vector<Tensor> warm_up(const std::vector<Tensor>& call_inputs);
@@ -401,27 +401,26 @@ CallBuffers CapturedStep::State::buffers_of_call(
   return call;
 }
 
-// As one graph where the device made one, else launch by launch beside other threads' realizes
-// and replays (each device orders the launches it is given).
+// As one graph where the device made one, else launch by launch. The replays of one step share
+// the buffers between its kernels (a call has its own inputs and outputs only): one call launches
+// at a time, and each device runs what it was given in order, so a later call's kernels cannot
+// overwrite what an earlier one still reads. Other steps and realizes launch meanwhile.
 void CapturedStep::State::launch_recorded(const CallBuffers& call,
                                           const std::map<std::string, int64_t>& values) {
-  std::vector<Device*> launched_on;
-  {
-    // A graph is made once, and launched by one replay at a time: a device's graph takes each
-    // launch's buffers into itself.
-    const std::lock_guard<std::mutex> lock(graph_mutex);
-    if (!graph_tried) {
-      graph = record_replay_graph(launches, symbolic);
-      graph_tried = true;
-    }
-    if (graph) {
-      std::vector<LaunchRequest> requests;
-      for (const RecordedLaunch& launch : launches) requests.push_back(request_of(launch, call));
-      graph->launch(requests);
-      launched_on.push_back(&launches[0].buffers[0]->context().device());
-    }
+  const std::lock_guard<std::mutex> lock(launch_mutex);
+  if (!graph_tried) {
+    graph = record_replay_graph(launches, symbolic);
+    graph_tried = true;
   }
-  if (launched_on.empty()) launch_one_by_one(call, values, launched_on);
+  std::vector<Device*> launched_on;
+  if (graph) {
+    std::vector<LaunchRequest> requests;
+    for (const RecordedLaunch& launch : launches) requests.push_back(request_of(launch, call));
+    graph->launch(requests);
+    launched_on.push_back(&launches[0].buffers[0]->context().device());
+  } else {
+    launch_one_by_one(call, values, launched_on);
+  }
   for (Device* device : launched_on) device->flush();
 }
 

@@ -201,11 +201,12 @@ void copy_between_devices(Buffer& source, Buffer& destination) {
   destination.copy_in(staging.data());
 }
 
-// Realizes in several threads run side by side: a realize's schedule and buffers are its own,
-// the caches it shares (schedules, prepared kernels, programs, memory) lock themselves, and each
-// device orders the launches it is given from any thread (one in-order queue or stream, so that
-// a kernel's scratch buffers are never used by two launches at once). Two threads that realize
-// the same unrealized node both compute it.
+// Realizes in several threads run side by side: a realize's schedule and buffers are its own, and
+// the caches it shares (schedules, prepared kernels, programs, memory) lock themselves. The CPU
+// device runs a small kernel on the calling thread, so two threads' kernels may run at once; a GPU
+// device runs what it is given in order (one in-order queue or stream), which keeps a GRID
+// kernel's scratch buffers (GPUs only: GRID needs workgroups) to one launch at a time. Two
+// threads that realize the same unrealized node both compute it.
 std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::string& device) {
   const Clock::time_point start = Clock::now();
   std::shared_ptr<DeviceContext> context = open_device(device);

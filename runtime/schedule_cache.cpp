@@ -96,14 +96,19 @@ GraphWalk walk_graph(const std::vector<UOpRef>& roots, const std::string& device
   GraphWalk walk;
   walk.edge_begin.push_back(0);
   // As create_schedule reads them: a node realized before is its value (a Buffer, or a View of
-  // one). Realized on another device, the scheduler may compute it instead: not cached.
+  // one). Realized on another device, the scheduler may compute it instead: not cached. Each
+  // node is read once per walk: another thread may realize it meanwhile.
+  std::unordered_map<const UOp*, const UOpRef*> resolved;
   auto resolve = [&](const UOpRef& ref) -> const UOpRef* {
+    auto [found, fresh] = resolved.emplace(ref.get(), &ref);
+    if (!fresh) return found->second;
     UOpRef value = ref->realized_value();
     if (!value) return &ref;
     const UOp& buffer = value->op() == Op::Buffer ? *value : *value->src();
     if (buffer.storage()->device() != device) walk.cacheable = false;
     walk.values.push_front(std::move(value));
-    return &walk.values.front();
+    found->second = &walk.values.front();
+    return found->second;
   };
   std::unordered_map<const UOp*, int> index_of;
   std::vector<std::pair<const UOpRef*, size_t>> stack;
@@ -142,10 +147,7 @@ GraphWalk walk_graph(const std::vector<UOpRef>& roots, const std::string& device
         }
       }
       srcs.clear();
-      for (const UOpRef& src : node.srcs()) {
-        UOpRef value = src->realized_value();
-        srcs.push_back(index_of.at(value ? value.get() : src.get()));
-      }
+      for (const UOpRef& src : node.srcs()) srcs.push_back(index_of.at(resolve(src)->get()));
       int leaf = -1;
       if (node.op() == Op::Buffer) {
         leaf = static_cast<int>(walk.leaves.size());

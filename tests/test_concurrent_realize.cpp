@@ -201,3 +201,70 @@ TEST_CASE("a realize in one thread runs while another thread's realize is under 
   INFO("small realizes finished within one large realize: " << most_within_one);
   CHECK(most_within_one >= 10);
 }
+
+TEST_CASE("a capture records none of another thread's unrelated realizes", "[threads][capture]") {
+  const std::string device = default_device();
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::thread unrelated([&] {
+    const Tensor values = Tensor::from_vector(ramp(8, 2), {8}, device);
+    while (!stop) {
+      if (!close_to((values * 3).contiguous().sum().item<float>(), 3 * (8 * 2 + 0.05 * 28)))
+        ++wrong;
+    }
+  });
+  // Two kernels: each step's own, whatever the other thread realizes meanwhile.
+  CapturedStep step([](const std::vector<Tensor>& in) {
+    const Tensor doubled = (in[0] * 2).contiguous();
+    return std::vector<Tensor>{(doubled + 1).contiguous()};
+  });
+  for (int call = 0; call < 6; ++call) {
+    const std::vector<float> start = ramp(5, static_cast<float>(call));
+    const std::vector<float> got =
+        step({Tensor::from_vector(start, {5}, device)})[0].to_vector<float>();
+    for (size_t index = 0; index < got.size(); ++index) {
+      if (!close_to(got[index], 2.0 * start[index] + 1)) ++wrong;
+    }
+  }
+  stop = true;
+  unrelated.join();
+  CHECK(step.captured());
+  CHECK(step.kernels() == 2);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("threads replaying one step at once each get their own results", "[threads][capture]") {
+  // The step's kernels pass values through buffers of the capture that every replay shares: two
+  // replays side by side once wrote each other's intermediates.
+  const std::string device = default_device();
+  CapturedStep step([](const std::vector<Tensor>& in) {
+    const Tensor doubled = (in[0] * 2).contiguous();
+    const Tensor shifted = (doubled + 1).contiguous();
+    return std::vector<Tensor>{(shifted * shifted).contiguous()};
+  });
+  const std::vector<float> first = ramp(257, 0);
+  for (int call = 0; call < 3; ++call) step({Tensor::from_vector(first, {257}, device)});
+  REQUIRE(step.captured());
+  REQUIRE(step.kernels() == 3);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int thread = 0; thread < 4; ++thread) {
+    threads.emplace_back([&, thread] {
+      try {
+        for (int call = 0; call < 30; ++call) {
+          const std::vector<float> start = ramp(257, static_cast<float>(thread * 100 + call));
+          const std::vector<float> got =
+              step({Tensor::from_vector(start, {257}, device)})[0].to_vector<float>();
+          for (size_t index = 0; index < got.size(); ++index) {
+            const double shifted = 2.0 * start[index] + 1;
+            if (!close_to(got[index], shifted * shifted)) ++wrong;
+          }
+        }
+      } catch (...) {
+        ++wrong;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  CHECK(wrong == 0);
+}

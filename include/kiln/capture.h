@@ -27,12 +27,13 @@
 // them one by one.
 //
 // A step may be called from several threads at once: the warm-up and the capture run once, the
-// other callers waiting for them, and replays run side by side, as realizes do. A step called
-// inside another step's capture runs as written, so that the outer capture records its kernels, and
-// the outer step's replays compute it too. A realize that the step's function makes in another
-// thread is part of the step where it reads the step's inputs or what the step computed from them
-// (it is recorded and replayed); one that reads neither is a host value fixed at capture, like a
-// weight.
+// other callers waiting for them. The replays of one step launch their kernels one call at a time
+// (they share the buffers between the step's kernels), beside other steps' replays and realizes
+// in other threads. A step called inside another step's capture runs as written, so that the
+// outer capture records its kernels, and the outer step's replays compute it too. A realize that
+// the step's function makes in another thread is part of the step where it reads the step's
+// inputs or what the step computed from them (it is recorded and replayed); one that reads
+// neither is a host value fixed at capture, like a weight.
 
 #include <functional>
 #include <memory>
