@@ -265,7 +265,11 @@ LaunchRequest request_of(const RecordedLaunch& launch, const CallBuffers& call) 
 }  // namespace
 
 std::vector<Tensor> CapturedStep::State::warm_up(const std::vector<Tensor>& call_inputs) {
-  std::vector<Tensor> results = run_as_written(function, call_inputs);
+  // On private copies of the inputs, as the capture reads them: the kernels built now are then
+  // the capture's too (a view's input read in place would need others), and it builds none.
+  std::vector<Tensor> private_tensors;
+  private_inputs(call_inputs, private_tensors);
+  std::vector<Tensor> results = run_as_written(function, private_tensors);
   calls.store(1, std::memory_order_release);
   return results;
 }

@@ -179,8 +179,8 @@ Result bench_matmul_sizes(Harness& harness);
 Result bench_train(Harness& harness);
 // A decode step of the GPT-2-style block of examples/gpt2 captured over a Variable length n and
 // replayed at n = 64..79, each checked against the forward pass compiled for that length: the
-// kernels the replays built (must be 0), kernels per step, and the replay's time at n = 72 beside
-// 1.5x the fixed-length forward's (its limit).
+// kernels built after the first step (must be 0), kernels per step, and the replay's time at n = 72
+// beside 1.5x the fixed-length forward's (its limit).
 Result bench_decode(Harness& harness);
 // The matmul's limit is the device's vendor SGEMM where it measured one (`limits`), else the
 // host's BLAS for a CPU device.
