@@ -43,21 +43,25 @@ Buffer::Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel
       cached_(cached) {}
 
 Buffer::~Buffer() {
-  if (!memory_) return;
+  DeviceMemory memory = memory_.load(std::memory_order_acquire);
+  if (!memory) return;
   if (cached_) {
-    device_->allocator().free(memory_, allocation_size(nbytes_));
+    device_->allocator().free(memory, allocation_size(nbytes_));
   } else {
-    device_->allocator().driver().free(memory_, allocation_size(nbytes_));
+    device_->allocator().driver().free(memory, allocation_size(nbytes_));
   }
 }
 
 DeviceMemory Buffer::memory() {
-  // An allocation that throws (out of memory) leaves the flag unset: a later call tries again.
-  std::call_once(allocated_, [this] {
-    memory_ = cached_ ? device_->allocator().alloc(allocation_size(nbytes_))
-                      : device_->allocator().driver().alloc(allocation_size(nbytes_));
-  });
-  return memory_;
+  if (DeviceMemory memory = memory_.load(std::memory_order_acquire)) return memory;
+  // Realizes in several threads may reach one buffer first at once: one allocates. An allocation
+  // that throws (out of memory) leaves it null, and a later call tries again.
+  std::lock_guard<std::mutex> lock(allocation_mutex_);
+  if (DeviceMemory memory = memory_.load(std::memory_order_relaxed)) return memory;
+  DeviceMemory memory = cached_ ? device_->allocator().alloc(allocation_size(nbytes_))
+                                : device_->allocator().driver().alloc(allocation_size(nbytes_));
+  memory_.store(memory, std::memory_order_release);
+  return memory;
 }
 
 void Buffer::copy_in(const void* host) {

@@ -2,6 +2,7 @@
 // A Buffer: device memory behind a Buffer UOp. Memory is taken from the device's caching
 // allocator on first use and given back when the last reference goes.
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,8 +31,8 @@ class Buffer : public Storage {
   DeviceContext& context() { return *device_; }
   const std::shared_ptr<DeviceContext>& shared_context() const { return device_; }
 
-  // The device memory, allocated on first use (once, where realizes in several threads read the
-  // same buffer).
+  // The device memory, allocated on first use (once where realizes in several threads reach the
+  // buffer at the same time).
   DeviceMemory memory();
   void copy_in(const void* host);  // nbytes() bytes
   void copy_out(void* host);       // nbytes() bytes
@@ -41,8 +42,8 @@ class Buffer : public Storage {
   DType dtype_;
   int64_t numel_;
   size_t nbytes_;
-  std::once_flag allocated_;
-  DeviceMemory memory_ = nullptr;
+  std::mutex allocation_mutex_;  // taken only while memory_ is null
+  std::atomic<DeviceMemory> memory_{nullptr};
   bool cached_ = true;
 };
 

@@ -266,10 +266,16 @@ LaunchRequest request_of(const RecordedLaunch& launch, const CallBuffers& call) 
 
 std::vector<Tensor> CapturedStep::State::warm_up(const std::vector<Tensor>& call_inputs) {
   // On private copies of the inputs, as the capture reads them: the kernels built now are then
-  // the capture's too (a view's input read in place would need others), and it builds none.
+  // the capture's too (a view's input read in place would need others), and it builds none. A
+  // compile-only device holds no values to copy: there the inputs are read as given.
+  const bool compile_only =
+      std::any_of(call_inputs.begin(), call_inputs.end(), [](const Tensor& in) {
+        return open_device(in.device())->device().properties().compile_only;
+      });
   std::vector<Tensor> private_tensors;
-  private_inputs(call_inputs, private_tensors);
-  std::vector<Tensor> results = run_as_written(function, private_tensors);
+  if (!compile_only) private_inputs(call_inputs, private_tensors);
+  std::vector<Tensor> results =
+      run_as_written(function, compile_only ? call_inputs : private_tensors);
   calls.store(1, std::memory_order_release);
   return results;
 }
