@@ -268,3 +268,29 @@ TEST_CASE("threads replaying one step at once each get their own results", "[thr
   for (std::thread& thread : threads) thread.join();
   CHECK(wrong == 0);
 }
+
+TEST_CASE("threads summing long vectors at once each get their own sums", "[threads][runtime]") {
+  // One kernel for every thread: on a GPU it may be a GRID reduction, whose scratch buffers all
+  // launches of the kernel share (each device runs the launches it is given in order).
+  const std::string device = default_device();
+  constexpr int64_t kLength = int64_t{1} << 18;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int thread = 0; thread < 3; ++thread) {
+    threads.emplace_back([&, thread] {
+      try {
+        const Tensor values = Tensor::from_vector(
+            std::vector<float>(kLength, static_cast<float>(thread + 1)), {kLength}, device);
+        for (int round = 0; round < 5; ++round) {
+          // Whole numbers below 2^24: every order of adding gives the exact sum.
+          const float total = (values * static_cast<float>(round + 1)).sum().item<float>();
+          if (total != static_cast<float>(kLength * (thread + 1) * (round + 1))) ++wrong;
+        }
+      } catch (...) {
+        ++wrong;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  CHECK(wrong == 0);
+}
