@@ -161,18 +161,21 @@ TEST_CASE("a realize in one thread runs while another thread's realize is under 
           "[threads][runtime]") {
   // Under one process-wide realize lock, the small realizes could finish only between the large
   // ones: at most one or two within any large realize. Side by side, many finish within one.
-  // (This counts completions, which depends on no speed: a large realize takes hundreds of small
-  // ones' time on any machine.)
+  // (This counts completions, not time: once the small graph's kernel is built, a large realize
+  // takes the time of hundreds of small ones on any machine. The large thread starts after that.)
   const std::string device = default_device();
-  std::atomic<bool> stop{false};
+  std::atomic<bool> small_built{false}, stop{false};
   std::atomic<int64_t> small_done{0};
   std::atomic<int> wrong{0};
   int64_t most_within_one = 0;
   std::thread large([&] {
-    const Tensor a = Tensor::rand({384, 384}, 3, "CPU");
-    const Tensor b = Tensor::rand({384, 384}, 4, "CPU");
-    for (int round = 0; round < 6 && most_within_one < 10; ++round) {
-      // A new constant each round: a new kernel, compiled (or loaded) and run within the realize.
+    const Tensor a = Tensor::rand({512, 512}, 3, "CPU").contiguous();
+    const Tensor b = Tensor::rand({512, 512}, 4, "CPU").contiguous();
+    a.realize();
+    b.realize();
+    while (!small_built) std::this_thread::yield();
+    for (int round = 0; round < 20 && most_within_one < 10; ++round) {
+      // A new constant each round: a new kernel, built (or loaded) and run within the realize.
       const Tensor product = (a.matmul(b) * static_cast<float>(round + 2)).sum();
       const int64_t before = small_done.load();
       product.realize();
@@ -187,6 +190,7 @@ TEST_CASE("a realize in one thread runs while another thread's realize is under 
       running = (running * 0.5f + values).contiguous();
       running.realize();
       ++small_done;
+      small_built = true;
     }
     // A fixed point: running = running / 2 + values gives 2 * values.
     const std::vector<float> got = running.to_vector<float>();
