@@ -24,11 +24,15 @@ constexpr int64_t kCpuGroupSize = 1024;
 // hide their latency.
 constexpr int64_t kReduceParts = 8;
 
-bool holds_reduce(const UOpRef& ast) {
+bool holds_op(const UOpRef& ast, Op op) {
   for (const UOpRef& node : toposort({ast})) {
-    if (node->op() == Op::Reduce) return true;
+    if (node->op() == op) return true;
   }
   return false;
+}
+
+bool holds_reduce(const UOpRef& ast) {
+  return holds_op(ast, Op::Reduce);
 }
 
 // The program's loads from its buffers (not from local memory), in program order.
@@ -102,7 +106,11 @@ class Chooser {
     if (target_.loop_launch) {
       if (!reduces) choose_rows();
     } else {
-      if (target_.is_gpu && !reduces) choose_vector_lanes();
+      // Elsewhere (a CPU's OpenCL) its compiler vectorizes across work items, which serves
+      // neighbouring work items' loads, but not loads from computed addresses: a gathered row
+      // is read in vectors by each work item.
+      if ((target_.is_gpu || holds_op(item_.ast, Op::Gather)) && !reduces)
+        choose_vector_lanes(target_.is_gpu ? 4 : 16);
       choose_workgroup();
     }
     return std::move(choice_);
@@ -408,22 +416,23 @@ class Chooser {
   // GPUs: an elementwise kernel with enough work computes 4 neighbouring outputs per work item,
   // so that its loads and stores move 16 bytes each (float4) where they are contiguous: fewer
   // memory instructions for the same bytes (a 16M float copy on an H100: 63 -> 51 us, hand-written
-  // kernels). Only where the lanes' loads are neighbours too (or there are none): a gather or a
-  // transpose gains nothing from it.
-  void choose_vector_lanes() {
+  // kernels). Only where the lanes' loads are neighbours too (or there are none): a transpose
+  // gains nothing from it. `lanes` outputs per work item (a CPU's OpenCL reading gathered rows:
+  // 16, a 64-byte vector).
+  void choose_vector_lanes(int64_t lanes) {
     const Shape& shape = axes_.output;
     if (shape.empty() || axes_.is_symbolic(static_cast<int>(shape.size()) - 1)) return;
-    constexpr int64_t kLanes = 4;
     const int last = static_cast<int>(shape.size()) - 1;
     // Enough work items left for every compute unit to hold several full workgroups.
-    if (shape[last] % kLanes != 0 ||
-        item_.output->numel() / kLanes < target_.compute_units * kGpuGroupSize * 4)
+    if (shape[last] % lanes != 0 ||
+        item_.output->numel() / lanes < target_.compute_units * kGpuGroupSize * 4)
       return;
-    const std::vector<Opt> opts{{OptKind::Upcast, last, kLanes}};
+    const std::vector<Opt> opts{{OptKind::Upcast, last, lanes}};
     const LinearProgram program = lowered(opts);
     const std::vector<const LinInstr*> loads = global_loads(program);  // pointers into `program`
     if (!loads.empty() && !any_neighbours(loads)) return;
-    add(opts[0], "4 neighbouring outputs per work item: 16-byte loads and stores");
+    add(opts[0], std::to_string(lanes) + " neighbouring outputs per work item: " +
+                     std::to_string(lanes * 4) + "-byte loads and stores");
   }
 
   // An elementwise kernel whose flat indices divide (a broadcast along the last axis, a permute):

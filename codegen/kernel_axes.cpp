@@ -127,7 +127,8 @@ void find_matmul_shape(const UOpRef& ast, const UOpRef& reduce, KernelAxes& axes
   while (!stack.empty()) {
     const UOpRef node = stack.back();
     stack.pop_back();
-    if (node->op() == Op::Reduce) return;  // a nested reduction: not matmul-shaped
+    // A nested reduction, or loads from computed addresses: not matmul-shaped.
+    if (node->op() == Op::Reduce || node->op() == Op::Gather) return;
     // A View of a constant or of indices reads no buffer.
     if (node->op() == Op::View && (node->src()->op() == Op::Const || node->src()->op() == Op::Iota))
       continue;

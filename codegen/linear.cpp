@@ -14,7 +14,7 @@ std::string LinearProgram::to_string() const {
       "CONST",        "INDEX",          "LOAD",        "STORE",      "ALU",
       "CAST",         "DEFACC",         "ACC_UPDATE",  "LOOP_BEGIN", "LOOP_END",
       "DEFINE_LOCAL", "BARRIER",        "GRID_TICKET", "FRAGMENT",   "FRAGMENT_LOAD",
-      "MMA",          "FRAGMENT_STORE", "BITCAST"};
+      "MMA",          "FRAGMENT_STORE", "INDEX_OF",    "BITCAST"};
   std::ostringstream text;
   text << "kernel " << name << " opts: " << opts_to_string(opts) << "\n  launch:";
   for (const LaunchDim& dim : launch) {
@@ -34,7 +34,8 @@ std::string LinearProgram::to_string() const {
   text << "\n";
   for (size_t param = 0; param < params.size(); ++param) {
     text << "  param " << param << ": " << params[param].dtype.name() << "[" << params[param].numel
-         << "]" << (params[param].is_output ? " out" : "") << "\n";
+         << "]" << (params[param].is_output ? " out" : "")
+         << (params[param].index_errors ? " index errors" : "") << "\n";
   }
   for (size_t index = 0; index < instrs.size(); ++index) {
     const LinInstr& instr = instrs[index];
@@ -71,6 +72,7 @@ std::string LinearProgram::to_string() const {
       text << " if " << instr.valid.key();
     if (instr.op == LinOp::LoopBegin)
       text << " " << instr.loop_var << " < " << instr.loop_end.key();
+    if (instr.op == LinOp::IndexOf) text << " as " << instr.loop_var;
     text << "\n";
   }
   return text.str();

@@ -51,6 +51,9 @@ enum class LinOp : uint8_t {
   FragmentLoad,
   Mma,
   FragmentStore,
+  // srcs[0] (an integer value) as the index variable named `loop_var`, which index arithmetic
+  // (Sym) then uses like a loop's: a computed address (a Gather's position along its axis).
+  IndexOf,
   // srcs[0]'s bits as `dtype`: a half type's value (a float, rounded to the half type) as its 16
   // bits (uint16), or 16 bits as the half type's value.
   Bitcast,
@@ -112,6 +115,19 @@ struct KernelParam {
   // partial results and counter. Workgroups exchange values through it, so dialects declare it
   // coherent between them.
   bool scratch = false;
+  // Bound by the runtime after the scratch, zero-filled before each launch, read after it: where
+  // a Gather meets an index outside its axis, the kernel writes 4 int32 here (1 + the Gather's
+  // place in LinearProgram::gathers, the index's low and high 32 bits, 0). Also is_output.
+  bool index_errors = false;
+};
+
+// A Gather the kernel computes, for the message of the IndexError its index_errors report
+// raises: the Tensor operation, the axis and its size (over the kernel's variables).
+struct GatherSite {
+  std::string op;
+  int axis = 0;
+  Sym size = Sym(0);
+  bool unsigned_index = false;  // the index's 64 bits are read as unsigned
 };
 
 // One launch dimension: work items [0, global) in groups of `local`; those at `size` and beyond
@@ -144,6 +160,7 @@ inline constexpr char kColumnVar[] = "gid_col";
 struct LinearProgram {
   std::string name;
   std::vector<KernelParam> params;  // output first, then inputs
+  std::vector<GatherSite> gathers;  // see KernelParam::index_errors
   std::vector<LinInstr> instrs;
   std::vector<LaunchDim> launch;  // x, y, z; a loop-style dialect renders one flat dimension
   Sym global_size = Sym(0);       // work items that run (the product of the dimensions' sizes)

@@ -201,6 +201,8 @@ std::vector<int> Lowerer::lower_uncached(const UOpRef& node, const Lanes& lanes)
       return values;
     case Op::View:
       return lower_view(node, lanes);
+    case Op::Gather:
+      return lower_gather(node, lanes);
     case Op::Reduce:
       return lower_reduce(node, lanes);
     case Op::Cast:

@@ -72,6 +72,15 @@ class Lowerer : public LinearBuilder {
 
   std::vector<int> lower_view(const UOpRef& node, const Lanes& lanes);
 
+  // A Gather (codegen/lower_gather.cpp): the source read where each lane's index points.
+  std::vector<int> lower_gather(const UOpRef& node, const Lanes& lanes);
+  // The position the index value `raw` points at along the Gather's axis, as an index variable
+  // in [0, size): a negative index wrapped, one outside the axis reported (KernelParam::
+  // index_errors) and read as 0. Made once per value and scope.
+  Sym gathered_position(const UOpRef& node, int raw);
+  // The Gather's place in program_.gathers (added at its first use, with the report parameter).
+  int gather_site(const UOpRef& node);
+
   // One loop nest for every lane: each lane has its accumulator. Long float sums add into block
   // accumulators first (see plan_blocked_sum), so their rounding error grows like sqrt(n). The
   // kernel's own reduction takes its opts: along each reduce axis, position =
@@ -134,6 +143,9 @@ class Lowerer : public LinearBuilder {
   bool reading_chunks_ = false;  // TILE: inputs are read from their chunks
   Sym store_guard_ = Sym(1);     // which work items store the outputs
   std::unordered_map<const UOp*, int> param_of_;
+  std::unordered_map<const UOp*, int> gather_site_of_;
+  int index_errors_ = -1;   // the index_errors parameter, once a Gather needs it
+  int gathered_count_ = 0;  // names the IndexOf variables
   // Where the values being lowered are needed; loads outside it read nothing (see lower_view).
   Sym gate_ = Sym(1);
 };

@@ -45,8 +45,21 @@ class Renderer {
       throw InternalError("[render_kernel] the " + dialect_.name + " dialect has no signature");
     out << dialect_.signature(program_, dialect_);
     if (!dialect_.local_arrays_outside_kernel) out << locals.str();
-    indent_ = render_work_item_ids(out, program_, dialect_);
-    for (int index = 0; index < count; ++index) render_instr(out, index);
+    // A loop-style dialect computes what a row's columns share once per row.
+    std::vector<bool> per_row;
+    if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop)
+      per_row = row_invariant_instructions(program_);
+    const auto render_per_row = [&](int indent) {
+      indent_ = indent;
+      for (int index = 0; index < count; ++index) {
+        if (per_row[index]) render_instr(out, index);
+      }
+    };
+    indent_ = render_work_item_ids(out, program_, dialect_,
+                                   per_row.empty() ? std::function<void(int)>{} : render_per_row);
+    for (int index = 0; index < count; ++index) {
+      if (per_row.empty() || !per_row[index]) render_instr(out, index);
+    }
     if (dialect_.launch_style == Dialect::LaunchStyle::kCpuLoop) {
       if (program_.row_length > 0) out << "    }\n";
       out << "  }\n";
@@ -349,6 +362,12 @@ class Renderer {
         names_[index] = value_name;
         out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << dialect_.index_type
             << " " << value_name << " = " << index_value(instr.index) << ";\n";
+        return;
+      case LinOp::IndexOf:
+        names_[index] = instr.loop_var;
+        out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << dialect_.index_type
+            << " " << instr.loop_var << " = "
+            << dialect_.cast(dialect_.index_type, name_of(instr.srcs[0])) << ";\n";
         return;
       case LinOp::Load:
         names_[index] = value_name;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <set>
+#include <string>
 
 #include "codegen/index_text.h"
 
@@ -40,8 +42,48 @@ std::string size_text(const Sym& size, const Dialect& dialect) {
   return size.is_const() ? int_literal(size.const_value(), dialect) : sym_text(size, dialect);
 }
 
+std::vector<bool> row_invariant_instructions(const LinearProgram& program) {
+  std::vector<bool> invariant(program.instrs.size(), false);
+  if (program.row_length <= 0) return invariant;
+  std::set<std::string> varying{kColumnVar};  // the column, and index variables made from it
+  auto names_varying = [&](const Sym& value) {
+    for (const std::string& name : value.variables()) {
+      if (varying.count(name)) return true;
+    }
+    return false;
+  };
+  for (size_t at = 0; at < program.instrs.size(); ++at) {
+    const LinInstr& instr = program.instrs[at];
+    if (instr.op == LinOp::LoopBegin || instr.op == LinOp::Barrier ||
+        instr.op == LinOp::DefineLocal || instr.op == LinOp::GridTicket)
+      break;
+    bool candidate = instr.op == LinOp::Const || instr.op == LinOp::Index ||
+                     instr.op == LinOp::Load || instr.op == LinOp::Alu || instr.op == LinOp::Cast ||
+                     instr.op == LinOp::IndexOf || instr.op == LinOp::Bitcast ||
+                     instr.op == LinOp::Store;
+    candidate = candidate && !instr.local && !instr.words && instr.vector_width == 1 &&
+                instr.vector_head < 0 && !names_varying(instr.index) && !names_varying(instr.valid);
+    for (int src : instr.srcs) candidate = candidate && invariant[static_cast<size_t>(src)];
+    invariant[at] = candidate;
+    if (instr.op == LinOp::IndexOf && !candidate) varying.insert(instr.loop_var);
+  }
+  // A store moved out of the column loop would change the order of its buffer's accesses.
+  for (size_t at = 0; at < program.instrs.size(); ++at) {
+    const LinInstr& store = program.instrs[at];
+    if (store.op != LinOp::Store || !invariant[at]) continue;
+    for (size_t other = 0; other < program.instrs.size(); ++other) {
+      const LinInstr& access = program.instrs[other];
+      const bool touches = (access.op == LinOp::Load || access.op == LinOp::Store) &&
+                           !access.local && access.buffer == store.buffer;
+      if (touches && !invariant[other]) invariant[at] = false;
+    }
+  }
+  return invariant;
+}
+
 int render_work_item_ids(std::ostringstream& out, const LinearProgram& program,
-                         const Dialect& dialect) {
+                         const Dialect& dialect,
+                         const std::function<void(int indent)>& row_prologue) {
   if (dialect.launch_style == Dialect::LaunchStyle::kCpuLoop) {
     if (program.launch.size() > 1)
       throw InternalError("[render_kernel] a loop-style dialect runs one launch dimension, " +
@@ -61,6 +103,7 @@ int render_work_item_ids(std::ostringstream& out, const LinearProgram& program,
           << " < end; " << row << "++) {\n";
       out << "    const long long " << column << "_end = end - " << row_start << " < " << length
           << " ? end - " << row_start << " : " << length << ";\n";
+      if (row_prologue) row_prologue(2);
       if (!pragma.empty()) out << "    " << pragma << "\n";
       out << "    for (long long " << column << " = begin > " << row_start << " ? begin - "
           << row_start << " : 0; " << column << " < " << column << "_end; " << column << "++) {\n";

@@ -131,6 +131,8 @@ KernelSize kernel_size(const UOp& node, const std::unordered_set<const UOp*>& re
   if (node.op() == Op::Buffer) return {0, 1, 0};
   size.ops = 1;
   size.arithmetic = is_elementwise(node.op()) ? 1 : 0;
+  // A Gather's kernel binds a buffer for its index errors (counted per Gather: an upper bound).
+  if (node.op() == Op::Gather) size.buffers = 1;
   const std::vector<UOpRef>& srcs = node.srcs();
   // A source read twice (x * x) counts once. Sources are few (a scan finds a repeat), but a cat
   // may have thousands: those are looked up in a set.
@@ -369,6 +371,11 @@ Uses find_uses(const std::vector<UOpRef>& order, const std::vector<UOpRef>& root
           largest_numel(*node) / std::max<int64_t>(largest_numel(*node->src()), 1);
       int64_t& most = uses.reads_per_element[computed];
       most = std::max(most, reads);
+    }
+    // A Gather evaluates its source at computed positions and its index once per element: a
+    // reduction in either is realized first (kernel_reduce stops at the Gather).
+    if (node->op() == Op::Gather) {
+      for (const UOpRef& src : node->srcs()) uses.broadcast_read.insert(src.get());
     }
     if (node->op() == Op::Contiguous) uses.must_realize.insert(node);
     if (node->op() == Op::Copy && node->src()->op() != Op::Buffer)

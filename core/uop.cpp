@@ -30,6 +30,9 @@ size_t hash_arg(const Arg& arg) {
       return std::hash<const void*>()(storage.get());
     }
     size_t operator()(const std::string& text) const { return std::hash<std::string>()(text); }
+    size_t operator()(const GatherArg& gather) const {
+      return hash_combine(static_cast<size_t>(gather.axis), std::hash<std::string>()(gather.op));
+    }
   };
   return std::visit(Visitor{}, arg) + arg.index();
 }
@@ -87,6 +90,10 @@ std::shared_ptr<const SymShape> derived_sym_shape(Op op, const std::vector<UOpRe
     const SymShape& shape = std::get<ShapeTracker>(arg).shape();
     return all_const(shape) ? nullptr : std::make_shared<const SymShape>(shape);
   }
+  // A Gather has its index's shape.
+  if (op == Op::Gather)
+    return srcs[1]->is_symbolic() ? std::make_shared<const SymShape>(srcs[1]->sym_shape())
+                                  : nullptr;
   const bool symbolic =
       std::any_of(srcs.begin(), srcs.end(), [](const UOpRef& src) { return src->is_symbolic(); });
   if (!symbolic) return nullptr;
@@ -216,11 +223,12 @@ int64_t UOp::numel() const {
 
 const char* op_name(Op op) {
   static const char* const kNames[] = {
-      "BUFFER", "CONST", "IOTA",  "VIEW",   "NEG",        "NOT",   "ABS",  "RECIP", "SQRT",  "EXP",
-      "EXP2",   "LOG",   "LOG2",  "SIN",    "COS",        "TAN",   "TANH", "ERF",   "FLOOR", "CEIL",
-      "ROUND",  "TRUNC", "ADD",   "SUB",    "MUL",        "DIV",   "MOD",  "MAX",   "MIN",   "POW",
-      "CMPLT",  "CMPLE", "CMPGT", "CMPGE",  "CMPEQ",      "CMPNE", "AND",  "OR",    "XOR",   "SHL",
-      "SHR",    "WHERE", "CAST",  "REDUCE", "CONTIGUOUS", "COPY"};
+      "BUFFER", "CONST", "IOTA",  "VIEW",   "NEG",        "NOT",   "ABS",   "RECIP",
+      "SQRT",   "EXP",   "EXP2",  "LOG",    "LOG2",       "SIN",   "COS",   "TAN",
+      "TANH",   "ERF",   "FLOOR", "CEIL",   "ROUND",      "TRUNC", "ADD",   "SUB",
+      "MUL",    "DIV",   "MOD",   "MAX",    "MIN",        "POW",   "CMPLT", "CMPLE",
+      "CMPGT",  "CMPGE", "CMPEQ", "CMPNE",  "AND",        "OR",    "XOR",   "SHL",
+      "SHR",    "WHERE", "CAST",  "REDUCE", "CONTIGUOUS", "COPY",  "GATHER"};
   return kNames[static_cast<int>(op)];
 }
 
@@ -277,6 +285,9 @@ std::string UOp::to_string() const {
       out << " " << storage->device() << " " << storage->nbytes() << "B";
     }
     void operator()(const std::string& value) const { out << " " << value; }
+    void operator()(const GatherArg& gather) const {
+      out << " axis=" << gather.axis << " " << gather.op;
+    }
   };
   std::visit(Visitor{text, dtype_}, arg_);
   return text.str();

@@ -80,6 +80,12 @@ enum class Op : uint8_t {
   Contiguous,
   // Moves its source to another device; arg: the device name.
   Copy,
+  // A load from computed addresses: out[p] = srcs[0][p with position p[axis] replaced by
+  // srcs[1][p]], where srcs[1] (the index, an integer dtype) has the node's shape and srcs[0]
+  // (the source) has it along every axis but `axis`. A negative signed index counts from the end;
+  // any other index outside the axis reads nothing and is reported (an IndexError). arg:
+  // GatherArg.
+  Gather,
 };
 
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min };
@@ -96,6 +102,12 @@ struct ReduceArg {
   bool operator==(const ReduceArg& other) const { return op == other.op && axes == other.axes; }
 };
 
+struct GatherArg {
+  int axis = 0;
+  std::string op;  // the Tensor operation it serves, for the IndexError ("embedding")
+  bool operator==(const GatherArg& other) const { return axis == other.axis && op == other.op; }
+};
+
 // Realized device memory. The runtime derives its buffers from this; core only holds them.
 class Storage {
  public:
@@ -105,7 +117,7 @@ class Storage {
 };
 
 using Arg = std::variant<std::monostate, ConstArg, ShapeTracker, ReduceArg,
-                         std::shared_ptr<Storage>, std::string>;
+                         std::shared_ptr<Storage>, std::string, GatherArg>;
 
 class UOp;
 using UOpRef = std::shared_ptr<const UOp>;
@@ -143,6 +155,7 @@ class UOp {
     return std::get<std::shared_ptr<Storage>>(arg_);
   }
   const std::string& device_arg() const { return std::get<std::string>(arg_); }
+  const GatherArg& gather_arg() const { return std::get<GatherArg>(arg_); }
 
   // One line: op, dtype, shape and argument.
   std::string to_string() const;

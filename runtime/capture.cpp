@@ -18,6 +18,7 @@
 #include "runtime/buffer.h"
 #include "runtime/debug.h"
 #include "runtime/environment.h"
+#include "runtime/index_report.h"
 #include "runtime/launch_recorder.h"
 #include "runtime/realize.h"
 #include "runtime/registry.h"
@@ -422,6 +423,16 @@ void CapturedStep::State::launch_recorded(const CallBuffers& call,
     graph = record_replay_graph(launches, symbolic);
     graph_tried = true;
   }
+  // Index errors are reported afresh by each call (at its values of the variables).
+  for (const RecordedLaunch& launch : launches) {
+    if (!launch.index_report) continue;
+    std::vector<int64_t> variables = launch.request.variables;
+    if (launch.geometry) {
+      variables.clear();
+      for (const Sym& bound : launch.bound) variables.push_back(bound.eval(values));
+    }
+    launch.index_report->reset(std::move(variables));
+  }
   std::vector<Device*> launched_on;
   if (graph) {
     std::vector<LaunchRequest> requests;
@@ -432,6 +443,9 @@ void CapturedStep::State::launch_recorded(const CallBuffers& call,
     launch_one_by_one(call, values, launched_on);
   }
   for (Device* device : launched_on) device->flush();
+  for (const RecordedLaunch& launch : launches) {
+    if (launch.index_report) launch.index_report->check();
+  }
 }
 
 // Each recorded kernel and copy in turn; a kernel of variable size dispatched for this call's

@@ -15,6 +15,8 @@
 
 namespace kiln {
 
+class IndexReport;
+
 struct RecordedLaunch {
   std::shared_ptr<Program> program;  // null for a copy between devices; held for the replays
   LaunchRequest request;             // as launched (its buffers are replaced on replay)
@@ -29,6 +31,9 @@ struct RecordedLaunch {
   // dispatches it for other values.
   std::shared_ptr<const LinearProgram> geometry;
   std::vector<Sym> bound;
+  // A kernel whose Gathers report index errors: its report (also the last of `buffers`), zeroed
+  // before a replay launches it and read after.
+  std::shared_ptr<IndexReport> index_report;
 };
 
 struct LaunchRecorder {

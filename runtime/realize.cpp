@@ -11,6 +11,7 @@
 #include "codegen/schedule.h"
 #include "runtime/buffer.h"
 #include "runtime/debug.h"
+#include "runtime/index_report.h"
 #include "runtime/launch_recorder.h"
 #include "runtime/prepared_kernel.h"
 #include "runtime/registry.h"
@@ -68,8 +69,10 @@ class BoundBuffers {
   std::vector<int> last_use_;
 };
 
+// `report`: where the kernel's Gathers report indices outside their axes (null where it has none).
 void run_kernel(const ScheduleItem& item, const UOp& output, const KernelLaunch& kernel,
-                const BoundBuffers& bound, LaunchRecorder* recorder) {
+                const BoundBuffers& bound, const std::shared_ptr<IndexReport>& report,
+                LaunchRecorder* recorder) {
   const PreparedKernel& prepared = *kernel.prepared;
   const LinearProgram& program = prepared.program;
   const int64_t items = work_items(program, kernel.values);
@@ -81,6 +84,7 @@ void run_kernel(const ScheduleItem& item, const UOp& output, const KernelLaunch&
   for (int buffer : item.buffers) request.buffers.push_back(bound[buffer].memory());
   for (const std::shared_ptr<Buffer>& scratch : prepared.scratch())
     request.buffers.push_back(scratch->memory());
+  if (report) request.buffers.push_back(report->buffer()->memory());
   int64_t global[3], local[3];
   dispatch_sizes(program, kernel.values, global, local);
   request.global = {global[0], global[1], global[2]};
@@ -100,6 +104,8 @@ void run_kernel(const ScheduleItem& item, const UOp& output, const KernelLaunch&
     for (int buffer : item.buffers) launch.buffers.push_back(bound.shared(buffer));
     for (const std::shared_ptr<Buffer>& scratch : prepared.scratch())
       launch.buffers.push_back(scratch);
+    if (report) launch.buffers.push_back(report->buffer());
+    launch.index_report = report;
     recorder->record(std::move(launch));
   }
   if (items == 0) return;
@@ -252,6 +258,7 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
                                                       bound.shared(result.buffer), walk.bound));
   }
   std::vector<Device*> launched_on;
+  std::vector<std::shared_ptr<IndexReport>> reports;
   for (size_t index = 0; index < schedule.items.size(); ++index) {
     const ScheduleItem& item = schedule.items[index];
     const UOp& output = *schedule.buffers[item.buffers[0]].node;
@@ -261,7 +268,14 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
       const PreparedKernel& kernel = *kernels[index].prepared;
       kernel.context->compile(kernel.source, kernel.program.name);
     } else {
-      run_kernel(item, output, kernels[index], bound, recorder);
+      const LinearProgram& program = kernels[index].prepared->program;
+      std::shared_ptr<IndexReport> report;
+      if (index_errors_param(program) >= 0) {
+        report = std::make_shared<IndexReport>(bound[item.buffers[0]].shared_context(), program,
+                                               kernels[index].values);
+        reports.push_back(report);
+      }
+      run_kernel(item, output, kernels[index], bound, report, recorder);
       Device& kernel_device = kernels[index].prepared->context->device();
       if (std::find(launched_on.begin(), launched_on.end(), &kernel_device) == launched_on.end())
         launched_on.push_back(&kernel_device);
@@ -269,6 +283,8 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
     bound.release_after(item, index);
   }
   for (Device* kernel_device : launched_on) kernel_device->flush();
+  // An index outside its axis raises here, before any root holds a value computed from it.
+  for (const std::shared_ptr<IndexReport>& report : reports) report->check();
   // Graphs built on these nodes before they were realized read the results from now on.
   for (size_t index = 0; index < roots.size(); ++index) {
     if (results[index].get() != roots[index].get())

@@ -43,6 +43,8 @@ size_t hash_node(const UOp& node, int leaf, const int* srcs, size_t src_count, b
       return hash;
     case Op::Copy:
       return hash_combine(hash, std::hash<std::string>()(node.device_arg()));
+    case Op::Gather:
+      return hash_combine(hash, static_cast<size_t>(node.gather_arg().axis));
     default:
       return hash;
   }

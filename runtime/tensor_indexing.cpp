@@ -1,22 +1,54 @@
-// Indexing by tensors of indices: gather and index_select. Each output element compares its
-// index with every position along the axis and keeps the match (tinygrad builds it the same way):
-// one fused kernel of out.numel() * size steps, with no read of the indices on the host.
+// Indexing by tensors of indices: gather, take_along_axis, index_select and embedding. Each is one
+// Gather node (core/uop.h): a kernel reads the element each index points at, so the work is
+// proportional to the output; indices are checked in the kernel (codegen/lower_gather.cpp).
 
 #include <kiln/error.h>
 #include <kiln/tensor.h>
-
-#include <limits>
 
 #include "runtime/tensor_internal.h"
 
 namespace kiln {
 
+namespace {
+
+void check_index_dtype(const Tensor& source, const Tensor& index, const char* op) {
+  if (!index.dtype().is_int())
+    throw DTypeError(std::string("[") + op + "] the index must be an integer tensor, got " +
+                     describe(index) + " for " + describe(source));
+}
+
+// out[p] = source[p with p[axis] = index[p]], where `index` has the source's rank and extents
+// outside `axis` no larger than the source's (the source is cut to them).
+Tensor gathered(const Tensor& source, int axis, const Tensor& index, const char* op) {
+  const DimShape own = source.dims(), index_dims = index.dims();
+  std::vector<std::pair<Dim, Dim>> extent;
+  bool symbolic = false;
+  for (size_t other = 0; other < own.size(); ++other) {
+    extent.emplace_back(0, static_cast<int>(other) == axis ? own[other] : index_dims[other]);
+    symbolic |= own[other].is_symbolic() || index_dims[other].is_symbolic();
+  }
+  if (!symbolic && index.numel() == 0)
+    return Tensor::zeros(index.shape(), source.dtype(), source.device());
+  const Dim& size = own[static_cast<size_t>(axis)];
+  if (!size.is_symbolic() && size.value() == 0)
+    throw IndexError(std::string("[") + op + "] every index is out of range: axis " +
+                     std::to_string(axis) + " of " + describe(source) +
+                     " is empty, and the index " + describe(index) + " is not");
+  // Narrow integers are read as int32, which holds every value they take.
+  Tensor position = index;
+  if (index.dtype().itemsize() < 4) position = index.cast(dtypes::int32);
+  const Tensor cut = source.shrink(extent);
+  UOpRef node = UOp::make(Op::Gather, source.dtype(), {node_of(cut), node_of(position)},
+                          GatherArg{axis, op}, index.shape());
+  return make_tensor(std::move(node), source.device());
+}
+
+}  // namespace
+
 Tensor Tensor::gather(int64_t axis, const Tensor& index) const {
   const int dim = normalize_axis(axis, ndim(), "gather");
   check_same_device(*this, index, "gather");
-  if (!index.dtype().is_int())
-    throw DTypeError("[gather] the index must be an integer tensor, got " + describe(index) +
-                     " for " + describe(*this));
+  check_index_dtype(*this, index, "gather");
   if (index.ndim() != ndim())
     throw ShapeError("[gather] the index " + describe(index) + " needs the " +
                      std::to_string(ndim()) + " dimensions of " + describe(*this));
@@ -26,60 +58,38 @@ Tensor Tensor::gather(int64_t axis, const Tensor& index) const {
                        describe(*this) + " along dimension " + std::to_string(other) +
                        " (only the gathered axis " + std::to_string(dim) + " may differ)");
   }
-  // Sizes as the user gave them: a bound variable stays one, so that one kernel serves every
-  // value and a captured step replays at others (shape() would fix them at this value).
-  const DimShape own = dims(), index_dims = index.dims();
-  const Dim& size = own[static_cast<size_t>(dim)];
-  bool symbolic = false;
-  for (const DimShape* shape_of : {&own, &index_dims}) {
-    for (const Dim& extent : *shape_of) symbolic |= extent.is_symbolic();
-  }
-  if (!symbolic && (size.value() == 0 || index.numel() == 0))
-    return Tensor::zeros(index.shape(), dtype(), device());
-  // Bool has no ordering to take a maximum in: gathered as uint8.
-  if (dtype().is_bool()) return cast(dtypes::uint8).gather(axis, index).cast(dtypes::bool_);
+  return gathered(*this, dim, index, "gather");
+}
 
-  // x cut to the index's extent outside the axis, then every candidate along the axis on a new
-  // last axis: candidates[..., k] is x at position k of the axis.
-  std::vector<std::pair<Dim, Dim>> extent;
-  std::vector<int64_t> axis_last;
+Tensor Tensor::take_along_axis(const Tensor& index, int64_t axis) const {
+  const int dim = normalize_axis(axis, ndim(), "take_along_axis");
+  check_same_device(*this, index, "take_along_axis");
+  check_index_dtype(*this, index, "take_along_axis");
+  if (index.ndim() != ndim())
+    throw ShapeError("[take_along_axis] the index " + describe(index) + " needs the " +
+                     std::to_string(ndim()) + " dimensions of " + describe(*this));
+  // Outside the axis the two broadcast against each other.
+  const DimShape own = dims(), index_dims = index.dims();
+  DimShape source_shape = own, index_shape = index_dims;
   for (int other = 0; other < ndim(); ++other) {
-    extent.emplace_back(0, other == dim ? size : index_dims[static_cast<size_t>(other)]);
-    if (other != dim) axis_last.push_back(other);
+    if (other == dim) continue;
+    const Dim& a = own[static_cast<size_t>(other)];
+    const Dim& b = index_dims[static_cast<size_t>(other)];
+    const bool a_one = a.sym() == Sym(1), b_one = b.sym() == Sym(1);
+    if (!(a.sym() == b.sym()) && !a_one && !b_one)
+      throw ShapeError("[take_along_axis] the index " + describe(index) + " and " +
+                       describe(*this) + " do not broadcast along dimension " +
+                       std::to_string(other) + " (sizes must be equal, or 1)");
+    const Dim& wider = a_one ? b : a;
+    source_shape[static_cast<size_t>(other)] = index_shape[static_cast<size_t>(other)] = wider;
   }
-  axis_last.push_back(dim);
-  DimShape candidates_shape = index_dims;
-  candidates_shape.push_back(size);
-  const Tensor candidates =
-      shrink(extent).permute(axis_last).unsqueeze(dim).expand(candidates_shape);
-  // Indices compare exactly in int32 where it holds every index and position, else in int64
-  // (uint64 past 2^63 becomes negative there: out of range).
-  const DType index_dtype = index.dtype();
-  const bool narrow = size.sym().vmax() <= std::numeric_limits<int32_t>::max() &&
-                      (index_dtype.itemsize() < 4 || index_dtype == dtypes::int32);
-  const DType compare = narrow ? dtypes::int32 : dtypes::int64;
-  const Tensor wanted = index.cast(compare);
-  const Tensor positions = Tensor::arange(size, compare, device());
-  const Tensor match = wanted.unsqueeze(-1) == positions;
-  // The one match is the maximum over values that lose to everything (-0.0 and NaN stay as
-  // they are); no match leaves 0.
-  const double lowest =
-      dtype().is_float() ? -std::numeric_limits<double>::infinity() : dtype().min_value();
-  const Tensor picked = where(match, candidates, lowest).max({-1});
-  // In range: a fixed size compares with the index; a variable one has no host value to compare
-  // with, so whether some position matched is reduced beside the pick (the same kernel).
-  const Tensor in_range = size.is_symbolic()
-                              ? match.any({-1})
-                              : (wanted >= 0.0) & (wanted < static_cast<double>(size.value()));
-  return where(in_range, picked, 0.0);
+  return gathered(expand(source_shape), dim, index.expand(index_shape), "take_along_axis");
 }
 
 Tensor Tensor::index_select(int64_t axis, const Tensor& index) const {
   const int dim = normalize_axis(axis, ndim(), "index_select");
   check_same_device(*this, index, "index_select");
-  if (!index.dtype().is_int())
-    throw DTypeError("[index_select] the index must be an integer tensor, got " + describe(index) +
-                     " for " + describe(*this));
+  check_index_dtype(*this, index, "index_select");
   if (index.ndim() != 1)
     throw ShapeError("[index_select] the index must be 1-dimensional, got " + describe(index) +
                      " for " + describe(*this));
@@ -90,7 +100,32 @@ Tensor Tensor::index_select(int64_t axis, const Tensor& index) const {
   along[static_cast<size_t>(dim)] = positions;
   DimShape out_shape = dims();
   out_shape[static_cast<size_t>(dim)] = positions;
-  return gather(dim, index.reshape(along).expand(out_shape));
+  return gathered(*this, dim, index.reshape(along).expand(out_shape), "index_select");
+}
+
+Tensor embedding(const Tensor& indices, const Tensor& weight) {
+  check_same_device(indices, weight, "embedding");
+  if (weight.ndim() != 2)
+    throw ShapeError("[embedding] the weight must be a [rows, features] table, got " +
+                     describe(weight) + " for indices " + describe(indices));
+  check_index_dtype(weight, indices, "embedding");
+  // The rows are gathered along the indices' last axis (a scalar index is one of one): the
+  // table is broadcast over the others, and the index over the features.
+  const Tensor ids = indices.ndim() == 0 ? indices.reshape(Shape{1}) : indices;
+  const DimShape id_dims = ids.dims(), table = weight.dims();
+  DimShape out_shape = id_dims, source_shape = id_dims;
+  out_shape.push_back(table[1]);
+  source_shape.back() = table[0];
+  source_shape.push_back(table[1]);
+  DimShape table_view(id_dims.size() - 1, Dim(1));
+  table_view.push_back(table[0]);
+  table_view.push_back(table[1]);
+  DimShape id_view = id_dims;
+  id_view.push_back(Dim(1));
+  const Tensor rows = gathered(weight.reshape(table_view).expand(source_shape),
+                               static_cast<int>(id_dims.size()) - 1,
+                               ids.reshape(id_view).expand(out_shape), "embedding");
+  return indices.ndim() == 0 ? rows.reshape(DimShape{table[1]}) : rows;
 }
 
 }  // namespace kiln

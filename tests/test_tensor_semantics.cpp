@@ -241,8 +241,11 @@ TEST_CASE("isnan, clamp, any, all, gather and index_select", "[tensor]") {
   CHECK_THROWS_AS(flags.any(2), ShapeError);
 
   const Tensor table = floats(iota(6, 1), {2, 3});
-  const Tensor picks = Tensor::from_vector(std::vector<int64_t>{2, 0, 9, 1}, {2, 2});
-  CHECK(table.gather(1, picks).to_vector<float>() == std::vector<float>{3, 1, 0, 5});
+  // -1 is the last column; 9 is outside the 3 columns: IndexError when the value is computed.
+  const Tensor picks = Tensor::from_vector(std::vector<int64_t>{2, 0, -1, 1}, {2, 2});
+  CHECK(table.gather(1, picks).to_vector<float>() == std::vector<float>{3, 1, 6, 5});
+  const Tensor past_end = Tensor::from_vector(std::vector<int64_t>{2, 0, 9, 1}, {2, 2});
+  CHECK_THROWS_AS(table.gather(1, past_end).to_vector<float>(), IndexError);
   CHECK(table.index_select(0, Tensor::from_vector(std::vector<int32_t>{1, 1}, {2}))
             .to_vector<float>() == std::vector<float>{4, 5, 6, 4, 5, 6});
   CHECK_THROWS_AS(table.gather(1, picks.cast(dtypes::float32)), DTypeError);

@@ -269,19 +269,19 @@ TEST_CASE("gather and index_select keep variable sizes, captured or not", "[vari
     const Tensor table = Tensor::from_vector(data, {kRows, kWidth}, device);
     const Variable length("length", 1, kRows), count("count", 1, 16);
     auto positions_for = [](int64_t rows, int64_t wanted) {
-      // In range and out of it (negative, and past the current length).
+      // Counted from the start and from the end of the current length.
       std::vector<int32_t> at(static_cast<size_t>(wanted));
       for (int64_t index = 0; index < wanted; ++index)
         at[static_cast<size_t>(index)] =
-            static_cast<int32_t>(index % 5 == 4 ? (index % 2 ? -1 : rows) : (index * 7) % rows);
+            static_cast<int32_t>(index % 5 == 4 ? -1 - (index * 3) % rows : (index * 7) % rows);
       return at;
     };
     auto expected = [&](const std::vector<int32_t>& at, int64_t rows) {
       std::vector<double> values;
-      for (int32_t row : at) {
+      for (int32_t position : at) {
+        const int64_t row = position < 0 ? position + rows : position;
         for (int64_t column = 0; column < kWidth; ++column)
-          values.push_back(row >= 0 && row < rows ? data[static_cast<size_t>(row * kWidth + column)]
-                                                  : 0.0);
+          values.push_back(data[static_cast<size_t>(row * kWidth + column)]);
       }
       return values;
     };
@@ -314,6 +314,20 @@ TEST_CASE("gather and index_select keep variable sizes, captured or not", "[vari
       if (step.captured() && built < 0) built = kernels_built(device);
       if (built >= 0) CHECK(kernels_built(device) == built);
     }
+    // A position past the current length (inside the buffer) is out of range at this value:
+    // the replay raises, and the next one is right again.
+    const Tensor keys = table.shrink({{0, length.bind(10)}, {0, kWidth}});
+    const Tensor past_end =
+        Tensor::from_vector(std::vector<int32_t>{3, 10}, {2}, device).reshape({count.bind(2)});
+    try {
+      step({keys, past_end});
+      FAIL("a replay read position 10 of 10 rows");
+    } catch (const IndexError& error) {
+      CHECK_THAT(error.what(), Catch::Contains("] index 10 is out of range for axis 0 of size 10"));
+    }
+    const std::vector<int32_t> at = positions_for(10, 5);
+    const Tensor positions = Tensor::from_vector(at, {5}, device).reshape({count.bind(5)});
+    check_close(step({keys, positions})[0].to_vector<float>(), expected(at, 10));
   }
 }
 

@@ -202,6 +202,7 @@ int bench_main(const Options& options) {
   run("sum", [&] { return bench::bench_sum(harness, copy); });
   run("fused", [&] { return bench::bench_fused(harness, copy); });
   run("softmax", [&] { return bench::bench_softmax(harness, copy); });
+  run("embedding", [&] { return bench::bench_embedding(harness, copy); });
   run("matmul", [&] { return bench::bench_matmul(harness, blas.get(), limits); });
   run("matmul n", [&] { return bench::bench_matmul_sizes(harness); });
   run("train", [&] { return bench::bench_train(harness); });

@@ -4,6 +4,7 @@
 //   bench_workloads.cpp  the kiln workloads: each checked against a host reference, then timed
 //   bench_sizes.cpp      the workloads over Variable sizes
 //   bench_threads.cpp    realizes from several threads at once
+//   bench_indexing.cpp   loads from computed addresses (an embedding lookup)
 //   bench_decode.cpp     a decode step of examples/gpt2's decoder, captured over a Variable
 //   bench_check.h        checking a result, recording a measurement
 //   bench_host.cpp       the machine's own limits (memcpy bandwidth, a BLAS loaded at run time)
@@ -93,6 +94,8 @@ struct Sizes {
   int64_t square = 4096;                   // fused and softmax: square x square
   int64_t matmul = 1024;                   // matmul x matmul times matmul x matmul
   double budget_seconds = 10;              // timed seconds per workload before it stops early
+  int64_t embedding_rows = 50257;          // embedding: the table's rows (of 768 float32)
+  int64_t tokens = 2048;                   // embedding: the rows looked up
 };
 Sizes default_sizes();
 Sizes quick_sizes();
@@ -192,6 +195,10 @@ Result bench_overhead(Harness& harness, double target_seconds);
 // time per realize over all threads, beside one thread's divided by 1.5 (its limit, the speed-up
 // asked of 4 threads on 2 cores).
 Result bench_threads(Harness& harness);
+// `tokens` rows looked up in an `embedding_rows` x 768 float32 table (a language model's token
+// embedding, indices checked), beside the copy bandwidth for the bytes it must move: the rows
+// read and the output written.
+Result bench_embedding(Harness& harness, const CopyLimit& copy);
 // A captured step of `kKernels` small kernels replayed (include/kiln/capture.h): the time of one
 // replay, beside the target for the whole step and the warm realize of the same step.
 Result bench_replay(Harness& harness, double target_seconds);

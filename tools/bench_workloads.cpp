@@ -75,6 +75,8 @@ Sizes quick_sizes() {
   sizes.square = 1024;
   sizes.matmul = 512;
   sizes.budget_seconds = 3;
+  sizes.embedding_rows = 4096;
+  sizes.tokens = 256;
   return sizes;
 }
 

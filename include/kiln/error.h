@@ -21,6 +21,13 @@ class ShapeError : public Error {
   using Error::Error;
 };
 
+// An index outside the axis it indexes (gather, index_select, embedding, take_along_axis): raised
+// at the latest when a value computed from it is read, never an out-of-bounds access.
+class IndexError : public Error {
+ public:
+  using Error::Error;
+};
+
 // A dtype that the operation (or the device) does not support. dtype() is the dtype at fault,
 // where the error is about one dtype.
 class DTypeError : public Error {

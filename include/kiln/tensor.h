@@ -269,14 +269,22 @@ class Tensor {
   Tensor matmul(const Tensor& other) const;
 
   // ---- indexing ----
-  // out[i][j] = x[index[i][j]][j] for axis 0 (PyTorch's gather, NumPy's take_along_axis): the
-  // index is an integer tensor with x's number of dimensions, no larger than x outside `axis`;
-  // the result has its shape and x's dtype. An index outside [0, size) gives 0 (false): kiln does
-  // not read indices back to check them. Each output element looks at every position along the
-  // axis, so the work is out.numel() * size: fine for small axes, slow for large tables.
+  // Indices are integer tensors of any integer dtype. Each output element reads the one element
+  // its index points at (the work is proportional to the output, not to the indexed axis).
+  // A negative index counts from the end (-1 is the last position), as in PyTorch and NumPy; an
+  // index outside [-size, size) (for an unsigned dtype, [0, size)) is never read past: the value
+  // that depends on it raises IndexError (a kiln::Error naming the operation, one such index and
+  // the axis size) when it is computed, so before it can be read, and nothing is realized. Where
+  // several indices are out of range, which one the message names may vary between runs.
+  //
+  // out[i][j] = x[index[i][j]][j] for axis 0 (PyTorch's gather): the index has x's number of
+  // dimensions and is no larger than x outside `axis`; the result has its shape and x's dtype.
   Tensor gather(int64_t axis, const Tensor& index) const;
-  // The slices of x at the positions in `index` (1-D, integer) along `axis`, in that order:
-  // x.index_select(0, rows) picks rows. Out-of-range positions give 0, as in gather.
+  // NumPy's take_along_axis: gather where the index and x broadcast against each other outside
+  // `axis` (sizes equal, or 1).
+  Tensor take_along_axis(const Tensor& index, int64_t axis) const;
+  // The slices of x at the positions in `index` (1-D) along `axis`, in that order:
+  // x.index_select(0, rows) picks rows.
   Tensor index_select(int64_t axis, const Tensor& index) const;
 
   // ---- evaluation and data ----
@@ -353,6 +361,11 @@ Tensor operator^(const Tensor& a, const Tensor& b);
 
 Tensor maximum(const Tensor& a, const Tensor& b);  // NaN wins, as in PyTorch
 Tensor minimum(const Tensor& a, const Tensor& b);
+// The rows of `weight` (a [rows, features] table) at `indices` (integer, any shape): the result
+// has shape indices.shape() + [features] (a language model's token embedding). Indices follow
+// the rules of Tensor::gather (negative from the end, IndexError outside the table).
+Tensor embedding(const Tensor& indices, const Tensor& weight);
+
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& condition, double a, const Tensor& b);
 Tensor where(const Tensor& condition, const Tensor& a, double b);

@@ -507,18 +507,22 @@ HostTensor stack(const std::vector<HostTensor>& xs, int64_t axis) {
   return cat(expanded, dim);
 }
 
+int64_t index_position(int64_t index, int64_t size, DType dtype) {
+  const bool negative = dtype.is_signed_int() && index < 0;
+  const int64_t position = negative ? index + size : index;
+  if (position < 0 || position >= size || (!dtype.is_signed_int() && index < 0))
+    throw std::out_of_range("index " + std::to_string(index) + " outside an axis of " +
+                            std::to_string(size));
+  return position;
+}
+
 HostTensor gather(const HostTensor& x, int64_t axis, const HostTensor& index) {
   const int dim = normalize_axis(axis, x.shape.size());
   const int64_t size = x.shape[static_cast<size_t>(dim)];
   HostTensor result(x.dtype, index.shape);
   for (int64_t flat = 0; flat < index.numel(); ++flat) {
     const Scalar& at = index.data[static_cast<size_t>(flat)];
-    // Unsigned indices past INT64_MAX read as negative here: out of range either way.
-    const int64_t position = at.i;
-    if (position < 0 || position >= size) {
-      result.data[static_cast<size_t>(flat)] = make_scalar(x.dtype, 0);
-      continue;
-    }
+    const int64_t position = index_position(at.i, size, index.dtype);
     std::vector<int64_t> coords = unravel(flat, index.shape);
     coords[static_cast<size_t>(dim)] = position;
     result.data[static_cast<size_t>(flat)] = x.data[static_cast<size_t>(ravel(coords, x.shape))];
@@ -534,11 +538,8 @@ HostTensor index_select(const HostTensor& x, int64_t axis, const HostTensor& ind
   HostTensor result(x.dtype, shape);
   for (int64_t flat = 0; flat < result.numel(); ++flat) {
     std::vector<int64_t> coords = unravel(flat, shape);
-    const int64_t position = index.data[static_cast<size_t>(coords[static_cast<size_t>(dim)])].i;
-    if (position < 0 || position >= size) {
-      result.data[static_cast<size_t>(flat)] = make_scalar(x.dtype, 0);
-      continue;
-    }
+    const int64_t position = index_position(
+        index.data[static_cast<size_t>(coords[static_cast<size_t>(dim)])].i, size, index.dtype);
     coords[static_cast<size_t>(dim)] = position;
     result.data[static_cast<size_t>(flat)] = x.data[static_cast<size_t>(ravel(coords, x.shape))];
   }

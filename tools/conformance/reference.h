@@ -91,9 +91,12 @@ HostTensor shrink(const HostTensor& x, const std::vector<std::pair<int64_t, int6
 HostTensor flip(const HostTensor& x, const std::vector<int64_t>& axes);
 HostTensor cat(const std::vector<HostTensor>& xs, int64_t axis);
 HostTensor stack(const std::vector<HostTensor>& xs, int64_t axis);
-// out[c] = x[c with c[axis] = index[c]] over index's shape; an index outside [0, size) gives 0.
+// The position an index names along an axis of `size` (a negative signed index counts from the
+// end); std::out_of_range where it names none (kiln raises IndexError there).
+int64_t index_position(int64_t index, int64_t size, DType dtype);
+// out[c] = x[c with c[axis] = index_position(index[c])] over index's shape.
 HostTensor gather(const HostTensor& x, int64_t axis, const HostTensor& index);
-// The slices of x along `axis` at the positions of the 1-D `index` (outside: zeros).
+// The slices of x along `axis` at the positions of the 1-D `index`.
 HostTensor index_select(const HostTensor& x, int64_t axis, const HostTensor& index);
 
 // ---- helpers ----
