@@ -144,9 +144,7 @@ inline kiln::Tensor gelu_tanh(const kiln::Tensor& x) {
 inline std::vector<kiln::Tensor> decode_step(const DeviceWeights& weights,
                                              const kiln::Tensor& tokens) {
   const kiln::Dim length = tokens.dims()[1];
-  const kiln::Tensor token_rows =
-      weights.token_embedding.index_select(0, tokens.reshape({kiln::Dim(kBatch) * length}));
-  kiln::Tensor x = token_rows.reshape({kBatch, length, kModel}) +
+  kiln::Tensor x = kiln::embedding(tokens, weights.token_embedding) +
                    weights.position_embedding.shrink({{0, length}, {0, kModel}});
 
   const kiln::Tensor qkv =
