@@ -45,6 +45,32 @@ Tensor gathered(const Tensor& source, int axis, const Tensor& index, const char*
 
 }  // namespace
 
+// The source's `axis` replaced by the index's axes (sizes as given: a bound variable stays one).
+// One Gather along the last of the index's axes: the source is broadcast over the index's other
+// axes, and the index over the source's other axes.
+Tensor taken(const Tensor& source, int axis, const Tensor& index, const char* op) {
+  const Tensor ids = index.ndim() == 0 ? index.reshape(Shape{1}) : index;
+  const DimShape sizes = source.dims(), id_sizes = ids.dims();
+  const size_t at = static_cast<size_t>(axis);
+  DimShape out_shape(sizes.begin(), sizes.begin() + axis);
+  out_shape.insert(out_shape.end(), id_sizes.begin(), id_sizes.end());
+  out_shape.insert(out_shape.end(), sizes.begin() + axis + 1, sizes.end());
+  const int gather_axis = axis + static_cast<int>(id_sizes.size()) - 1;
+  DimShape source_view(sizes.begin(), sizes.begin() + axis);
+  source_view.insert(source_view.end(), id_sizes.size() - 1, Dim(1));
+  source_view.insert(source_view.end(), sizes.begin() + axis, sizes.end());
+  DimShape source_shape = out_shape;
+  source_shape[static_cast<size_t>(gather_axis)] = sizes[at];
+  DimShape index_view(at, Dim(1));
+  index_view.insert(index_view.end(), id_sizes.begin(), id_sizes.end());
+  index_view.insert(index_view.end(), sizes.size() - at - 1, Dim(1));
+  const Tensor rows = gathered(source.reshape(source_view).expand(source_shape), gather_axis,
+                               ids.reshape(index_view).expand(out_shape), op);
+  if (index.ndim() > 0) return rows;
+  out_shape.erase(out_shape.begin() + axis);  // a scalar index drops the axis
+  return rows.reshape(out_shape);
+}
+
 Tensor Tensor::gather(int64_t axis, const Tensor& index) const {
   const int dim = normalize_axis(axis, ndim(), "gather");
   check_same_device(*this, index, "gather");
@@ -93,14 +119,14 @@ Tensor Tensor::index_select(int64_t axis, const Tensor& index) const {
   if (index.ndim() != 1)
     throw ShapeError("[index_select] the index must be 1-dimensional, got " + describe(index) +
                      " for " + describe(*this));
-  // The index along the axis, the same for every position of the other axes (sizes as given:
-  // a bound variable stays one).
-  const Dim positions = index.dims()[0];
-  DimShape along(static_cast<size_t>(ndim()), Dim(1));
-  along[static_cast<size_t>(dim)] = positions;
-  DimShape out_shape = dims();
-  out_shape[static_cast<size_t>(dim)] = positions;
-  return gathered(*this, dim, index.reshape(along).expand(out_shape), "index_select");
+  return taken(*this, dim, index, "index_select");
+}
+
+Tensor Tensor::take(const Tensor& index, int64_t axis) const {
+  const int dim = normalize_axis(axis, ndim(), "take");
+  check_same_device(*this, index, "take");
+  check_index_dtype(*this, index, "take");
+  return taken(*this, dim, index, "take");
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight) {
@@ -109,23 +135,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
     throw ShapeError("[embedding] the weight must be a [rows, features] table, got " +
                      describe(weight) + " for indices " + describe(indices));
   check_index_dtype(weight, indices, "embedding");
-  // The rows are gathered along the indices' last axis (a scalar index is one of one): the
-  // table is broadcast over the others, and the index over the features.
-  const Tensor ids = indices.ndim() == 0 ? indices.reshape(Shape{1}) : indices;
-  const DimShape id_dims = ids.dims(), table = weight.dims();
-  DimShape out_shape = id_dims, source_shape = id_dims;
-  out_shape.push_back(table[1]);
-  source_shape.back() = table[0];
-  source_shape.push_back(table[1]);
-  DimShape table_view(id_dims.size() - 1, Dim(1));
-  table_view.push_back(table[0]);
-  table_view.push_back(table[1]);
-  DimShape id_view = id_dims;
-  id_view.push_back(Dim(1));
-  const Tensor rows = gathered(weight.reshape(table_view).expand(source_shape),
-                               static_cast<int>(id_dims.size()) - 1,
-                               ids.reshape(id_view).expand(out_shape), "embedding");
-  return indices.ndim() == 0 ? rows.reshape(DimShape{table[1]}) : rows;
+  return taken(weight, 0, indices, "embedding");
 }
 
 }  // namespace kiln

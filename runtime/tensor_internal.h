@@ -104,6 +104,10 @@ Tensor built_from_ops(const char* op, const Describe& operands, const Build& bui
   }
 }
 
+// The source's `axis` replaced by the axes of `index` (integer, checked by the caller): the one
+// Gather behind take, index_select, embedding and Tensor::index; `op` names it in IndexErrors.
+Tensor taken(const Tensor& source, int axis, const Tensor& index, const char* op);
+
 // Graph builders.
 UOpRef cast_node(const UOpRef& node, DType dtype);
 UOpRef alu_node(Op op, DType dtype, std::vector<UOpRef> srcs);

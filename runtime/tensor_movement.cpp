@@ -198,7 +198,12 @@ Tensor Tensor::expand(const DimShape& new_shape) const {
   return with_node(*this, broadcast_node(node_of(*this), sizes));
 }
 
-Tensor Tensor::shrink(const std::vector<std::pair<Dim, Dim>>& start_end) const {
+Tensor Tensor::shrink(const std::vector<std::pair<Dim, Dim>>& given) const {
+  // Axes after the given ones keep their whole range.
+  std::vector<std::pair<Dim, Dim>> start_end = given;
+  const DimShape sizes = dims();
+  for (size_t dim = start_end.size(); dim < sizes.size(); ++dim)
+    start_end.emplace_back(Dim(0), sizes[dim]);
   std::vector<std::pair<int64_t, int64_t>> values;
   bool symbolic = false;
   for (const auto& [start, end] : start_end) {
@@ -281,9 +286,15 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, double
 }
 
 Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> start_end) const {
-  if (static_cast<int64_t>(start_end.size()) != ndim()) {
-    throw ShapeError("[shrink] needs one (start, end) pair per dimension of " + describe(*this) +
-                     ", got " + pairs_string(start_end));
+  if (static_cast<int64_t>(start_end.size()) > ndim()) {
+    throw ShapeError("[shrink] takes at most one (start, end) pair per dimension of " +
+                     describe(*this) + ", got " + pairs_string(start_end));
+  }
+  // Axes after the given ones keep their whole range (a variable size stays one).
+  if (static_cast<int64_t>(start_end.size()) < ndim()) {
+    std::vector<std::pair<Dim, Dim>> given;
+    for (const auto& [start, end] : start_end) given.emplace_back(Dim(start), Dim(end));
+    return shrink(given);
   }
   Shape new_shape;
   std::vector<std::pair<Sym, Sym>> bounds;

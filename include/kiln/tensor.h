@@ -36,9 +36,11 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <kiln/device.h>
@@ -51,6 +53,9 @@ namespace kiln {
 using Shape = std::vector<int64_t>;
 class UOp;
 class TensorState;
+namespace indexing {
+class TensorIndex;
+}
 
 // An integer type (not bool) that names one axis; see Tensor::sum(Axis).
 template <typename Axis>
@@ -190,12 +195,28 @@ class Tensor {
   Tensor pad(std::initializer_list<std::pair<Dim, Dim>> before_after, double value = 0) const {
     return pad(std::vector<std::pair<Dim, Dim>>(before_after), value);
   }
+  // The range [start, end) of each axis, in order; axes after the given pairs keep their whole
+  // range. 0 <= start <= end <= size, else a ShapeError (slice() clamps, as Python does).
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> start_end) const;
   Tensor shrink(const std::vector<std::pair<Dim, Dim>>& start_end) const;
   Tensor shrink(std::initializer_list<std::pair<Dim, Dim>> start_end) const {
     return shrink(std::vector<std::pair<Dim, Dim>>(start_end));
   }
   Tensor flip(std::vector<int64_t> axes) const;
+  // Python's x[start:stop:step] along one axis, as a view (no data moves): an omitted start or
+  // stop is the whole range in the step's direction, a negative one counts from the end, and
+  // one past either end is clamped to it (an empty result, not an error). step may be negative
+  // (x[::-1] reverses), never 0. On an axis of variable size only the whole range is taken.
+  Tensor slice(int64_t axis, std::optional<int64_t> start, std::optional<int64_t> stop,
+               int64_t step = 1) const;
+  // x[index] along `axis`: that position (negative from the end), the axis dropped. An index
+  // outside [-size, size) is an IndexError.
+  Tensor select(int64_t axis, int64_t index) const;
+  // PyTorch's x.index({...}) (see kiln::indexing below): one entry per axis from the first, each
+  // an integer (select: the axis is dropped), a Slice (the axis kept), a Tensor of integer
+  // indices (take: the axis replaced by the index's axes), or Ellipsis (the axes it skips kept
+  // whole; at most one). Axes after the entries are kept whole. At most one Tensor entry.
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
   Tensor squeeze() const;  // every size-1 axis
   Tensor squeeze(int64_t axis) const;
   Tensor unsqueeze(int64_t axis) const;
@@ -286,6 +307,10 @@ class Tensor {
   // The slices of x at the positions in `index` (1-D) along `axis`, in that order:
   // x.index_select(0, rows) picks rows.
   Tensor index_select(int64_t axis, const Tensor& index) const;
+  // NumPy's take along an axis (MLX's take): the axis replaced by the index's axes, so x of shape
+  // (a, n, b) and an index of shape (s, t) give (a, s, t, b); out[i, s, t, j] =
+  // x[i, index[s, t], j].
+  Tensor take(const Tensor& index, int64_t axis) const;
 
   // ---- evaluation and data ----
   // Computes the value now (no-op when it is already computed). Returns *this. To compute
@@ -376,6 +401,53 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t axis = 0);
 
 // The NumPy broadcast of two shapes; throws ShapeError naming `op` when they do not broadcast.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast_shapes");
+
+// What Tensor::index takes, as PyTorch's C++ torch::indexing does:
+//   using namespace kiln::indexing;
+//   x.index({Slice(), 0})                      // x[:, 0]
+//   x.index({Slice(1, None, 2), Ellipsis, -1})  // x[1::2, ..., -1]
+//   x.index({Slice(None, None, -1)})            // x[::-1]
+//   table.index({ids})                          // table[ids], ids an integer Tensor
+namespace indexing {
+
+// Python's start:stop:step (see Tensor::slice); Slice() is the whole axis (":").
+struct Slice {
+  Slice() = default;
+  Slice(std::optional<int64_t> start_in, std::optional<int64_t> stop_in = std::nullopt,
+        int64_t step_in = 1)
+      : start(start_in), stop(stop_in), step(step_in) {}
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+};
+
+inline constexpr std::nullopt_t None = std::nullopt;
+
+struct EllipsisIndex {};
+inline constexpr EllipsisIndex Ellipsis{};
+
+class TensorIndex {
+ public:
+  template <
+      typename Integer,
+      std::enable_if_t<std::is_integral_v<Integer> && !std::is_same_v<Integer, bool>, int> = 0>
+  TensorIndex(Integer position) : value_(static_cast<int64_t>(position)) {}  // NOLINT
+  TensorIndex(Slice range) : value_(range) {}                                // NOLINT
+  TensorIndex(Tensor positions) : value_(std::move(positions)) {}            // NOLINT
+  TensorIndex(EllipsisIndex) : value_(EllipsisIndex{}) {}                    // NOLINT
+
+  bool is_integer() const { return std::holds_alternative<int64_t>(value_); }
+  bool is_slice() const { return std::holds_alternative<Slice>(value_); }
+  bool is_tensor() const { return std::holds_alternative<Tensor>(value_); }
+  bool is_ellipsis() const { return std::holds_alternative<EllipsisIndex>(value_); }
+  int64_t integer() const { return std::get<int64_t>(value_); }
+  const Slice& slice() const { return std::get<Slice>(value_); }
+  const Tensor& tensor() const { return std::get<Tensor>(value_); }
+
+ private:
+  std::variant<int64_t, Slice, Tensor, EllipsisIndex> value_;
+};
+
+}  // namespace indexing
 
 // Explicit instantiations live in the library for every host type that matches a dtype.
 #define KILN_TENSOR_HOST_TYPES(X) \

@@ -1,8 +1,8 @@
-// Indexing cases: gather, take_along_axis, index_select and embedding over every dtype, with
-// indices counted from the start and from the end (negative), repeated, of every integer dtype,
-// into contiguous, transposed, flipped and padded sources. An index outside its axis raises
-// IndexError (tests/test_gather.cpp checks that on every device): the cases keep theirs inside,
-// unsigned ones by taking them modulo the axis.
+// Indexing cases: gather, take_along_axis, index_select, embedding and strided slices over every
+// dtype, with indices counted from the start and from the end (negative), repeated, of every
+// integer dtype, into contiguous, transposed, flipped and padded sources. An index outside its axis
+// raises IndexError (tests/test_gather.cpp checks that on every device): the cases keep theirs
+// inside, unsigned ones by taking them modulo the axis.
 
 #include "tools/conformance/battery.h"
 
@@ -60,6 +60,18 @@ void add_index_cases(BatteryBuilder& builder) {
           return Expected(ref::reshape(rows, {2, 5, 7}));
         },
         "embedding(b, a)", exact_tolerance(true), "rows=9"));
+    // x[::-2, 1::3] of (9, 9): rows 8, 6, 4, 2, 0 and columns 1, 4, 7, as views.
+    builder.add(make_case(
+        "index", "slice", {input(dtype, source)},
+        [](const std::vector<Tensor>& in) {
+          using indexing::Slice;
+          return in[0].index(
+              {Slice(indexing::None, indexing::None, -2), Slice(1, indexing::None, 3)});
+        },
+        [](const std::vector<HostTensor>& in) {
+          return Expected(ref::strided(ref::strided(in[0], 0, 8, -2, 5), 1, 1, 3, 3));
+        },
+        "a.index({Slice(None, None, -2), Slice(1, None, 3)})", exact_tolerance(true), "steps"));
   }
   // Other index dtypes, a smaller index than the source, and take_along_axis broadcasting.
   for (DType index_dtype : {dtypes::uint8, dtypes::int8, dtypes::uint64, dtypes::int16,

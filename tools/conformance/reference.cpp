@@ -475,6 +475,19 @@ HostTensor flip(const HostTensor& x, const std::vector<int64_t>& axes) {
   return result;
 }
 
+HostTensor strided(const HostTensor& x, int64_t axis, int64_t first, int64_t step, int64_t count) {
+  const int dim = normalize_axis(axis, x.shape.size());
+  Shape shape = x.shape;
+  shape[static_cast<size_t>(dim)] = count;
+  HostTensor result(x.dtype, shape);
+  for (int64_t index = 0; index < result.numel(); ++index) {
+    std::vector<int64_t> coords = unravel(index, shape);
+    coords[static_cast<size_t>(dim)] = first + coords[static_cast<size_t>(dim)] * step;
+    result.data[static_cast<size_t>(index)] = x.data[static_cast<size_t>(ravel(coords, x.shape))];
+  }
+  return result;
+}
+
 HostTensor cat(const std::vector<HostTensor>& xs, int64_t axis) {
   DType dtype = xs.at(0).dtype;
   for (const HostTensor& x : xs) dtype = promote(dtype, x.dtype);

@@ -89,6 +89,8 @@ HostTensor pad(const HostTensor& x, const std::vector<std::pair<int64_t, int64_t
                double value);
 HostTensor shrink(const HostTensor& x, const std::vector<std::pair<int64_t, int64_t>>& start_end);
 HostTensor flip(const HostTensor& x, const std::vector<int64_t>& axes);
+// Positions first, first + step, ... (count of them) along `axis`: a slice, resolved.
+HostTensor strided(const HostTensor& x, int64_t axis, int64_t first, int64_t step, int64_t count);
 HostTensor cat(const std::vector<HostTensor>& xs, int64_t axis);
 HostTensor stack(const std::vector<HostTensor>& xs, int64_t axis);
 // The position an index names along an axis of `size` (a negative signed index counts from the
