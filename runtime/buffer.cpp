@@ -42,9 +42,28 @@ Buffer::Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel
       nbytes_(checked_size(*device_, dtype, numel)),
       cached_(cached) {}
 
+Buffer::Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel,
+               DeviceMemory memory, std::function<void(DeviceMemory)> release)
+    : device_(std::move(device)),
+      dtype_(dtype),
+      numel_(numel),
+      nbytes_(checked_size(*device_, dtype, numel)),
+      memory_(memory),
+      release_(std::move(release)) {}
+
 Buffer::~Buffer() {
   DeviceMemory memory = memory_.load(std::memory_order_acquire);
   if (!memory) return;
+  if (release_) {
+    // Kernels queued before may still read or write it. A device that fails here has lost the
+    // memory anyway: a destructor has nothing to throw to.
+    try {
+      device_->device().synchronize();
+    } catch (const Error&) {
+    }
+    release_(memory);
+    return;
+  }
   if (cached_) {
     device_->allocator().free(memory, allocation_size(nbytes_));
   } else {

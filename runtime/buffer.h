@@ -3,6 +3,7 @@
 // allocator on first use and given back when the last reference goes.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +21,10 @@ class Buffer : public Storage {
   // allocator: for buffers that live as long as a kernel (GRID's scratch), which must not keep a
   // block the cache would otherwise hand out again.
   Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel, bool cached = true);
+  // Memory that is not the allocator's (Tensor::from_blob): `release` runs when the buffer goes,
+  // once the device has finished every kernel it queued.
+  Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel, DeviceMemory memory,
+         std::function<void(DeviceMemory)> release);
   ~Buffer() override;
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -45,6 +50,7 @@ class Buffer : public Storage {
   std::mutex allocation_mutex_;  // taken only while memory_ is null
   std::atomic<DeviceMemory> memory_{nullptr};
   bool cached_ = true;
+  std::function<void(DeviceMemory)> release_;  // set for memory that is not the allocator's
 };
 
 // The Buffer behind a Buffer UOp.

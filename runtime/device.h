@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <kiln/dtype.h>
@@ -41,6 +42,20 @@ class Allocator {
     throw DeviceError("this device does not support subregions (subregion_alignment() is 0)");
   }
   virtual void release_subregion(DeviceMemory region) { (void)region; }
+
+  // Zero-copy with the application (Tensor::from_blob): `nbytes` of host memory at `host` as an
+  // allocation of this device, which kernels read and write in place; null where the device
+  // cannot use host memory so. The memory stays the caller's: release_host (never free) gives the
+  // handle back once no queued work uses it.
+  virtual DeviceMemory wrap_host(void* host, size_t nbytes) {
+    (void)host, (void)nbytes;
+    return nullptr;
+  }
+  virtual void release_host(DeviceMemory memory) { (void)memory; }
+  // The device API's own handle of an allocation (Tensor::native_memory) and the byte offset of
+  // the allocation inside it: a host pointer (CPU), a cl_mem (OpenCL), a VkBuffer and an offset
+  // (Vulkan), a CUdeviceptr (CUDA).
+  virtual std::pair<void*, size_t> native_handle(DeviceMemory memory) { return {memory, 0}; }
 };
 
 // Gives a block back to the allocator it came from: the deleter of OwnedDeviceMemory.

@@ -14,7 +14,6 @@
 #include "runtime/tensor_internal.h"
 
 namespace kiln {
-namespace {
 
 std::string resolve_device(const std::string& device) {
   if (device.empty()) return default_device();
@@ -22,6 +21,8 @@ std::string resolve_device(const std::string& device) {
   open_device(name);  // throws DeviceError with what is available
   return name;
 }
+
+namespace {
 
 void check_shape(const Shape& shape, const char* op) {
   check_numel(shape, op);

@@ -52,6 +52,9 @@ class TensorState {
 };
 
 Tensor make_tensor(UOpRef node, const std::string& device);
+// The device a creation function runs on: `device` by its canonical name (opened: a DeviceError
+// says what is available), or the default device for "".
+std::string resolve_device(const std::string& device);
 inline UOpRef node_of(const Tensor& tensor) {
   return tensor.node();
 }

@@ -53,6 +53,8 @@ class HostAllocator : public Allocator {
     return memory;
   }
   void free(DeviceMemory memory, size_t) override { std::free(memory); }
+  // Kernels run on the host: its memory is theirs as it is.
+  DeviceMemory wrap_host(void* host, size_t) override { return host; }
   void copy_in(DeviceMemory destination, const void* host, size_t nbytes) override {
     std::memcpy(destination, host, nbytes);
   }

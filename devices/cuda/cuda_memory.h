@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 
 #include "devices/cuda/cuda_api.h"
@@ -38,6 +39,9 @@ class CudaAllocator : public Allocator {
   size_t subregion_alignment() const override { return 256; }
   DeviceMemory subregion(DeviceMemory base, size_t offset, size_t nbytes) override;
   void release_subregion(DeviceMemory) override {}
+  std::pair<void*, size_t> native_handle(DeviceMemory memory) override {
+    return {reinterpret_cast<void*>(static_cast<uintptr_t>(device_pointer(memory))), 0};
+  }
 
  private:
   static constexpr size_t kStagingBytes = size_t{8} << 20;

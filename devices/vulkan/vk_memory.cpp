@@ -278,4 +278,9 @@ void VkAllocator::release_subregion(DeviceMemory region) {
   std::unique_ptr<VkBlock> block(&block_of(region));
 }
 
+std::pair<void*, size_t> VkAllocator::native_handle(DeviceMemory memory) {
+  const VkBlock& block = block_of(memory);
+  return {reinterpret_cast<void*>(block.buffer), static_cast<size_t>(block.offset)};
+}
+
 }  // namespace kiln::vulkan

@@ -59,6 +59,7 @@ class VkAllocator : public Allocator {
   size_t subregion_alignment() const override { return static_cast<size_t>(offset_alignment_); }
   DeviceMemory subregion(DeviceMemory base, size_t offset, size_t nbytes) override;
   void release_subregion(DeviceMemory region) override;
+  std::pair<void*, size_t> native_handle(DeviceMemory memory) override;
 
   // Whether buffers are host-visible and copied through a mapping ("mapped" for `kiln devices`).
   bool mapped() const { return mapped_; }

@@ -34,6 +34,7 @@
 //     ops never changes a comparison.
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -311,6 +312,31 @@ class Tensor {
   // (a, n, b) and an index of shape (s, t) give (a, s, t, b); out[i, s, t, j] =
   // x[i, index[s, t], j].
   Tensor take(const Tensor& index, int64_t axis) const;
+
+  // ---- memory shared with the application ----
+  // Wraps `data` (host memory holding the shape's elements of `dtype`, row-major) as a realized
+  // tensor without a copy, on a device whose kernels use host memory in place (the CPU);
+  // elsewhere a DeviceError (from_vector copies). kiln then reads and writes `data` itself: the
+  // application must not change it while a realize that reads it runs, and sees kiln's writes
+  // (Tensor::assign) once that realize returns. `deleter`, where given, is called with `data` once
+  // kiln holds the memory no more (every tensor, captured step and kernel reading it is done);
+  // until then the memory must stay valid. A null `data`, or one not aligned to the dtype's
+  // size, is an Error naming from_blob, and nothing is made.
+  static Tensor from_blob(void* data, Shape shape, DType dtype,
+                          std::function<void(void*)> deleter = {}, const std::string& device = "");
+  // The device's own allocation behind this tensor (realized first, its device synchronized, so
+  // its values are there): `handle` as the device API names it (a host pointer on the CPU, a
+  // cl_mem on CL, a VkBuffer on VULKAN, a CUdeviceptr on CUDA), the tensor's first byte at
+  // `offset` within it, `nbytes` long. It stays valid while this tensor, or another on the same
+  // buffer, lives; other code may read it, or write it between realizes. A view that is not a
+  // whole buffer (a slice, a transpose) has no allocation of its own: an Error says to take
+  // contiguous() and keep that tensor.
+  struct NativeMemory {
+    void* handle = nullptr;
+    size_t offset = 0;
+    size_t nbytes = 0;
+  };
+  NativeMemory native_memory() const;
 
   // ---- evaluation and data ----
   // Computes the value now (no-op when it is already computed). Returns *this. To compute
