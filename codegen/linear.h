@@ -51,8 +51,9 @@ enum class LinOp : uint8_t {
   FragmentLoad,
   Mma,
   FragmentStore,
-  // srcs[0] (an integer value) as the index variable named `loop_var`, which index arithmetic
-  // (Sym) then uses like a loop's: a computed address (a Gather's position along its axis).
+  // srcs[0] (an integer value in [0, loop_end)) as the index variable named `loop_var`, which
+  // index arithmetic (Sym) then uses like a loop's: a computed address (a Gather's position
+  // along its axis).
   IndexOf,
   // srcs[0]'s bits as `dtype`: a half type's value (a float, rounded to the half type) as its 16
   // bits (uint16), or 16 bits as the half type's value.

@@ -67,9 +67,11 @@ Sym Lowerer::gathered_position(const UOpRef& node, int raw) {
   }
   const int safe = alu(Op::Where, dtype, {in_range, wrapped, zero});
   const std::string name = "gathered" + std::to_string(gathered_count_++);
-  LinInstr position{LinOp::IndexOf, dtypes::int64};
+  const bool wide_axis = size.vmax() > std::numeric_limits<int32_t>::max();
+  LinInstr position{LinOp::IndexOf, wide_axis ? dtypes::int64 : dtypes::int32};
   position.srcs = {safe};
   position.loop_var = name;
+  position.loop_end = size;
   const int position_value = emit(std::move(position));
 
   // An index outside the axis is reported: the Gather's site, then the index's 64 bits (not
@@ -77,17 +79,28 @@ Sym Lowerer::gathered_position(const UOpRef& node, int raw) {
   const LinInstr& check = program_.instrs[in_range];
   const bool always_inside = check.op == LinOp::Const && check.value.int_value != 0;
   if (!always_inside && !(gate_.is_const() && gate_.const_value() == 0)) {
-    LinInstr bad{LinOp::IndexOf, dtypes::int64};
+    LinInstr bad{LinOp::IndexOf, dtypes::int32};
     bad.srcs = {alu(Op::Not, dtypes::bool_, {in_range})};
     bad.loop_var = name + "_outside";
+    bad.loop_end = Sym(2);
     const Sym outside = Sym::var(bad.loop_var, 0, 1);
     emit(std::move(bad));
-    const DType wide_dtype = dtype.is_signed_int() ? dtypes::int64 : dtypes::uint64;
-    const int wide = cast_to(index, wide_dtype);
-    const int high =
-        alu(Op::Shr, wide_dtype, {wide, constant(wide_dtype, const_of(wide_dtype, 32))});
-    const int fields[4] = {constant(dtypes::int32, const_of(dtypes::int32, site + 1)),
-                           cast_to(wide, dtypes::int32), cast_to(high, dtypes::int32),
+    // The index's low and high 32 bits; a 32-bit index's high word is its sign (no 64-bit
+    // arithmetic, which some devices lack).
+    const int low = cast_to(index, dtypes::int32);
+    int high;
+    if (dtype.itemsize() == 8) {
+      high = cast_to(alu(Op::Shr, dtype, {index, constant(dtype, const_of(dtype, 32))}),
+                     dtypes::int32);
+    } else if (dtype.is_signed_int()) {
+      high = alu(Op::Where, dtypes::int32,
+                 {alu(Op::CmpLt, dtypes::bool_, {index, zero}),
+                  constant(dtypes::int32, const_of(dtypes::int32, -1)),
+                  constant(dtypes::int32, ConstArg{})});
+    } else {
+      high = constant(dtypes::int32, ConstArg{});
+    }
+    const int fields[4] = {constant(dtypes::int32, const_of(dtypes::int32, site + 1)), low, high,
                            constant(dtypes::int32, ConstArg{})};
     for (int field = 0; field < 4; ++field) {
       LinInstr store{LinOp::Store, dtypes::int32};

@@ -363,12 +363,16 @@ class Renderer {
         out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << dialect_.index_type
             << " " << value_name << " = " << index_value(instr.index) << ";\n";
         return;
-      case LinOp::IndexOf:
+      case LinOp::IndexOf: {
+        // A position past a 32-bit index type (GLSL's) is held in its wide type.
+        const bool wide = !dialect_.wide_index_type.empty() &&
+                          instr.loop_end.vmax() - 1 > std::numeric_limits<int32_t>::max();
+        const std::string& type = wide ? dialect_.wide_index_type : dialect_.index_type;
         names_[index] = instr.loop_var;
-        out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << dialect_.index_type
-            << " " << instr.loop_var << " = "
-            << dialect_.cast(dialect_.index_type, name_of(instr.srcs[0])) << ";\n";
+        out << pad() << dialect_.exact_qualifier << dialect_.value_qualifier << type << " "
+            << instr.loop_var << " = " << dialect_.cast(type, name_of(instr.srcs[0])) << ";\n";
         return;
+      }
       case LinOp::Load:
         names_[index] = value_name;
         if (instr.vector_width > 1) {

@@ -59,7 +59,7 @@ Buffer::~Buffer() {
     // memory anyway: a destructor has nothing to throw to.
     try {
       device_->device().synchronize();
-    } catch (const Error&) {
+    } catch (...) {
     }
     release_(memory);
     return;

@@ -46,6 +46,16 @@ void IndexReport::check() const {
   for (size_t at = 0; at < variables_.size() && at < values_.size(); ++at)
     named.emplace(variables_[at].var_name(), values_[at]);
   const int64_t size = gather.size.eval(named);
+  // Work items that meet bad indices at once may each write part of the report (plain stores):
+  // an index it names is checked to be one that is out of range.
+  const int64_t as_signed = static_cast<int64_t>(bits);
+  const bool outside = gather.unsigned_index ? bits >= static_cast<uint64_t>(size)
+                                             : as_signed < -size || as_signed >= size;
+  if (!outside)
+    throw IndexError("[" + gather.op + "] indices are out of range for axis " +
+                     std::to_string(gather.axis) + " of size " + std::to_string(size) +
+                     " (valid: " + (gather.unsigned_index ? "0" : std::to_string(-size)) + " to " +
+                     std::to_string(size - 1) + ")");
   throw IndexError("[" + gather.op + "] index " + index + " is out of range for axis " +
                    std::to_string(gather.axis) + " of size " + std::to_string(size) +
                    " (valid: " + (gather.unsigned_index ? "0" : std::to_string(-size)) + " to " +

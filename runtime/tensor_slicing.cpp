@@ -5,6 +5,7 @@
 #include <kiln/tensor.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "runtime/tensor_internal.h"
 
@@ -30,7 +31,7 @@ SliceRange resolve(std::optional<int64_t> start, std::optional<int64_t> stop, in
   const int64_t last = bound(stop, step > 0 ? upper : lower);
   const int64_t span = step > 0 ? last - first : first - last;
   const int64_t stride = step > 0 ? step : -step;
-  return {first, span <= 0 ? 0 : (span + stride - 1) / stride};
+  return {first, span <= 0 ? 0 : 1 + (span - 1) / stride};
 }
 
 }  // namespace
@@ -38,8 +39,9 @@ SliceRange resolve(std::optional<int64_t> start, std::optional<int64_t> stop, in
 Tensor Tensor::slice(int64_t axis, std::optional<int64_t> start, std::optional<int64_t> stop,
                      int64_t step) const {
   const int dim = normalize_axis(axis, ndim(), "slice");
-  if (step == 0)
-    throw ShapeError("[slice] the step must not be 0 (slicing " + describe(*this) + ")");
+  if (step == 0 || step == std::numeric_limits<int64_t>::min())
+    throw ShapeError("[slice] the step must be a nonzero integer above -2^63, got " +
+                     std::to_string(step) + " (slicing " + describe(*this) + ")");
   const size_t at = static_cast<size_t>(dim);
   if (dims()[at].is_symbolic()) {
     if (!start && !stop && step == 1) return *this;
@@ -64,7 +66,7 @@ Tensor Tensor::slice(int64_t axis, std::optional<int64_t> start, std::optional<i
   if (range.count == 0) return source.shrink(along(0, 0));
   const int64_t span = (range.count - 1) * stride + 1;
   const Tensor cut = source.shrink(along(first, first + span));
-  if (stride == 1) return cut;
+  if (stride == 1 || range.count == 1) return cut;
   // Every stride-th element: padded to count * stride, split into (count, stride), the first
   // of each.
   std::vector<std::pair<Dim, Dim>> pads(whole.size(), {Dim(0), Dim(0)});

@@ -8,6 +8,7 @@
 #include <kiln/kiln.h>
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 
 #include "core/uop.h"
@@ -174,6 +175,11 @@ TEST_CASE("index takes integers, slices, an ellipsis and a tensor", "[slicing]")
           x.index({Slice(1, 2), Slice(0, 2)}).to_vector<int32_t>());
     // Bad input: named, nothing changed.
     CHECK_THROWS_AS(x.slice(0, 0, 4, 0), ShapeError);
+    CHECK_THROWS_AS(x.slice(0, None, None, std::numeric_limits<int64_t>::min()), ShapeError);
+    // Steps past the axis take the first position only, as Python does.
+    CHECK(x.slice(2, 1, None, std::numeric_limits<int64_t>::max()).shape() == Shape{4, 5, 1});
+    CHECK(x.slice(0, None, None, -(int64_t{1} << 62)).to_vector<int32_t>() ==
+          x.index({-1}).reshape({1, 5, 6}).to_vector<int32_t>());
     CHECK_THROWS_AS(x.index({0, 0, 0, 0}), ShapeError);
     CHECK_THROWS_AS(x.index({Ellipsis, 0, Ellipsis}), ShapeError);
     CHECK_THROWS_AS(x.index({ids, ids}), ShapeError);

@@ -297,7 +297,9 @@ class Tensor {
   // index outside [-size, size) (for an unsigned dtype, [0, size)) is never read past: the value
   // that depends on it raises IndexError (a kiln::Error naming the operation, one such index and
   // the axis size) when it is computed, so before it can be read, and nothing is realized. Where
-  // several indices are out of range, which one the message names may vary between runs.
+  // several indices are out of range, which one the message names may vary between runs (where
+  // work items report theirs at the same moment, it may name none, only the axis). The check
+  // waits for the device: a realize that gathers returns once its kernels are done.
   //
   // out[i][j] = x[index[i][j]][j] for axis 0 (PyTorch's gather): the index has x's number of
   // dimensions and is no larger than x outside `axis`; the result has its shape and x's dtype.
@@ -316,9 +318,9 @@ class Tensor {
   // ---- memory shared with the application ----
   // Wraps `data` (host memory holding the shape's elements of `dtype`, row-major) as a realized
   // tensor without a copy, on a device whose kernels use host memory in place (the CPU);
-  // elsewhere a DeviceError (from_vector copies). kiln then reads and writes `data` itself: the
-  // application must not change it while a realize that reads it runs, and sees kiln's writes
-  // (Tensor::assign) once that realize returns. `deleter`, where given, is called with `data` once
+  // elsewhere a DeviceError (from_vector copies). kiln then reads `data` itself: the
+  // application must not change it while a realize that reads it runs (a change made between
+  // realizes is read by the next one). `deleter`, where given, is called with `data` once
   // kiln holds the memory no more (every tensor, captured step and kernel reading it is done);
   // until then the memory must stay valid. A null `data`, or one not aligned to the dtype's
   // size, is an Error naming from_blob, and nothing is made.
