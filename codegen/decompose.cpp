@@ -45,24 +45,10 @@ bool semantic_alu(Op op, DType operand, const Dialect& dialect) {
   }
 }
 
-Op update_op(ReduceOp reduce) {
-  switch (reduce) {
-    case ReduceOp::Sum:
-      return Op::Add;
-    case ReduceOp::Prod:
-      return Op::Mul;
-    case ReduceOp::Max:
-      return Op::Max;
-    case ReduceOp::Min:
-      return Op::Min;
-  }
-  return Op::Add;
-}
-
-// The update an AccUpdate does is the Alu of update_op (a float sum or product is the target's
+// The update an AccUpdate does is the Alu of reduce_alu_op (a float sum or product is the target's
 // own operator: it stays one statement).
 bool semantic_update(ReduceOp reduce, DType dtype, const Dialect& dialect) {
-  return semantic_alu(update_op(reduce), dtype, dialect);
+  return semantic_alu(reduce_alu_op(reduce), dtype, dialect);
 }
 
 bool semantic_cast(DType from, DType to) {
@@ -196,7 +182,7 @@ class Decomposer {
         const DType dtype = dtype_of(value);
         const bool value_first = instr.reduce == ReduceOp::Max || instr.reduce == ReduceOp::Min;
         instr.srcs[1] =
-            alu(update_op(instr.reduce), dtype,
+            alu(reduce_alu_op(instr.reduce), dtype,
                 value_first ? std::vector<int>{value, acc} : std::vector<int>{acc, value});
         instr.primitive = true;
         return emit(std::move(instr));

@@ -89,7 +89,8 @@ Dialect make_c_dialect() {
   dialect.reduce_loop_pragma = "#pragma omp simd reduction";
   dialect.max_reduction_name = "kiln_max";
   dialect.min_reduction_name = "kiln_min";
-  // Work items write distinct outputs and read inputs only (buffers never alias).
+  // Work items write distinct outputs and read no element another work item writes (buffers
+  // never alias; a scatter's work item reads and updates only the lines it owns).
   dialect.work_item_loop_pragma = "#pragma omp simd";
   dialect.float32_infinity = "__builtin_inff()";
   dialect.float32_nan = "__builtin_nanf(\"\")";

@@ -96,6 +96,12 @@ class Chooser {
 
   OptChoice run() {
     if (item_.ast->numel() == 0) return {};  // at every value: a symbolic size counts its largest
+    // A Scatter's work items each own lines: how many, and their workgroups.
+    if (axes_.scatter) {
+      if (!target_.is_gpu) choose_scatter_lanes();
+      if (!target_.loop_launch) choose_workgroup();
+      return std::move(choice_);
+    }
     const bool reduces = holds_reduce(item_.ast);
     if (fuses_rows(target_) && reads_row_reductions(item_.ast) && choose_row_workgroup())
       return std::move(choice_);
@@ -452,6 +458,23 @@ class Chooser {
       add(rows, "the inner loop over a row has fewer index divisions");
   }
 
+  // On a CPU a scatter's work item takes neighbouring lines (along the last axis, where that is
+  // not the scattered one): each step of its loops then loads and stores a vector's worth of
+  // neighbours, not one element a cache line. Enough work items stay for every core.
+  void choose_scatter_lanes() {
+    if (axes_.output.empty()) return;
+    const int last = static_cast<int>(axes_.output.size()) - 1;
+    if (axes_.is_symbolic(last)) return;
+    int64_t lines = 1;
+    for (int64_t size : axes_.output) lines *= size;
+    for (int64_t amount : {16, 8, 4}) {
+      if (axes_.output[last] % amount != 0 || lines / amount < 2 * target_.compute_units) continue;
+      add({OptKind::Upcast, last, amount},
+          "neighbouring lines per work item: " + std::to_string(amount));
+      return;
+    }
+  }
+
   // Work items in groups: as large as the device likes, no larger than the launch, and enough
   // groups for every compute unit. A launch that is a multiple of 64 is split exactly (the kernel
   // then needs no bounds check, which keeps PoCL vectorizing across work items).
@@ -459,7 +482,9 @@ class Chooser {
     if (std::any_of(choice_.opts.begin(), choice_.opts.end(),
                     [](const Opt& opt) { return opt.kind == OptKind::Group; }))
       return;
-    const int64_t items = item_.output->numel() / output_lanes();
+    int64_t items = 1;
+    for (int64_t size : axes_.output) items *= size;
+    items /= output_lanes();
     int64_t local = round_down_to_power_of_two(
         std::min({target_.is_gpu ? kGpuGroupSize : kCpuGroupSize, target_.max_workgroup_size,
                   target_.max_workgroup_dims[0]}));

@@ -24,6 +24,7 @@ std::string KernelAxes::to_string() const {
     text += " | " + std::string(reduce_op_name(reduce_op)) + " " + reduce_dtype.name();
     for (size_t at = 0; at < reduce.size(); ++at) text += " " + sym_sizes[output.size() + at].key();
   }
+  if (scatter) text += " | SCATTER";
   return text + "]";
 }
 
@@ -175,6 +176,12 @@ KernelAxes kernel_axes(const UOpRef& ast) {
   KernelAxes axes;
   axes.output = ast->shape();
   axes.sym_sizes = ast->sym_shape();
+  if (ast->op() == Op::Scatter) {
+    const int axis = ast->scatter_arg().axis;
+    axes.output[axis] = 1;
+    axes.sym_sizes[axis] = Sym(1);
+    axes.scatter = true;
+  }
   if (const UOpRef reduce = kernel_reduce(ast)) {
     const ReduceArg& arg = reduce->reduce_arg();
     const SymShape source_sizes = reduce->src()->sym_shape();

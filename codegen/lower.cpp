@@ -50,27 +50,65 @@ LinearProgram Lowerer::run() {
   const size_t ndim = shape.size();
   // No output at any value (a symbolic size that may be 0 is lowered for its other values).
   if (item_.ast->numel() == 0) return std::move(program_);
-
-  // Each work item covers a tile of outputs: upcast[axis] neighbours along each axis. A
-  // symbolic axis has a last tile in part past its size: those lanes compute the axis' last
-  // element (every load stays inside its buffer, and lanes share loads as in a full tile) and
-  // store nothing.
-  SymShape tiles = shape;
-  for (size_t axis = 0; axis < ndim; ++axis) {
-    const Sym upcast(plan_.upcast[axis]);
-    tiles[axis] =
-        floordiv(shape[axis].is_const() ? shape[axis] : shape[axis] + upcast - Sym(1), upcast);
+  if (item_.ast->op() == Op::Scatter) {
+    lower_scatter();
+    return std::move(program_);
   }
-  LaunchIndex launched = index_launch(plan_, tiles, program_);
+
+  // Each work item covers a tile of outputs (tile_lanes).
+  LaunchIndex launched = index_launch(plan_, tile_counts(shape), program_);
   group_lane_ = launched.group_lane;
   grid_item_ = launched.grid_item;
   grid_group_ = launched.grid_group;
   store_guard_ = launched.store_guard;
   const Index tile = launched.tile;
   tile_index_ = tile;
-  Lanes lanes{tile};
-  Lanes store_lanes{tile};               // per lane: where it stores (unclamped)
-  std::vector<Sym> lane_guards{Sym(1)};  // per lane: inside every symbolic axis
+  Lanes lanes, store_lanes;
+  std::vector<Sym> lane_guards;
+  tile_lanes(tile, shape, lanes, store_lanes, lane_guards);
+  if (row_lanes_ > 1) {
+    row_lane_ = tile[ndim - 1];
+    // The row's reductions first, at the top level, each at the row's index (sources first:
+    // softmax's max before its sum, whose loop then finds the max computed).
+    for (const UOpRef& node : toposort({item_.ast})) {
+      if (broadcasts_row_value(*node)) lower_one(node, lanes[0]);
+    }
+  }
+  const std::vector<int> values = lower(item_.ast, lanes);
+  const SymShape strides = View::contiguous_strides(shape);
+  for (size_t lane = 0; lane < lanes.size(); ++lane) {
+    Sym flat(0);
+    for (size_t dim = 0; dim < ndim; ++dim) flat = flat + store_lanes[lane][dim] * strides[dim];
+    LinInstr store{LinOp::Store, item_.output->dtype()};
+    store.srcs = {cast_to(values[lane], item_.output->dtype())};
+    store.buffer = 0;
+    store.index = flat;
+    store.valid = logical_and(store_guard_, lane_guards[lane]);
+    emit(std::move(store));
+  }
+  return std::move(program_);
+}
+
+SymShape Lowerer::tile_counts(const SymShape& shape) const {
+  SymShape tiles = shape;
+  for (size_t axis = 0; axis < shape.size(); ++axis) {
+    const Sym upcast(plan_.upcast[axis]);
+    tiles[axis] =
+        floordiv(shape[axis].is_const() ? shape[axis] : shape[axis] + upcast - Sym(1), upcast);
+  }
+  return tiles;
+}
+
+// Each work item's lanes: upcast[axis] neighbours along each axis of its tile. A symbolic
+// axis' last tile lies in part past its size: those lanes compute the axis' last element (every
+// load stays inside its buffer, and lanes share loads as in a full tile), store at their own
+// index, and are guarded off.
+void Lowerer::tile_lanes(const Index& tile, const SymShape& shape, Lanes& lanes, Lanes& store_lanes,
+                         std::vector<Sym>& lane_guards) const {
+  const size_t ndim = shape.size();
+  lanes = {tile};
+  store_lanes = {tile};
+  lane_guards = {Sym(1)};
   for (size_t axis = 0; axis < ndim; ++axis) {
     if (plan_.upcast[axis] == 1) continue;
     Lanes widened, widened_stores;
@@ -94,27 +132,6 @@ LinearProgram Lowerer::run() {
     store_lanes = std::move(widened_stores);
     lane_guards = std::move(widened_guards);
   }
-  if (row_lanes_ > 1) {
-    row_lane_ = tile[ndim - 1];
-    // The row's reductions first, at the top level, each at the row's index (sources first:
-    // softmax's max before its sum, whose loop then finds the max computed).
-    for (const UOpRef& node : toposort({item_.ast})) {
-      if (broadcasts_row_value(*node)) lower_one(node, lanes[0]);
-    }
-  }
-  const std::vector<int> values = lower(item_.ast, lanes);
-  const SymShape strides = View::contiguous_strides(shape);
-  for (size_t lane = 0; lane < lanes.size(); ++lane) {
-    Sym flat(0);
-    for (size_t dim = 0; dim < ndim; ++dim) flat = flat + store_lanes[lane][dim] * strides[dim];
-    LinInstr store{LinOp::Store, item_.output->dtype()};
-    store.srcs = {cast_to(values[lane], item_.output->dtype())};
-    store.buffer = 0;
-    store.index = flat;
-    store.valid = logical_and(store_guard_, lane_guards[lane]);
-    emit(std::move(store));
-  }
-  return std::move(program_);
 }
 
 // A value depends on the node, the index and the gate it is lowered under.

@@ -24,10 +24,13 @@ DType compare_dtype(DType index, const Sym& size) {
 int Lowerer::gather_site(const UOpRef& node) {
   auto found = gather_site_of_.find(node.get());
   if (found != gather_site_of_.end()) return found->second;
-  const GatherArg& arg = node->gather_arg();
+  const bool gather = node->op() == Op::Gather;
+  const int axis = gather ? node->gather_arg().axis : node->scatter_arg().axis;
+  const std::string& op = gather ? node->gather_arg().op : node->scatter_arg().op;
   const int site = static_cast<int>(program_.gathers.size());
-  program_.gathers.push_back({arg.op, arg.axis, node->src(0)->sym_shape()[arg.axis],
-                              !node->src(1)->dtype().is_signed_int()});
+  // The axis indexed: the Gather's source's, the Scatter's destination's (both srcs[0]).
+  program_.gathers.push_back(
+      {op, axis, node->src(0)->sym_shape()[axis], !node->src(1)->dtype().is_signed_int()});
   gather_site_of_.emplace(node.get(), site);
   if (index_errors_ < 0) {
     index_errors_ = static_cast<int>(program_.params.size());
@@ -38,12 +41,16 @@ int Lowerer::gather_site(const UOpRef& node) {
   return site;
 }
 
-Sym Lowerer::gathered_position(const UOpRef& node, int raw) {
+Sym Lowerer::gathered_position(const UOpRef& node, int raw, Sym* inside) {
   const int site = gather_site(node);
   ValueKey key{ValueKey::Kind::Node, node.get(), raw, {}};
   if (!gate_.is_const()) key.at.push_back(gate_);
   const Sym size = program_.gathers[site].size;
   const auto position_var = [&](int index_of) {
+    if (inside) {
+      auto outside = gathered_outside_.find(program_.instrs[index_of].loop_var);
+      *inside = outside == gathered_outside_.end() ? Sym(1) : eq(outside->second, Sym(0));
+    }
     return Sym::var(program_.instrs[index_of].loop_var, 0, std::max<int64_t>(size.vmax() - 1, 0));
   };
   if (const int* known = find_value(key)) return position_var(*known);
@@ -84,6 +91,7 @@ Sym Lowerer::gathered_position(const UOpRef& node, int raw) {
     bad.loop_var = name + "_outside";
     bad.loop_end = Sym(2);
     const Sym outside = Sym::var(bad.loop_var, 0, 1);
+    gathered_outside_.emplace(name, outside);
     emit(std::move(bad));
     // The index's low and high 32 bits; a 32-bit index's high word is its sign (no 64-bit
     // arithmetic, which some devices lack).

@@ -49,6 +49,14 @@ class Lowerer : public LinearBuilder {
     return result;
   }
 
+  // Work items cover tiles of outputs, upcast[axis] neighbours along each axis: the tiles along
+  // each axis of `shape` (a symbolic axis' last one may lie in part past its size).
+  SymShape tile_counts(const SymShape& shape) const;
+  // A work item's lanes (their indices, the indices they store at, and the guards that switch
+  // off the lanes past a symbolic axis' size) for its `tile` index.
+  void tile_lanes(const Index& tile, const SymShape& shape, Lanes& lanes, Lanes& store_lanes,
+                  std::vector<Sym>& lane_guards) const;
+
   // A value depends on the node, the index and the gate it is lowered under.
   ValueKey memo_key(const UOpRef& node, const Index& index) const;
 
@@ -77,9 +85,18 @@ class Lowerer : public LinearBuilder {
   // The position the index value `raw` points at along the Gather's axis, as an index variable
   // in [0, size): a negative index wrapped, one outside the axis reported (KernelParam::
   // index_errors) and read as 0. Made once per value and scope.
-  Sym gathered_position(const UOpRef& node, int raw);
-  // The Gather's place in program_.gathers (added at its first use, with the report parameter).
+  // `inside`, where given, is set to where the index lies inside the axis (1 where it always
+  // does).
+  Sym gathered_position(const UOpRef& node, int raw, Sym* inside = nullptr);
+  // The Gather's (or Scatter's) place in program_.gathers (added at its first use, with the
+  // report parameter).
   int gather_site(const UOpRef& node);
+
+  // A Scatter's kernel (codegen/lower_scatter.cpp), in place on its output: each work item owns
+  // lines of the output along the Scatter's axis and walks the index's lines in ascending
+  // order, storing (or reducing) each value where its index points: a work item's stores are in
+  // program order, and no other work item writes its lines.
+  void lower_scatter();
 
   // One loop nest for every lane: each lane has its accumulator. Long float sums add into block
   // accumulators first (see plan_blocked_sum), so their rounding error grows like sqrt(n). The
@@ -146,6 +163,9 @@ class Lowerer : public LinearBuilder {
   std::unordered_map<const UOp*, int> gather_site_of_;
   int index_errors_ = -1;   // the index_errors parameter, once a Gather needs it
   int gathered_count_ = 0;  // names the IndexOf variables
+  // A gathered position's variable (by name): the variable that is 1 where its index lies
+  // outside the axis.
+  std::unordered_map<std::string, Sym> gathered_outside_;
   // Where the values being lowered are needed; loads outside it read nothing (see lower_view).
   Sym gate_ = Sym(1);
 };

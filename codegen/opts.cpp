@@ -47,6 +47,10 @@ class OptChecker {
     for (const Opt& opt : opts_) {
       opt_ = &opt;
       if (opt.amount < 2) refuse("the amount must be at least 2 (1 changes nothing)");
+      if (axes_.scatter && opt.kind != OptKind::Local && opt.kind != OptKind::Upcast)
+        refuse(
+            "a scatter's work items each own lines of the output: only LOCAL and UPCAST "
+            "apply");
       // A GROUP's axis may take an UPCAST before the GROUP (each work item's neighbouring
       // elements) and one after it (parts a workgroup apart).
       const bool after_group = opt.kind == OptKind::Upcast && opt.axis == group_axis;

@@ -146,8 +146,9 @@ int fuse_row_reductions(Schedule& schedule, int64_t max_lanes, int64_t max_buffe
     if (item.kind != ScheduleItem::Kind::Kernel || removed[consumer]) continue;
     const Shape& shape = item.output->shape();
     if (shape.empty() || row_lanes(shape.back(), max_lanes) == 0) continue;
-    // A kernel with a reduction of its own (a matmul of normalized rows) keeps its opts.
-    if (kernel_reduce(item.ast)) continue;
+    // A kernel with a reduction of its own (a matmul of normalized rows) keeps its opts; a
+    // Scatter's work items own lines, not rows.
+    if (kernel_reduce(item.ast) || item.ast->op() == Op::Scatter) continue;
     bool again = true;
     while (again) {
       again = false;

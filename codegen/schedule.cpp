@@ -131,8 +131,9 @@ KernelSize kernel_size(const UOp& node, const std::unordered_set<const UOp*>& re
   if (node.op() == Op::Buffer) return {0, 1, 0};
   size.ops = 1;
   size.arithmetic = is_elementwise(node.op()) ? 1 : 0;
-  // A Gather's kernel binds a buffer for its index errors (counted per Gather: an upper bound).
-  if (node.op() == Op::Gather) size.buffers = 1;
+  // A Gather's or Scatter's kernel binds a buffer for its index errors (counted per Gather: an
+  // upper bound).
+  if (node.op() == Op::Gather || node.op() == Op::Scatter) size.buffers = 1;
   const std::vector<UOpRef>& srcs = node.srcs();
   // A source read twice (x * x) counts once. Sources are few (a scan finds a repeat), but a cat
   // may have thousands: those are looked up in a set.
@@ -297,9 +298,38 @@ class TargetsOf {
   std::unordered_map<std::string, std::pair<ScheduleTarget, KernelLimits>> known_;
 };
 
+// The part [start, end) of `node` along `axis`, as a View.
+UOpRef part_along(const UOpRef& node, int axis, int64_t start, int64_t end) {
+  const SymShape sizes = node->sym_shape();
+  std::vector<std::pair<Sym, Sym>> ranges;
+  for (const Sym& size : sizes) ranges.emplace_back(Sym(0), size);
+  ranges[static_cast<size_t>(axis)] = {Sym(start), Sym(end)};
+  Shape shape = node->shape();
+  shape[static_cast<size_t>(axis)] = end - start;
+  return make_view(node, ShapeTracker::contiguous(sizes).shrink(ranges), shape);
+}
+
+// A Scatter's work item walks the index along its axis in one loop: where that is longer than
+// `limit` steps (0: any number), a chain of Scatters over consecutive parts of the index, each
+// updating the one before in place (build_items), in the same order.
+UOpRef bound_scatter_length(const UOpRef& node, int64_t limit) {
+  const int axis = node->scatter_arg().axis;
+  const Sym length = node->src(1)->sym_shape()[static_cast<size_t>(axis)];
+  if (limit <= 0 || !length.is_const() || length.const_value() <= limit) return nullptr;
+  UOpRef result = node->src(0);
+  for (int64_t start = 0; start < length.const_value(); start += limit) {
+    const int64_t end = std::min(length.const_value(), start + limit);
+    result = UOp::make(Op::Scatter, node->dtype(),
+                       {result, part_along(node->src(1), axis, start, end),
+                        part_along(node->src(2), axis, start, end)},
+                       node->arg(), node->shape());
+  }
+  return result;
+}
+
 // One pass: values realized before (by another graph that shares these nodes) are read, not
-// computed, and long reductions are split (a replacement's new nodes are rewritten too, so a
-// split's parts are bounded).
+// computed, long scatters are chained, and long reductions are split (a replacement's new nodes are
+// rewritten too, so a split's parts are bounded).
 std::vector<UOpRef> rewrite_reductions(const std::vector<UOpRef>& input_roots,
                                        const std::string& device, TargetsOf& limits,
                                        bool read_realized) {
@@ -314,6 +344,8 @@ std::vector<UOpRef> rewrite_reductions(const std::vector<UOpRef>& input_roots,
   return graph_rewrite(
       input_roots,
       [&](const UOpRef& node) -> UOpRef {
+        if (node->op() == Op::Scatter)
+          return bound_scatter_length(node, limits(device_of_node(node)).max_reduce_length);
         if (node->op() != Op::Reduce) return nullptr;
         if (UOpRef folded = fold_constant_reduce(node)) return folded;
         const bool one_kernel =
@@ -342,7 +374,7 @@ struct Uses {
   };
   std::unordered_map<const UOp*, Users> users;
   std::unordered_set<const UOp*> broadcast_read;  // some user broadcasts it through a View
-  std::unordered_set<const UOp*> must_realize;    // roots, Contiguous, the source of a Copy
+  std::unordered_set<const UOp*> must_realize;    // roots, Contiguous, Scatters, a Copy's source
   // A computed node read through a broadcasting View (past Views that only move it): the most
   // times one of its elements is read, as the View's elements per element of its source.
   std::unordered_map<const UOp*, int64_t> reads_per_element;
@@ -374,9 +406,11 @@ Uses find_uses(const std::vector<UOpRef>& order, const std::vector<UOpRef>& root
     }
     // A Gather evaluates its source at computed positions and its index once per element: a
     // reduction in either is realized first (kernel_reduce stops at the Gather).
-    if (node->op() == Op::Gather) {
+    if (node->op() == Op::Gather || node->op() == Op::Scatter) {
       for (const UOpRef& src : node->srcs()) uses.broadcast_read.insert(src.get());
     }
+    // A Scatter's kernel stores into its own buffer (codegen/lower_scatter.cpp).
+    if (node->op() == Op::Scatter) uses.must_realize.insert(node);
     if (node->op() == Op::Contiguous) uses.must_realize.insert(node);
     if (node->op() == Op::Copy && node->src()->op() != Op::Buffer)
       uses.must_realize.insert(node->src().get());
@@ -499,16 +533,27 @@ Placement choose_realized(const std::vector<UOpRef>& order, const Uses& uses,
 
 // One item per realized node, in order (sources first), each with a new buffer; the
 // roots' results are their buffers where realized.
+// A Scatter updates its destination's buffer in place where the destination is a Scatter on
+// the same device that nothing else reads (not a root): a chain of Scatters (a long one in
+// parts, scatter_reduce without x's own values) writes one buffer.
 Schedule build_items(const std::vector<UOpRef>& order, const std::vector<UOpRef>& roots,
-                     const Placement& placement, const std::string& device) {
+                     const Placement& placement, const Uses& uses, const std::string& device) {
+  std::unordered_set<const UOp*> root_set;
+  for (const UOpRef& root : roots) root_set.insert(root.get());
   ScheduleBuilder builder;
   for (const UOpRef& node : order) {
     const UOp* raw = node.get();
     if (!placement.realized.count(raw)) continue;
     const std::string& placed = placement.device_of.at(raw);
     auto why = placement.why.find(raw);
+    bool in_place = false;
+    if (node->op() == Op::Scatter) {
+      const UOp* destination = node->src().get();
+      in_place = destination->op() == Op::Scatter && uses.user_count(destination) == 1 &&
+                 !root_set.count(destination) && placement.device_of.at(destination) == placed;
+    }
     builder.add_item(node, placed.empty() ? device : placed,
-                     why == placement.why.end() ? "" : why->second);
+                     why == placement.why.end() ? "" : why->second, in_place);
   }
   return builder.finish(roots);
 }
@@ -534,8 +579,9 @@ Schedule create_schedule(const std::vector<UOpRef>& input_roots, const std::stri
   TargetsOf targets(target_of);
   const std::vector<UOpRef> roots = rewrite_reductions(input_roots, device, targets, read_realized);
   const std::vector<UOpRef> order = toposort(roots);
-  const Placement placement = choose_realized(order, find_uses(order, roots), device, targets);
-  Schedule schedule = build_items(order, roots, placement, device);
+  const Uses uses = find_uses(order, roots);
+  const Placement placement = choose_realized(order, uses, device, targets);
+  Schedule schedule = build_items(order, roots, placement, uses, device);
   fuse_rows(schedule, targets);
   return schedule;
 }

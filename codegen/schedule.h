@@ -5,9 +5,9 @@
 // elementwise work after it all become one kernel, because lowering evaluates any node at any
 // index. A node gets a buffer of its own only where recomputing it would repeat a reduction:
 // a node that holds an unrealized reduce and has several users, or is read through a View that
-// broadcasts it (softmax's max is the classic case). Roots, Contiguous and the source of a Copy
-// are always realized. Large full reductions are split in two kernels so that both cores (or all
-// workgroups) share the work, except on devices whose kernels share them between workgroups
+// broadcasts it (softmax's max is the classic case). Roots, Contiguous, Scatters and the source
+// of a Copy are always realized. Large full reductions are split in two kernels so that both cores
+// (or all workgroups) share the work, except on devices whose kernels share them between workgroups
 // (ScheduleTarget below).
 
 #include <functional>
@@ -32,7 +32,8 @@ struct ScheduleBuffer {
 };
 
 // A kernel or a copy. A kernel is abstract: its ast reads the kernel's parameters, Buffer nodes
-// named "paramN" (param0 the output, then one per input in the order the ast first reads them),
+// named "paramN" (param0 the output, which a Scatter's kernel also reads as it updates it in
+// place; then one per input in the order the ast first reads them),
 // so the same kernel over other buffers is the same node, and codegen and the caches see no
 // storage. The runtime binds buffers[N] to parameter N.
 struct ScheduleItem {

@@ -43,7 +43,8 @@ UOpRef buffer_like(const UOp& like, std::string name) {
              : UOp::make(Op::Buffer, like.dtype(), {}, std::move(name), like.shape());
 }
 
-// Binds a kernel as bind_kernel does, `index_of` giving each buffer node's index.
+// Binds a kernel as bind_kernel does, `index_of` giving each buffer node's index. The output's
+// own buffer read in the ast (a Scatter's destination, updated in place) is parameter 0.
 template <typename IndexOf>
 void bind_kernel_with(const std::vector<ScheduleBuffer>& buffers, ScheduleItem& kernel, int output,
                       const UOpRef& ast, IndexOf&& index_of) {
@@ -54,8 +55,13 @@ void bind_kernel_with(const std::vector<ScheduleBuffer>& buffers, ScheduleItem& 
   std::unordered_map<const UOp*, UOpRef> param_of;
   for (const UOpRef& node : toposort({ast})) {
     if (node->op() != Op::Buffer) continue;
+    const int buffer = index_of(node);
+    if (buffer == output) {
+      param_of.emplace(node.get(), kernel.output);
+      continue;
+    }
     UOpRef param = buffer_like(*node, "param" + std::to_string(kernel.inputs.size() + 1));
-    kernel.buffers.push_back(index_of(node));
+    kernel.buffers.push_back(buffer);
     kernel.inputs.push_back(param);
     param_of.emplace(node.get(), std::move(param));
   }
@@ -67,12 +73,33 @@ void bind_kernel_with(const std::vector<ScheduleBuffer>& buffers, ScheduleItem& 
 
 }  // namespace
 
-void ScheduleBuilder::add_item(const UOpRef& node, const std::string& device, std::string why) {
-  const int output = static_cast<int>(schedule_.buffers.size());
-  UOpRef buffer = buffer_like(*node, "buffer" + std::to_string(output));
-  schedule_.buffers.push_back(ScheduleBuffer{buffer, false, device, node->numel()});
-  index_of_.emplace(buffer.get(), output);
-  schedule_.items.push_back(item_of(node, output));
+void ScheduleBuilder::add_item(const UOpRef& node, const std::string& device, std::string why,
+                               bool in_place) {
+  int output;
+  UOpRef buffer;
+  if (in_place) {
+    buffer = buffer_of_.at(node->src().get());
+    output = index_of_.at(buffer.get());
+  } else {
+    output = static_cast<int>(schedule_.buffers.size());
+    buffer = buffer_like(*node, "buffer" + std::to_string(output));
+    schedule_.buffers.push_back(ScheduleBuffer{buffer, false, device, node->numel()});
+    index_of_.emplace(buffer.get(), output);
+  }
+  if (node->op() == Op::Scatter) {
+    // The destination's values into the buffer (unless there already), then the stores into it
+    // in place (a Scatter's kernel writes only where the index points).
+    if (!in_place) schedule_.items.push_back(kernel_item(node->src(0), output));
+    UOpRef reads = as_kernel_reads(node, buffer_of_, substituted_);
+    std::vector<UOpRef> srcs = reads->srcs();
+    srcs[0] = buffer;
+    ScheduleItem scatter;
+    bind_kernel_with(schedule_.buffers, scatter, output, with_srcs(reads, std::move(srcs)),
+                     [this](const UOpRef& read) { return index_of(read); });
+    schedule_.items.push_back(std::move(scatter));
+  } else {
+    schedule_.items.push_back(item_of(node, output));
+  }
   schedule_.items.back().why = std::move(why);
   // Known only after its item is made: the item computes the node rather than reading it.
   buffer_of_[node.get()] = std::move(buffer);
@@ -104,7 +131,11 @@ ScheduleItem ScheduleBuilder::item_of(const UOpRef& node, int output) {
     item.buffers = {output, index_of(src->op() == Op::Buffer ? src : buffer_of_.at(src.get()))};
     return item;
   }
-  const UOpRef value = node->op() == Op::Contiguous ? node->src() : node;
+  return kernel_item(node->op() == Op::Contiguous ? node->src() : node, output);
+}
+
+ScheduleItem ScheduleBuilder::kernel_item(const UOpRef& value, int output) {
+  ScheduleItem item;
   auto src_buffer = buffer_of_.find(value.get());
   const UOpRef ast = src_buffer != buffer_of_.end()
                          ? src_buffer->second

@@ -17,9 +17,12 @@ namespace kiln {
 class ScheduleBuilder {
  public:
   // The item that fills a new buffer on `device` with the value of the realized `node`; its
-  // sources are realized before it (sources first).
+  // sources are realized before it (sources first). A Scatter takes two: its destination's
+  // values, then the stores in place; with `in_place`, only the stores, into the buffer of its
+  // destination (a realized Scatter that nothing else reads).
   // `why` is the item's ScheduleItem::why.
-  void add_item(const UOpRef& node, const std::string& device, std::string why = "");
+  void add_item(const UOpRef& node, const std::string& device, std::string why = "",
+                bool in_place = false);
   // The schedule, with each root's result: its buffer where an item computes it.
   Schedule finish(const std::vector<UOpRef>& roots);
 
@@ -28,6 +31,8 @@ class ScheduleBuilder {
 
   int index_of(const UOpRef& buffer);
   ScheduleItem item_of(const UOpRef& node, int output);
+  // The kernel that computes `value` into buffer `output`.
+  ScheduleItem kernel_item(const UOpRef& value, int output);
 
   Schedule schedule_;
   NodeMap buffer_of_;    // a realized node: its buffer's node

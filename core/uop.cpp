@@ -33,6 +33,11 @@ size_t hash_arg(const Arg& arg) {
     size_t operator()(const GatherArg& gather) const {
       return hash_combine(static_cast<size_t>(gather.axis), std::hash<std::string>()(gather.op));
     }
+    size_t operator()(const ScatterArg& scatter) const {
+      size_t seed = hash_combine(static_cast<size_t>(scatter.axis),
+                                 scatter.reduce ? static_cast<size_t>(*scatter.reduce) + 1 : 0);
+      return hash_combine(seed, std::hash<std::string>()(scatter.op));
+    }
   };
   return std::visit(Visitor{}, arg) + arg.index();
 }
@@ -93,6 +98,10 @@ std::shared_ptr<const SymShape> derived_sym_shape(Op op, const std::vector<UOpRe
   // A Gather has its index's shape.
   if (op == Op::Gather)
     return srcs[1]->is_symbolic() ? std::make_shared<const SymShape>(srcs[1]->sym_shape())
+                                  : nullptr;
+  // A Scatter has its destination's shape.
+  if (op == Op::Scatter)
+    return srcs[0]->is_symbolic() ? std::make_shared<const SymShape>(srcs[0]->sym_shape())
                                   : nullptr;
   const bool symbolic =
       std::any_of(srcs.begin(), srcs.end(), [](const UOpRef& src) { return src->is_symbolic(); });
@@ -223,18 +232,32 @@ int64_t UOp::numel() const {
 
 const char* op_name(Op op) {
   static const char* const kNames[] = {
-      "BUFFER", "CONST", "IOTA",  "VIEW",   "NEG",        "NOT",   "ABS",   "RECIP",
-      "SQRT",   "EXP",   "EXP2",  "LOG",    "LOG2",       "SIN",   "COS",   "TAN",
-      "TANH",   "ERF",   "FLOOR", "CEIL",   "ROUND",      "TRUNC", "ADD",   "SUB",
-      "MUL",    "DIV",   "MOD",   "MAX",    "MIN",        "POW",   "CMPLT", "CMPLE",
-      "CMPGT",  "CMPGE", "CMPEQ", "CMPNE",  "AND",        "OR",    "XOR",   "SHL",
-      "SHR",    "WHERE", "CAST",  "REDUCE", "CONTIGUOUS", "COPY",  "GATHER"};
+      "BUFFER", "CONST", "IOTA",  "VIEW",   "NEG",        "NOT",   "ABS",    "RECIP",
+      "SQRT",   "EXP",   "EXP2",  "LOG",    "LOG2",       "SIN",   "COS",    "TAN",
+      "TANH",   "ERF",   "FLOOR", "CEIL",   "ROUND",      "TRUNC", "ADD",    "SUB",
+      "MUL",    "DIV",   "MOD",   "MAX",    "MIN",        "POW",   "CMPLT",  "CMPLE",
+      "CMPGT",  "CMPGE", "CMPEQ", "CMPNE",  "AND",        "OR",    "XOR",    "SHL",
+      "SHR",    "WHERE", "CAST",  "REDUCE", "CONTIGUOUS", "COPY",  "GATHER", "SCATTER"};
   return kNames[static_cast<int>(op)];
 }
 
 const char* reduce_op_name(ReduceOp op) {
   static const char* const kNames[] = {"SUM", "PROD", "MAX", "MIN"};
   return kNames[static_cast<int>(op)];
+}
+
+Op reduce_alu_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return Op::Add;
+    case ReduceOp::Prod:
+      return Op::Mul;
+    case ReduceOp::Max:
+      return Op::Max;
+    case ReduceOp::Min:
+      return Op::Min;
+  }
+  return Op::Add;
 }
 
 bool is_unary(Op op) {
@@ -287,6 +310,10 @@ std::string UOp::to_string() const {
     void operator()(const std::string& value) const { out << " " << value; }
     void operator()(const GatherArg& gather) const {
       out << " axis=" << gather.axis << " " << gather.op;
+    }
+    void operator()(const ScatterArg& scatter) const {
+      out << " axis=" << scatter.axis << " "
+          << (scatter.reduce ? reduce_op_name(*scatter.reduce) : "REPLACE") << " " << scatter.op;
     }
   };
   std::visit(Visitor{text, dtype_}, arg_);

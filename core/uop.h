@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -86,6 +87,15 @@ enum class Op : uint8_t {
   // any other index outside the axis reads nothing and is reported (an IndexError). arg:
   // GatherArg.
   Gather,
+  // Stores to computed addresses: srcs[0] (the destination's values, the node's shape) with
+  // srcs[2] written where srcs[1] (the index, an integer dtype) points: for each position p of
+  // the index's shape, element p with p[axis] replaced by srcs[1][p] takes srcs[2][p] (srcs[2] has
+  // the index's shape; the index is no larger than the node along every other axis). Positions
+  // along `axis` are visited in ascending order, so a later index wins a replace and a float
+  // reduction combines the destination's value, then the values in that order; every run and
+  // device gets the same result. Index semantics as a Gather's. Always realized into a buffer of
+  // its own (one a Scatter it is the only user of may update in place). arg: ScatterArg.
+  Scatter,
 };
 
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min };
@@ -108,6 +118,16 @@ struct GatherArg {
   bool operator==(const GatherArg& other) const { return axis == other.axis && op == other.op; }
 };
 
+struct ScatterArg {
+  int axis = 0;
+  // How a written value combines with the element: none (replaced), or reduced into it.
+  std::optional<ReduceOp> reduce;
+  std::string op;  // the Tensor operation it serves, for the IndexError ("scatter_reduce")
+  bool operator==(const ScatterArg& other) const {
+    return axis == other.axis && reduce == other.reduce && op == other.op;
+  }
+};
+
 // Realized device memory. The runtime derives its buffers from this; core only holds them.
 class Storage {
  public:
@@ -117,7 +137,7 @@ class Storage {
 };
 
 using Arg = std::variant<std::monostate, ConstArg, ShapeTracker, ReduceArg,
-                         std::shared_ptr<Storage>, std::string, GatherArg>;
+                         std::shared_ptr<Storage>, std::string, GatherArg, ScatterArg>;
 
 class UOp;
 using UOpRef = std::shared_ptr<const UOp>;
@@ -156,6 +176,7 @@ class UOp {
   }
   const std::string& device_arg() const { return std::get<std::string>(arg_); }
   const GatherArg& gather_arg() const { return std::get<GatherArg>(arg_); }
+  const ScatterArg& scatter_arg() const { return std::get<ScatterArg>(arg_); }
 
   // One line: op, dtype, shape and argument.
   std::string to_string() const;
@@ -196,6 +217,8 @@ class UOp {
 
 const char* op_name(Op op);
 const char* reduce_op_name(ReduceOp op);
+// The binary op a reduction combines two values with (Sum: Add).
+Op reduce_alu_op(ReduceOp op);
 bool is_unary(Op op);
 bool is_binary(Op op);
 bool is_comparison(Op op);

@@ -110,6 +110,11 @@ Tensor built_from_ops(const char* op, const Describe& operands, const Build& bui
 // The source's `axis` replaced by the axes of `index` (integer, checked by the caller): the one
 // Gather behind take, index_select, embedding and Tensor::index; `op` names it in IndexErrors.
 Tensor taken(const Tensor& source, int axis, const Tensor& index, const char* op);
+// `destination` with `src` stored where `index` points along `axis` (reduced into the element
+// where `reduce` is set): the one Scatter behind scatter, scatter_reduce and index_put, checked
+// by the caller; `op` names it in IndexErrors.
+Tensor scattered(const Tensor& destination, int axis, const Tensor& index, const Tensor& src,
+                 std::optional<ReduceOp> reduce, const char* op);
 
 // Graph builders.
 UOpRef cast_node(const UOpRef& node, DType dtype);

@@ -34,7 +34,161 @@ SliceRange resolve(std::optional<int64_t> start, std::optional<int64_t> stop, in
   return {first, span <= 0 ? 0 : 1 + (span - 1) / stride};
 }
 
+// What Tensor::index takes along one axis of x: the whole axis (a Tensor entry's axis counts as
+// whole), a slice, or one position.
+struct AxisSelection {
+  enum class Kind { Whole, Range, Position } kind = Kind::Whole;
+  indexing::Slice range;
+  int64_t position = 0;
+};
+
+// Each axis' selection, for entries that x.index accepted; `tensor_axis` is set to the axis of
+// x that a Tensor entry indexes.
+std::vector<AxisSelection> axis_selections(const Tensor& x,
+                                           const std::vector<indexing::TensorIndex>& indices,
+                                           std::optional<int>& tensor_axis) {
+  int64_t consumed = 0;
+  for (const indexing::TensorIndex& entry : indices) consumed += entry.is_ellipsis() ? 0 : 1;
+  std::vector<AxisSelection> selections(static_cast<size_t>(x.ndim()));
+  size_t axis = 0;
+  for (const indexing::TensorIndex& entry : indices) {
+    if (entry.is_ellipsis()) {
+      axis += static_cast<size_t>(x.ndim() - consumed);
+      continue;
+    }
+    AxisSelection& selection = selections[axis];
+    if (entry.is_integer()) {
+      const int64_t size = x.shape()[axis];
+      selection.kind = AxisSelection::Kind::Position;
+      selection.position = entry.integer() < 0 ? entry.integer() + size : entry.integer();
+    } else if (entry.is_slice()) {
+      const indexing::Slice& range = entry.slice();
+      if (range.start || range.stop || range.step != 1) selection.kind = AxisSelection::Kind::Range;
+      selection.range = range;
+    } else {
+      tensor_axis = static_cast<int>(axis);
+    }
+    axis += 1;
+  }
+  return selections;
+}
+
+// The inverse of the selection's views: `selected` (the shape x.index gives for `selections`)
+// placed where it was selected in a tensor of x's shape (`sizes`), zero (false) elsewhere.
+Tensor unselect(const Tensor& selected, const std::vector<AxisSelection>& selections,
+                const DimShape& sizes) {
+  // The axes a position dropped come back, of size 1.
+  DimShape with_axes;
+  size_t from = 0;
+  for (const AxisSelection& selection : selections) {
+    with_axes.push_back(selection.kind == AxisSelection::Kind::Position ? Dim(1)
+                                                                        : selected.dims()[from++]);
+  }
+  Tensor placed = selected.reshape(with_axes);
+  for (size_t axis = 0; axis < selections.size(); ++axis) {
+    const AxisSelection& selection = selections[axis];
+    if (selection.kind == AxisSelection::Kind::Whole) continue;
+    const int64_t size = sizes[axis].value();
+    std::vector<std::pair<Dim, Dim>> pads(selections.size(), {Dim(0), Dim(0)});
+    if (selection.kind == AxisSelection::Kind::Position) {
+      pads[axis] = {Dim(selection.position), Dim(size - selection.position - 1)};
+      placed = placed.pad(pads);
+      continue;
+    }
+    const int64_t step = selection.range.step;
+    const SliceRange range = resolve(selection.range.start, selection.range.stop, step, size);
+    const int64_t stride = step > 0 ? step : -step;
+    const int64_t first = step > 0 ? range.first : size - 1 - range.first;  // in the flipped axis
+    int64_t span = range.count;
+    if (stride > 1 && range.count > 1) {
+      // Each element followed by stride - 1 gaps: (count, 1) padded to (count, stride), the
+      // last element's gaps cut.
+      DimShape split = placed.dims();
+      split.insert(split.begin() + static_cast<std::ptrdiff_t>(axis) + 1, Dim(1));
+      std::vector<std::pair<Dim, Dim>> gaps(split.size(), {Dim(0), Dim(0)});
+      gaps[axis + 1] = {Dim(0), Dim(stride - 1)};
+      DimShape joined = placed.dims();
+      joined[axis] = Dim(range.count * stride);
+      span = (range.count - 1) * stride + 1;
+      std::vector<std::pair<Dim, Dim>> cut;
+      for (const Dim& extent : joined) cut.emplace_back(Dim(0), extent);
+      cut[axis] = {Dim(0), Dim(span)};
+      placed = placed.reshape(split).pad(gaps).reshape(joined).shrink(cut);
+    }
+    pads[axis] = {Dim(first), Dim(size - first - span)};
+    placed = placed.pad(pads);
+    if (step < 0) placed = placed.flip({static_cast<int64_t>(axis)});
+  }
+  return placed;
+}
+
 }  // namespace
+
+Tensor Tensor::index_put(const std::vector<indexing::TensorIndex>& indices, const Tensor& values,
+                         bool accumulate) const {
+  check_same_device(*this, values, "index_put");
+  const auto operands = [&] { return describe(*this) + " and values " + describe(values); };
+  return built_from_ops("index_put", operands, [&]() -> Tensor {
+    Tensor selection;
+    try {
+      selection = index(indices);  // checks the entries
+    } catch (const IndexError& error) {
+      throw IndexError(relabel_error(error, "index_put", operands()));
+    }
+    // Values broadcast to the selection; leading size-1 axes beyond its rank go, as in PyTorch.
+    Tensor given = values;
+    while (given.ndim() > selection.ndim() && given.shape()[0] == 1) {
+      const DimShape sizes = given.dims();
+      given = given.reshape(DimShape(sizes.begin() + 1, sizes.end()));
+    }
+    if (given.ndim() > selection.ndim() ||
+        broadcast_shapes(given.shape(), selection.shape(), "index_put") != selection.shape())
+      throw ShapeError("[index_put] values " + describe(values) +
+                       " do not broadcast to the selection's shape " + describe(selection));
+    const Tensor placed = given.cast(dtype()).expand(selection.dims());
+    std::optional<int> tensor_axis;
+    const std::vector<AxisSelection> selections = axis_selections(*this, indices, tensor_axis);
+    const bool whole =
+        std::all_of(selections.begin(), selections.end(), [](const AxisSelection& selection) {
+          return selection.kind == AxisSelection::Kind::Whole;
+        });
+    Tensor written;  // the region the selection covers (outside a Tensor entry's axis), written
+    if (!tensor_axis) {
+      written = accumulate ? selection + placed : placed;
+    } else {
+      // The region as index would take it with the Tensor entry's axis whole, and the values
+      // scattered along that axis: the index's axes flattened into one, the index broadcast
+      // over the region's other axes.
+      std::vector<indexing::TensorIndex> region_entries;
+      for (const indexing::TensorIndex& entry : indices)
+        region_entries.push_back(entry.is_tensor() ? indexing::TensorIndex(indexing::Slice())
+                                                   : entry);
+      const Tensor region = index(region_entries);
+      int region_axis = 0;
+      for (int axis = 0; axis < *tensor_axis; ++axis)
+        region_axis += selections[axis].kind == AxisSelection::Kind::Position ? 0 : 1;
+      const Tensor& positions = std::find_if(indices.begin(), indices.end(), [](const auto& entry) {
+                                  return entry.is_tensor();
+                                })->tensor();
+      const DimShape region_dims = region.dims();
+      // (A 1-D index keeps a variable length.)
+      const Dim count = positions.ndim() == 1 ? positions.dims()[0] : Dim(positions.numel());
+      DimShape lined(region_dims.begin(), region_dims.begin() + region_axis);
+      lined.push_back(count);
+      lined.insert(lined.end(), region_dims.begin() + region_axis + 1, region_dims.end());
+      DimShape index_view(lined.size(), Dim(1));
+      index_view[static_cast<size_t>(region_axis)] = count;
+      const Tensor lined_index = positions.reshape(index_view).expand(lined);
+      written = scattered(region, region_axis, lined_index, placed.reshape(lined),
+                          accumulate ? std::optional<ReduceOp>(ReduceOp::Sum) : std::nullopt,
+                          "index_put");
+      if (whole) return written;
+    }
+    const Tensor mask =
+        unselect(Tensor::full(written.dims(), 1, dtypes::bool_, device()), selections, dims());
+    return where(mask, unselect(written, selections, dims()), *this);
+  });
+}
 
 Tensor Tensor::slice(int64_t axis, std::optional<int64_t> start, std::optional<int64_t> stop,
                      int64_t step) const {

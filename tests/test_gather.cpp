@@ -14,10 +14,13 @@
 
 #include "runtime/device.h"
 #include "runtime/registry.h"
+#include "tests/index_checks.h"
 #include "tests/test_support.h"
 
 using namespace kiln;
 using Catch::Matchers::Contains;
+using kiln::testing::check_index_error;
+using kiln::testing::check_same;
 
 namespace {
 
@@ -35,15 +38,6 @@ std::vector<float> table_values(int64_t rows, int64_t features) {
   return values;
 }
 
-// Bitwise equality, so that NaN matches NaN and -0 does not match 0.
-void check_same(const std::vector<float>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() == want.size());
-  for (size_t at = 0; at < want.size(); ++at) {
-    INFO("element " << at << ": got " << got[at] << ", want " << want[at]);
-    CHECK(std::memcmp(&got[at], &want[at], sizeof(float)) == 0);
-  }
-}
-
 // The rows of `table` at `ids` (negative ones counted from the end), as plain C++ reads them.
 std::vector<float> reference_rows(const std::vector<float>& table, int64_t rows, int64_t features,
                                   const std::vector<int64_t>& ids) {
@@ -54,17 +48,6 @@ std::vector<float> reference_rows(const std::vector<float>& table, int64_t rows,
       out.push_back(table[static_cast<size_t>(row * features + feature)]);
   }
   return out;
-}
-
-// Runs `read` and checks that it raises IndexError with every part of `message` in it.
-template <typename Read>
-void check_index_error(Read&& read, const std::vector<std::string>& message) {
-  try {
-    read();
-    FAIL("no IndexError");
-  } catch (const IndexError& error) {
-    for (const std::string& part : message) CHECK_THAT(error.what(), Contains(part));
-  }
 }
 
 }  // namespace

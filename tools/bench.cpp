@@ -203,6 +203,7 @@ int bench_main(const Options& options) {
   run("fused", [&] { return bench::bench_fused(harness, copy); });
   run("softmax", [&] { return bench::bench_softmax(harness, copy); });
   run("embedding", [&] { return bench::bench_embedding(harness, copy); });
+  run("embedding grad", [&] { return bench::bench_embedding_grad(harness, copy); });
   run("matmul", [&] { return bench::bench_matmul(harness, blas.get(), limits); });
   run("matmul n", [&] { return bench::bench_matmul_sizes(harness); });
   run("train", [&] { return bench::bench_train(harness); });

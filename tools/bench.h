@@ -4,7 +4,7 @@
 //   bench_workloads.cpp  the kiln workloads: each checked against a host reference, then timed
 //   bench_sizes.cpp      the workloads over Variable sizes
 //   bench_threads.cpp    realizes from several threads at once
-//   bench_indexing.cpp   loads from computed addresses (an embedding lookup)
+//   bench_indexing.cpp   an embedding lookup and its gradient (computed addresses)
 //   bench_decode.cpp     a decode step of examples/gpt2's decoder, captured over a Variable
 //   bench_check.h        checking a result, recording a measurement
 //   bench_host.cpp       the machine's own limits (memcpy bandwidth, a BLAS loaded at run time)
@@ -199,6 +199,10 @@ Result bench_threads(Harness& harness);
 // embedding, indices checked), beside the copy bandwidth for the bytes it must move: the rows
 // read and the output written.
 Result bench_embedding(Harness& harness, const CopyLimit& copy);
+// The gradient of that lookup: `tokens` rows of 768 added into a zero `embedding_rows` x 768
+// table where their indices point (repeats add up, in order), beside the copy bandwidth for the
+// table written and the rows read.
+Result bench_embedding_grad(Harness& harness, const CopyLimit& copy);
 // A captured step of `kKernels` small kernels replayed (include/kiln/capture.h): the time of one
 // replay, beside the target for the whole step and the warm realize of the same step.
 Result bench_replay(Harness& harness, double target_seconds);

@@ -21,8 +21,15 @@ class ShapeError : public Error {
   using Error::Error;
 };
 
-// An index outside the axis it indexes (gather, index_select, embedding, take_along_axis): raised
-// at the latest when a value computed from it is read, never an out-of-bounds access.
+// An argument whose value the operation does not take (scatter_reduce's "median").
+class ValueError : public Error {
+ public:
+  using Error::Error;
+};
+
+// An index outside the axis it indexes (gather, index_select, embedding, take_along_axis,
+// scatter, scatter_reduce, index_put): raised
+// at the latest when a value computed from it is read, never an out-of-bounds access or write.
 class IndexError : public Error {
  public:
   using Error::Error;

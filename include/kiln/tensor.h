@@ -315,6 +315,40 @@ class Tensor {
   // x[i, index[s, t], j].
   Tensor take(const Tensor& index, int64_t axis) const;
 
+  // ---- stores to computed addresses ----
+  // Each returns a new tensor: x with values written where an index points; x is unchanged.
+  // Indices follow gather's rules (negative from the end; one outside the axis raises IndexError
+  // and writes nothing). Results are the same on every run and every device: positions along
+  // the axis are visited in ascending order (for an index of several dimensions, the others
+  // fixed), so where indices repeat, a later one wins a write, and a reduction combines x's
+  // value first (where it takes part), then the values in that order (a float sum rounds in that
+  // order). The work is proportional to x plus the values written: one work item writes each
+  // line of x along the axis, without atomics, so a scatter along an axis x has few lines
+  // across (a 1-D x) runs on one work item.
+  //
+  // out[index[i][j]][j] = src[i][j] for axis 0 (PyTorch's scatter): the index has x's number of
+  // dimensions and is no larger than x outside `axis`, nor than src anywhere (src is read at the
+  // index's positions, converted to x's dtype).
+  Tensor scatter(int64_t axis, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t axis, const Tensor& index, double value) const;
+  // scatter_reduce with "sum": out[index[i][j]][j] += src[i][j].
+  Tensor scatter_add(int64_t axis, const Tensor& index, const Tensor& src) const;
+  // PyTorch's scatter_reduce: each element an index points at becomes the reduction of x's
+  // value (with include_self; without, x's value takes no part) and the values pointed at it.
+  // reduce: "sum", "prod", "mean", "amax" or "amin" (bool takes amax and amin). "mean" divides by
+  // the values counted (plus one for x's own); integers round the quotient down. Elements no
+  // index points at keep x's value.
+  Tensor scatter_reduce(int64_t axis, const Tensor& index, const Tensor& src,
+                        const std::string& reduce, bool include_self = true) const;
+  // x with `values` written at the elements x.index(indices) selects (PyTorch's index_put, and
+  // Python's x[indices] = values): the same entries as index (at most one Tensor), values
+  // broadcast to the selection's shape and converted to x's dtype. With `accumulate` the values
+  // are added to what is there, repeated indices adding up; without, a repeated index takes the
+  // last value (in the index tensor's row-major order). Slices and integers alone are one
+  // elementwise kernel; a Tensor entry scatters along its axis.
+  Tensor index_put(const std::vector<indexing::TensorIndex>& indices, const Tensor& values,
+                   bool accumulate = false) const;
+
   // ---- memory shared with the application ----
   // Wraps `data` (host memory holding the shape's elements of `dtype`, row-major) as a realized
   // tensor without a copy, on a device whose kernels use host memory in place (the CPU);

@@ -337,6 +337,7 @@ const std::vector<Case>& battery() {
     detail::add_reduce_cases(builder);
     detail::add_movement_cases(builder);
     detail::add_index_cases(builder);
+    detail::add_scatter_cases(builder);
     detail::add_shape_cases(builder);
     detail::add_graph_cases_to(builder);
     detail::add_creation_cases(builder);
@@ -351,17 +352,18 @@ const std::vector<Case>& battery() {
 
 const std::vector<std::string>& families() {
   static const std::vector<std::string> names = {
-      "unary.exact", "unary.math", "activation", "binary",    "pow",      "compare",   "bitwise",
-      "scalar",      "where",      "broadcast",  "promotion", "cast",     "reduce",    "argreduce",
-      "softmax",     "cumsum",     "matmul",     "movement",  "index",    "layout",    "shapes",
-      "graph",       "creation",   "transfer",   "host",      "symbolic", "regression"};
+      "unary.exact", "unary.math", "activation", "binary",    "pow",   "compare",  "bitwise",
+      "scalar",      "where",      "broadcast",  "promotion", "cast",  "reduce",   "argreduce",
+      "softmax",     "cumsum",     "matmul",     "movement",  "index", "scatter",  "layout",
+      "shapes",      "graph",      "creation",   "transfer",  "host",  "symbolic", "regression"};
   return names;
 }
 
 std::vector<std::string> tolerance_notes() {
   return {
       "integers, bool, comparisons, where, max/min, clamp, any/all, movement, gather, "
-      "index_select, creation: exact",
+      "index_select, scatter, index_put, creation: exact (a scatter's float sums of small "
+      "integers too)",
       "float + - * %, neg, abs, floor, ceil, round, trunc, casts: exact (correctly rounded), "
       "signed zeros "
       "checked where IEEE fixes them",

@@ -53,7 +53,14 @@ void add_elementwise_cases(BatteryBuilder& builder);
 void add_reduce_cases(BatteryBuilder& builder);
 void add_movement_cases(BatteryBuilder& builder);
 // gather and index_select (battery_index.cpp).
+// The indexing families' axis: signed indices in [-8, 8] (Values::SmallInt) fit it either way;
+// unsigned ones (-1 wrapped to 255, ...) are taken modulo it by in_axis, on both sides.
+constexpr int64_t kIndexAxis = 9;
+Tensor in_axis(const Tensor& index);
+HostTensor in_axis(HostTensor index);
+
 void add_index_cases(BatteryBuilder& builder);
+void add_scatter_cases(BatteryBuilder& builder);
 void add_shape_cases(BatteryBuilder& builder);
 void add_graph_cases_to(BatteryBuilder& builder);
 // Ops over a variable leading size, run at several values (battery_symbolic.cpp).

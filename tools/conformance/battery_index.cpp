@@ -10,22 +10,20 @@ namespace kiln::conformance::detail {
 
 namespace {
 
-// Signed indices in [-8, 8] fit an axis of 9 either way; unsigned ones (-1 wrapped to 255, ...)
-// are taken modulo it, on both sides.
-constexpr int64_t kAxis = 9;
+constexpr int64_t kAxis = kIndexAxis;
+
+}  // namespace
 
 Tensor in_axis(const Tensor& index) {
-  return index.dtype().is_signed_int() ? index : index % static_cast<double>(kAxis);
+  return index.dtype().is_signed_int() ? index : index % static_cast<double>(kIndexAxis);
 }
 
 HostTensor in_axis(HostTensor index) {
   if (index.dtype.is_signed_int()) return index;
   for (Scalar& value : index.data)
-    value.i = static_cast<int64_t>(static_cast<uint64_t>(value.i) % kAxis);
+    value.i = static_cast<int64_t>(static_cast<uint64_t>(value.i) % kIndexAxis);
   return index;
 }
-
-}  // namespace
 
 void add_index_cases(BatteryBuilder& builder) {
   const Shape source = {kAxis, kAxis};

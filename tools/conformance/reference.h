@@ -13,6 +13,7 @@
 // Float results are returned unrounded (the comparison rounds them into the output dtype).
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "tools/conformance/case.h"
@@ -100,6 +101,12 @@ int64_t index_position(int64_t index, int64_t size, DType dtype);
 HostTensor gather(const HostTensor& x, int64_t axis, const HostTensor& index);
 // The slices of x along `axis` at the positions of the 1-D `index`.
 HostTensor index_select(const HostTensor& x, int64_t axis, const HostTensor& index);
+// PyTorch's scatter (no `combine`) and scatter_reduce: for each position c of index's shape in
+// row-major order, element c with c[axis] = index_position(index[c]) of a copy of x takes
+// src[c], or `combine` of it and src[c]; without include_self, an element's first write combines
+// with the identity instead. (Mean is a sum and a count, divided by the caller.)
+HostTensor scatter(const HostTensor& x, int64_t axis, const HostTensor& index,
+                   const HostTensor& src, std::optional<Binary> combine, bool include_self);
 
 // ---- helpers ----
 // A negative axis counts from the end; throws std::invalid_argument when out of range.
