@@ -311,7 +311,8 @@ UOpRef part_along(const UOpRef& node, int axis, int64_t start, int64_t end) {
 
 // A Scatter's work item walks the index along its axis in one loop: where that is longer than
 // `limit` steps (0: any number), a chain of Scatters over consecutive parts of the index, each
-// updating the one before in place (build_items), in the same order.
+// updating the one before in place (build_items), in the same order. (Not where the length is
+// symbolic: such a loop is left whole.)
 UOpRef bound_scatter_length(const UOpRef& node, int64_t limit) {
   const int axis = node->scatter_arg().axis;
   const Sym length = node->src(1)->sym_shape()[static_cast<size_t>(axis)];
@@ -534,8 +535,9 @@ Placement choose_realized(const std::vector<UOpRef>& order, const Uses& uses,
 // One item per realized node, in order (sources first), each with a new buffer; the
 // roots' results are their buffers where realized.
 // A Scatter updates its destination's buffer in place where the destination is a Scatter on
-// the same device that nothing else reads (not a root): a chain of Scatters (a long one in
-// parts, scatter_reduce without x's own values) writes one buffer.
+// the same device that nothing else reads (not a root, no other user, not the Scatter's own
+// index or values): a chain of Scatters (a long one in parts, scatter_reduce without x's own
+// values) writes one buffer.
 Schedule build_items(const std::vector<UOpRef>& order, const std::vector<UOpRef>& roots,
                      const Placement& placement, const Uses& uses, const std::string& device) {
   std::unordered_set<const UOp*> root_set;
@@ -548,9 +550,12 @@ Schedule build_items(const std::vector<UOpRef>& order, const std::vector<UOpRef>
     auto why = placement.why.find(raw);
     bool in_place = false;
     if (node->op() == Op::Scatter) {
+      // (One user may list the destination again as its index or values: those must read the
+      // destination's values, not the stores.)
       const UOp* destination = node->src().get();
       in_place = destination->op() == Op::Scatter && uses.user_count(destination) == 1 &&
-                 !root_set.count(destination) && placement.device_of.at(destination) == placed;
+                 !root_set.count(destination) && placement.device_of.at(destination) == placed &&
+                 node->src(1).get() != destination && node->src(2).get() != destination;
     }
     builder.add_item(node, placed.empty() ? device : placed,
                      why == placement.why.end() ? "" : why->second, in_place);

@@ -147,6 +147,8 @@ ScheduleItem ScheduleBuilder::kernel_item(const UOpRef& value, int output) {
 
 UOpRef ast_over_buffers(const Schedule& schedule, const ScheduleItem& kernel) {
   std::unordered_map<const UOp*, const UOpRef*> buffer_of;
+  // A Scatter's kernel reads its output too.
+  buffer_of.emplace(kernel.output.get(), &schedule.buffers[kernel.buffers[0]].node);
   for (size_t param = 0; param < kernel.inputs.size(); ++param)
     buffer_of.emplace(kernel.inputs[param].get(),
                       &schedule.buffers[kernel.buffers[param + 1]].node);

@@ -19,7 +19,7 @@ class ScheduleBuilder {
   // The item that fills a new buffer on `device` with the value of the realized `node`; its
   // sources are realized before it (sources first). A Scatter takes two: its destination's
   // values, then the stores in place; with `in_place`, only the stores, into the buffer of its
-  // destination (a realized Scatter that nothing else reads).
+  // destination (a realized Scatter that nothing else reads: build_items decides).
   // `why` is the item's ScheduleItem::why.
   void add_item(const UOpRef& node, const std::string& device, std::string why = "",
                 bool in_place = false);

@@ -1,5 +1,6 @@
-// Stores to computed addresses: scatter, scatter_add and scatter_reduce. Each is one Scatter
-// node (core/uop.h), whose kernel gives each line along the axis to one work item that writes it
+// Stores to computed addresses: scatter, scatter_add and scatter_reduce. Each is built of Scatter
+// nodes (core/uop.h: one, or an identity's then the values' without x's own values, and a
+// count's for a mean), whose kernel gives each line along the axis to one work item that writes it
 // in index order (codegen/lower_scatter.cpp): deterministic on every device, no atomics, and the
 // work is the output plus the values written.
 

@@ -137,7 +137,8 @@ Tensor Tensor::index_put(const std::vector<indexing::TensorIndex>& indices, cons
     }
     // Values broadcast to the selection; leading size-1 axes beyond its rank go, as in PyTorch.
     Tensor given = values;
-    while (given.ndim() > selection.ndim() && given.shape()[0] == 1) {
+    while (given.ndim() > selection.ndim() && !given.dims()[0].is_symbolic() &&
+           given.shape()[0] == 1) {
       const DimShape sizes = given.dims();
       given = given.reshape(DimShape(sizes.begin() + 1, sizes.end()));
     }

@@ -520,3 +520,22 @@ TEST_CASE("a scatter longer than a device's loop limit runs in parts, in order",
                                  Reduce::Replace, true));
   }
 }
+
+TEST_CASE("a scatter whose values or index are its own destination reads them unwritten",
+          "[scatter]") {
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    const Tensor base = Tensor::from_vector<float>({1, 2, 3, 4}, {4}, device);
+    const Tensor ids = Tensor::from_vector<int64_t>({0, 2}, {2}, device);
+    // x is a scatter not yet computed; scattering x into itself permuted must read x as it was.
+    const Tensor x = base.scatter(0, ids, Tensor::from_vector<float>({10, 30}, {2}, device));
+    const Tensor perm = Tensor::from_vector<int64_t>({1, 0, 3, 2}, {4}, device);
+    check_same(x.scatter(0, perm, x).to_vector<float>(), {2, 10, 4, 30});
+    check_same(x.index_put({perm}, x).to_vector<float>(), {2, 10, 4, 30});
+    check_same(x.index_put({perm}, x, true).to_vector<float>(), {12, 12, 34, 34});
+    // An integer tensor as its own index: y[x[i]] = x[i] over x = (2, 0, 1, 2).
+    const Tensor own = Tensor::from_vector<int32_t>({3, 0, 1, 2}, {4}, device)
+                           .scatter(0, Tensor::from_vector<int64_t>({0}, {1}, device), 2.0);
+    CHECK(own.scatter(0, own, own).to_vector<int32_t>() == std::vector<int32_t>{0, 1, 2, 2});
+  }
+}
