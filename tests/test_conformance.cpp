@@ -205,8 +205,8 @@ TEST_CASE("conformance guards: a write past an output block is detected", "[conf
 const char* const kTestedFamilies[] = {
     "unary.exact", "unary.math", "activation", "binary",    "pow",      "compare",   "bitwise",
     "scalar",      "where",      "broadcast",  "promotion", "cast",     "reduce",    "argreduce",
-    "softmax",     "cumsum",     "matmul",     "movement",  "index",    "layout",    "shapes",
-    "graph",       "creation",   "transfer",   "host",      "symbolic", "regression"};
+    "softmax",     "cumsum",     "matmul",     "movement",  "index",    "scatter",   "layout",
+    "shapes",      "graph",      "creation",   "transfer",  "host",     "symbolic",  "regression"};
 
 TEST_CASE("conformance battery: every case has a unique name and a tested family",
           "[conformance]") {
@@ -309,6 +309,7 @@ KILN_CONFORMANCE_FAMILY("cumsum")
 KILN_CONFORMANCE_FAMILY("matmul")
 KILN_CONFORMANCE_FAMILY("movement")
 KILN_CONFORMANCE_FAMILY("index")
+KILN_CONFORMANCE_FAMILY("scatter")
 KILN_CONFORMANCE_FAMILY("layout")
 KILN_CONFORMANCE_FAMILY("shapes")
 KILN_CONFORMANCE_FAMILY("graph")
