@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <set>
+#include <string>
+
+#include <unistd.h>
 
 #include "codegen/dialect.h"
 #include "devices/opencl/cl_check.h"
@@ -334,14 +338,48 @@ class ClDevice : public Device {
 // atomically, so PoCL's is only a second copy: it is turned off for this process, where PoCL
 // reads it, before the first OpenCL call opens the platforms. A value the user set is kept
 // (setenv does not overwrite), so POCL_KERNEL_CACHE=1 still turns it on for debugging PoCL.
-// Other drivers ignore the variable.
-void turn_off_pocl_kernel_cache() {
+// Other drivers ignore the variables.
+//
+// Even with its cache off PoCL builds each kernel through files in its cache directory, named by
+// the kernel's hash: two processes building one kernel at once still race there ("Final linking
+// of kernel ... failed", then an abort; pocl/pocl#430). So each process gets a directory of its
+// own (removed when it exits), unless the user chose one. A process kiln starts inherits its
+// parent's choice, which KILN_POCL_CACHE_DIR_PID marks as kiln's, and makes its own.
+class PrivateDirectory {
+ public:
+  PrivateDirectory() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/kiln-pocl-XXXXXX";
+    if (::mkdtemp(pattern.data())) path_ = pattern;
+  }
+  ~PrivateDirectory() {
+    std::error_code ignored;
+    if (!path_.empty() && owner_ == ::getpid()) std::filesystem::remove_all(path_, ignored);
+  }
+  PrivateDirectory(const PrivateDirectory&) = delete;
+  PrivateDirectory& operator=(const PrivateDirectory&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  pid_t owner_ = ::getpid();
+};
+
+void configure_pocl_files() {
   ::setenv("POCL_KERNEL_CACHE", "0", /*overwrite=*/0);
+  const std::string pid = std::to_string(::getpid());
+  const char* owner = std::getenv("KILN_POCL_CACHE_DIR_PID");
+  const bool chosen_by_user = std::getenv("POCL_CACHE_DIR") != nullptr && owner == nullptr;
+  if (chosen_by_user || (owner && pid == owner)) return;
+  static const PrivateDirectory directory;
+  if (directory.path().empty()) return;  // PoCL's default, as before
+  ::setenv("POCL_CACHE_DIR", directory.path().c_str(), /*overwrite=*/1);
+  ::setenv("KILN_POCL_CACHE_DIR_PID", pid.c_str(), /*overwrite=*/1);
 }
 
 ProbeResult probe() {
   ProbeResult result;
-  turn_off_pocl_kernel_cache();
+  configure_pocl_files();
   const std::vector<ClDeviceId> devices = all_devices();
   if (devices.empty()) {
     result.reason =
