@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -35,6 +36,9 @@ Lowerer::Lowerer(const ScheduleItem& item, const KernelPlan& plan, bool vector_l
 
 LinearProgram Lowerer::run() {
   program_.params.push_back({item_.output->dtype(), item_.output->numel(), true});
+  // A kernel that writes in place (an Assign's, a Scatter's) reads its output too: each element
+  // only where the work item writes it (codegen/schedule.cpp), before it stores it.
+  param_of_[item_.output.get()] = 0;
   for (const UOpRef& input : item_.inputs) {
     param_of_[input.get()] = static_cast<int>(program_.params.size());
     program_.params.push_back({input->dtype(), input->numel(), false});
@@ -74,16 +78,22 @@ LinearProgram Lowerer::run() {
       if (broadcasts_row_value(*node)) lower_one(node, lanes[0]);
     }
   }
-  const std::vector<int> values = lower(item_.ast, lanes);
+  // An Assign into a region stores its value through the region's view of the output.
+  const bool into_region = item_.ast->op() == Op::Assign;
+  const std::vector<int> values = lower(into_region ? item_.ast->src(1) : item_.ast, lanes);
   const SymShape strides = View::contiguous_strides(shape);
   for (size_t lane = 0; lane < lanes.size(); ++lane) {
-    Sym flat(0);
-    for (size_t dim = 0; dim < ndim; ++dim) flat = flat + store_lanes[lane][dim] * strides[dim];
+    Sym flat(0), valid(1);
+    if (into_region) {
+      std::tie(flat, valid) = item_.ast->src(0)->tracker().to_index(store_lanes[lane]);
+    } else {
+      for (size_t dim = 0; dim < ndim; ++dim) flat = flat + store_lanes[lane][dim] * strides[dim];
+    }
     LinInstr store{LinOp::Store, item_.output->dtype()};
     store.srcs = {cast_to(values[lane], item_.output->dtype())};
     store.buffer = 0;
     store.index = flat;
-    store.valid = logical_and(store_guard_, lane_guards[lane]);
+    store.valid = logical_and(logical_and(store_guard_, lane_guards[lane]), valid);
     emit(std::move(store));
   }
   return std::move(program_);

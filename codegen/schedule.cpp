@@ -336,6 +336,8 @@ std::vector<UOpRef> rewrite_reductions(const std::vector<UOpRef>& input_roots,
                                        bool read_realized) {
   DeviceOf device_of_node(device);
   const RewriteRule realized_before = [&](const UOpRef& node) -> UOpRef {
+    if (UOpRef contents = node->snapshot()) return contents;
+    if (!read_realized) return nullptr;
     UOpRef value = node->realized_value();
     if (!value) return nullptr;
     // A graph of constants carries no device: its node may have been realized on another one.
@@ -355,7 +357,7 @@ std::vector<UOpRef> rewrite_reductions(const std::vector<UOpRef>& input_roots,
         if (UOpRef split = one_kernel ? flatten_rule(node) : split_rule(node)) return split;
         return bound_reduce_length(node, limits(device_of_node(node)).max_reduce_length);
       },
-      read_realized ? realized_before : RewriteRule());
+      realized_before);
 }
 
 // Elements at the largest value of every variable in the shape.
@@ -363,6 +365,38 @@ int64_t largest_numel(const UOp& node) {
   int64_t elements = 1;
   for (const Sym& extent : node.sym_shape()) elements = saturating_mul(elements, extent.vmax());
   return elements;
+}
+
+// Whether `value`'s graph holds `buffer`.
+bool reads(const UOpRef& value, const UOp* buffer) {
+  for (const UOpRef& node : toposort({value})) {
+    if (node.get() == buffer) return true;
+  }
+  return false;
+}
+
+// Whether `value` reads its Assign's `target` (a Buffer, or a View of one that the Assign writes
+// through) only element by element (through elementwise ops, at the element it computes), and
+// the target's buffer nowhere else.
+bool reads_elementwise(const UOpRef& value, const UOp* target) {
+  const UOp* buffer = target->op() == Op::Buffer ? target : target->src().get();
+  std::vector<const UOp*> stack{value.get()};
+  std::unordered_set<const UOp*> seen{value.get()};
+  while (!stack.empty()) {
+    const UOp* node = stack.back();
+    stack.pop_back();
+    if (node == target) continue;
+    if (node == buffer) return false;  // reached other than through the target's view
+    const bool elementwise = is_elementwise(node->op()) || node->op() == Op::Cast;
+    for (const UOpRef& src : node->srcs()) {
+      if (!elementwise) {
+        if (reads(src, buffer)) return false;
+        continue;
+      }
+      if (seen.insert(src.get()).second) stack.push_back(src.get());
+    }
+  }
+  return true;
 }
 
 // How the graph uses each node, as far as the choice of realized nodes needs it.
@@ -412,6 +446,15 @@ Uses find_uses(const std::vector<UOpRef>& order, const std::vector<UOpRef>& root
     }
     // A Scatter's kernel stores into its own buffer (codegen/lower_scatter.cpp).
     if (node->op() == Op::Scatter) uses.must_realize.insert(node);
+    // An Assign computes its value into its target's buffer (through the target's view, where it
+    // writes a region): where the value reads that buffer other than element by element (through
+    // another view, a reduction, a gather), it is computed into a buffer of its own first, so
+    // that no work item reads what another has written.
+    if (node->op() == Op::Assign) {
+      uses.must_realize.insert(node);
+      if (!reads_elementwise(node->src(1), node->src(0).get()))
+        uses.must_realize.insert(node->src(1).get());
+    }
     if (node->op() == Op::Contiguous) uses.must_realize.insert(node);
     if (node->op() == Op::Copy && node->src()->op() != Op::Buffer)
       uses.must_realize.insert(node->src().get());
@@ -537,7 +580,7 @@ Placement choose_realized(const std::vector<UOpRef>& order, const Uses& uses,
 // A Scatter updates its destination's buffer in place where the destination is a Scatter on
 // the same device that nothing else reads (not a root, no other user, not the Scatter's own
 // index or values): a chain of Scatters (a long one in parts, scatter_reduce without x's own
-// values) writes one buffer.
+// values) writes one buffer. So does a Scatter assigned to its own destination.
 Schedule build_items(const std::vector<UOpRef>& order, const std::vector<UOpRef>& roots,
                      const Placement& placement, const Uses& uses, const std::string& device) {
   std::unordered_set<const UOp*> root_set;
@@ -556,6 +599,14 @@ Schedule build_items(const std::vector<UOpRef>& order, const std::vector<UOpRef>
       in_place = destination->op() == Op::Scatter && uses.user_count(destination) == 1 &&
                  !root_set.count(destination) && placement.device_of.at(destination) == placed &&
                  node->src(1).get() != destination && node->src(2).get() != destination;
+      // Assigned to its own destination's buffer, where its index and values do not read it
+      // (index_put_): the stores go straight there.
+      auto users = uses.users.find(raw);
+      if (destination->op() == Op::Buffer && users != uses.users.end() &&
+          users->second.count == 1 && users->second.last->op() == Op::Assign &&
+          users->second.last->src().get() == destination && !root_set.count(raw) &&
+          !reads(node->src(1), destination) && !reads(node->src(2), destination))
+        in_place = true;
     }
     builder.add_item(node, placed.empty() ? device : placed,
                      why == placement.why.end() ? "" : why->second, in_place);

@@ -77,9 +77,12 @@ void ScheduleBuilder::add_item(const UOpRef& node, const std::string& device, st
                                bool in_place) {
   int output;
   UOpRef buffer;
-  if (in_place) {
-    buffer = buffer_of_.at(node->src().get());
-    output = index_of_.at(buffer.get());
+  if (in_place || node->op() == Op::Assign) {
+    // The destination's (a Scatter's, or a leaf's) or the target's buffer (a leaf, or the one
+    // the target views: an Assign into a region).
+    const UOpRef& into = node->src()->op() == Op::View ? node->src()->src() : node->src();
+    buffer = into->op() == Op::Buffer ? into : buffer_of_.at(into.get());
+    output = index_of(buffer);
   } else {
     output = static_cast<int>(schedule_.buffers.size());
     buffer = buffer_like(*node, "buffer" + std::to_string(output));
@@ -97,10 +100,26 @@ void ScheduleBuilder::add_item(const UOpRef& node, const std::string& device, st
     bind_kernel_with(schedule_.buffers, scatter, output, with_srcs(reads, std::move(srcs)),
                      [this](const UOpRef& read) { return index_of(read); });
     schedule_.items.push_back(std::move(scatter));
+  } else if (node->op() == Op::Assign && node->src()->op() == Op::View) {
+    // Into a region: the kernel's ast is the Assign, its target the region's view of parameter
+    // 0, so that it stores through that view (codegen/lower.cpp).
+    auto value = buffer_of_.find(node->src(1).get());
+    const UOpRef reads = value != buffer_of_.end()
+                             ? value->second
+                             : as_kernel_reads(node->src(1), buffer_of_, substituted_);
+    ScheduleItem write;
+    bind_kernel_with(schedule_.buffers, write, output, with_srcs(node, {node->src(), reads}),
+                     [this](const UOpRef& read) { return index_of(read); });
+    schedule_.items.push_back(std::move(write));
+  } else if (node->op() == Op::Assign) {
+    // The value, unless it was computed there already (a Scatter in place).
+    auto value = buffer_of_.find(node->src(1).get());
+    if (value == buffer_of_.end() || value->second != buffer)
+      schedule_.items.push_back(kernel_item(node->src(1), output));
   } else {
     schedule_.items.push_back(item_of(node, output));
   }
-  schedule_.items.back().why = std::move(why);
+  if (!schedule_.items.empty()) schedule_.items.back().why = std::move(why);
   // Known only after its item is made: the item computes the node rather than reading it.
   buffer_of_[node.get()] = std::move(buffer);
 }

@@ -99,8 +99,8 @@ std::shared_ptr<const SymShape> derived_sym_shape(Op op, const std::vector<UOpRe
   if (op == Op::Gather)
     return srcs[1]->is_symbolic() ? std::make_shared<const SymShape>(srcs[1]->sym_shape())
                                   : nullptr;
-  // A Scatter has its destination's shape.
-  if (op == Op::Scatter)
+  // A Scatter has its destination's shape, an Assign its target's.
+  if (op == Op::Scatter || op == Op::Assign)
     return srcs[0]->is_symbolic() ? std::make_shared<const SymShape>(srcs[0]->sym_shape())
                                   : nullptr;
   const bool symbolic =
@@ -206,18 +206,54 @@ UOpRef UOp::make_interned(Op op, DType dtype, std::vector<UOpRef>&& srcs, Arg&& 
   return node;
 }
 
+namespace {
+
+// The storage a realized value (a Buffer node, or a View of one) is in.
+const Storage& storage_of_value(const UOp& value) {
+  return *(value.op() == Op::Buffer ? value : *value.src()).storage();
+}
+
+}  // namespace
+
 UOpRef UOp::realized_value() const {
   // Most nodes are never realized (constants, views), and graphs of many threads share them:
   // those are read without writing the lock's cache line.
   if (!ever_realized_.load(std::memory_order_acquire)) return nullptr;
-  std::lock_guard<SpinLock> lock(realized_lock_);
-  return realized_.lock();
+  uint64_t version;
+  UOpRef value;
+  {
+    std::lock_guard<SpinLock> lock(realized_lock_);
+    value = realized_.lock();
+    version = realized_version_;
+  }
+  if (!value || storage_of_value(*value).version() != version) return nullptr;
+  return value;
 }
 
 void UOp::set_realized_value(const UOpRef& value) const {
+  const uint64_t version = value ? storage_of_value(*value).version() : 0;
   std::lock_guard<SpinLock> lock(realized_lock_);
   realized_ = value;
+  realized_version_ = version;
   ever_realized_.store(true, std::memory_order_release);
+}
+
+UOpRef UOp::snapshot() const {
+  if (!has_snapshot_.load(std::memory_order_acquire)) return nullptr;
+  UOpRef contents;
+  {
+    std::lock_guard<SpinLock> lock(realized_lock_);
+    contents = snapshot_;
+  }
+  // A snapshot read through a tensor and then written in place has a snapshot of its own.
+  while (UOpRef older = contents->snapshot()) contents = std::move(older);
+  return contents;
+}
+
+void UOp::set_snapshot(const UOpRef& contents) const {
+  std::lock_guard<SpinLock> lock(realized_lock_);
+  snapshot_ = contents;
+  has_snapshot_.store(true, std::memory_order_release);
 }
 
 SymShape UOp::sym_shape() const {
@@ -232,12 +268,12 @@ int64_t UOp::numel() const {
 
 const char* op_name(Op op) {
   static const char* const kNames[] = {
-      "BUFFER", "CONST", "IOTA",  "VIEW",   "NEG",        "NOT",   "ABS",    "RECIP",
-      "SQRT",   "EXP",   "EXP2",  "LOG",    "LOG2",       "SIN",   "COS",    "TAN",
-      "TANH",   "ERF",   "FLOOR", "CEIL",   "ROUND",      "TRUNC", "ADD",    "SUB",
-      "MUL",    "DIV",   "MOD",   "MAX",    "MIN",        "POW",   "CMPLT",  "CMPLE",
-      "CMPGT",  "CMPGE", "CMPEQ", "CMPNE",  "AND",        "OR",    "XOR",    "SHL",
-      "SHR",    "WHERE", "CAST",  "REDUCE", "CONTIGUOUS", "COPY",  "GATHER", "SCATTER"};
+      "BUFFER", "CONST",  "IOTA",    "VIEW",  "NEG",   "NOT",   "ABS",   "RECIP",  "SQRT",
+      "EXP",    "EXP2",   "LOG",     "LOG2",  "SIN",   "COS",   "TAN",   "TANH",   "ERF",
+      "FLOOR",  "CEIL",   "ROUND",   "TRUNC", "ADD",   "SUB",   "MUL",   "DIV",    "MOD",
+      "MAX",    "MIN",    "POW",     "CMPLT", "CMPLE", "CMPGT", "CMPGE", "CMPEQ",  "CMPNE",
+      "AND",    "OR",     "XOR",     "SHL",   "SHR",   "WHERE", "CAST",  "REDUCE", "CONTIGUOUS",
+      "COPY",   "GATHER", "SCATTER", "ASSIGN"};
   return kNames[static_cast<int>(op)];
 }
 

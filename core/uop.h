@@ -96,6 +96,9 @@ enum class Op : uint8_t {
   // device gets the same result. Index semantics as a Gather's. Always realized into a buffer of
   // its own (one a Scatter it is the only user of may update in place). arg: ScatterArg.
   Scatter,
+  // Writes srcs[1] (the node's shape and dtype) into srcs[0], a realized Buffer, in place; the
+  // node's value is then that buffer. Only Tensor::assign makes one, and realizes it at once.
+  Assign,
 };
 
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min };
@@ -134,6 +137,14 @@ class Storage {
   virtual ~Storage() = default;
   virtual const std::string& device() const = 0;
   virtual size_t nbytes() const = 0;
+
+  // Counts writes in place (Tensor::assign): a value realized into this storage before a write
+  // is no longer the value of the graph it was realized for (UOp::realized_value).
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  void note_written() { version_.fetch_add(1, std::memory_order_acq_rel); }
+
+ private:
+  std::atomic<uint64_t> version_{0};
 };
 
 using Arg = std::variant<std::monostate, ConstArg, ShapeTracker, ReduceArg,
@@ -182,12 +193,21 @@ class UOp {
   std::string to_string() const;
 
   // The value this node was realized to (a Buffer node, or a View of one) while that value is
-  // alive, else null: a graph that uses this node reads the value instead of computing it again.
-  // The node does not keep the value alive (the tensor that realized it does). Realizes in
-  // several threads may read and set it at once: each is one step under a lock, and two threads
-  // that realize the same node set equal values (the later one is kept).
+  // alive and its storage has not been written in place since, else null: a graph that uses this
+  // node reads the value instead of computing it again. The node does not keep the value alive
+  // (the tensor that realized it does). Realizes in several threads may read and set it at once:
+  // each is one step under a lock, and two threads that realize the same node set equal values
+  // (the later one is kept).
   UOpRef realized_value() const;
   void set_realized_value(const UOpRef& value) const;
+
+  // A Buffer node whose storage was written in place (Tensor::assign) while graphs built before
+  // the write held this node: a Buffer node with the contents as they were, which those graphs
+  // read instead. Unlike realized_value it is what the node means, not a saving: the node holds
+  // it, and every schedule reads it (a capture's too). Null for every other node. Where that
+  // snapshot was written in place in turn, its own snapshot.
+  UOpRef snapshot() const;
+  void set_snapshot(const UOpRef& contents) const;
 
   UOp(Op op, DType dtype, std::vector<UOpRef> srcs, Arg arg, Shape shape,
       std::shared_ptr<const SymShape> sym_shape, size_t hash)
@@ -211,8 +231,11 @@ class UOp {
   size_t hash_;
   mutable std::weak_ptr<const UOp> weak_self_;  // lets the intern table hand out owners
   mutable std::weak_ptr<const UOp> realized_;   // see realized_value()
-  mutable SpinLock realized_lock_;              // guards realized_
+  mutable uint64_t realized_version_ = 0;       // its storage's version when realized
+  mutable UOpRef snapshot_;                     // see snapshot()
+  mutable SpinLock realized_lock_;              // guards realized_, its version and snapshot_
   mutable std::atomic<bool> ever_realized_{false};
+  mutable std::atomic<bool> has_snapshot_{false};
 };
 
 const char* op_name(Op op);

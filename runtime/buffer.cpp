@@ -53,7 +53,7 @@ Buffer::Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel
 
 Buffer::~Buffer() {
   DeviceMemory memory = memory_.load(std::memory_order_acquire);
-  if (!memory) return;
+  if (!memory || owner_) return;  // an alias's memory goes with its owner
   if (release_) {
     // Kernels queued before may still read or write it. A device that fails here has lost the
     // memory anyway: a destructor has nothing to throw to.
@@ -92,6 +92,14 @@ void Buffer::copy_out(void* host) {
   if (nbytes_ == 0) return;
   device_->device().synchronize();
   device_->allocator().driver().copy_out(host, memory(), nbytes_);
+}
+
+std::shared_ptr<Buffer> Buffer::alias_of(const std::shared_ptr<Buffer>& buffer) {
+  const std::shared_ptr<Buffer>& owner = buffer->owner_ ? buffer->owner_ : buffer;
+  auto alias = std::make_shared<Buffer>(owner->device_, owner->dtype_, owner->numel_,
+                                        owner->memory(), nullptr);
+  alias->owner_ = owner;
+  return alias;
 }
 
 Buffer& buffer_of(const UOp& node) {

@@ -42,6 +42,16 @@ class Buffer : public Storage {
   void copy_in(const void* host);  // nbytes() bytes
   void copy_out(void* host);       // nbytes() bytes
 
+  // Another Buffer over the same device memory, kept alive by it: a new identity for a tensor
+  // whose contents are written in place while graphs built before hold its old Buffer node
+  // (runtime/tensor_assign.cpp). Aliases of an alias share the first buffer's memory directly,
+  // so a tensor written many times holds no chain of them.
+  static std::shared_ptr<Buffer> alias_of(const std::shared_ptr<Buffer>& buffer);
+  // Whether memory was taken for it yet (a buffer made and not yet written has none).
+  bool has_memory() const { return memory_.load(std::memory_order_acquire) != nullptr; }
+  // The buffer whose memory this is: this one, or an alias' owner.
+  const Buffer* memory_owner() const { return owner_ ? owner_.get() : this; }
+
  private:
   std::shared_ptr<DeviceContext> device_;
   DType dtype_;
@@ -51,6 +61,7 @@ class Buffer : public Storage {
   std::atomic<DeviceMemory> memory_{nullptr};
   bool cached_ = true;
   std::function<void(DeviceMemory)> release_;  // set for memory that is not the allocator's
+  std::shared_ptr<Buffer> owner_;              // an alias's: the buffer whose memory it is
 };
 
 // The Buffer behind a Buffer UOp.

@@ -72,6 +72,7 @@ struct CapturedStep::State {
   };
   std::vector<Output> outputs;
   std::unordered_set<const Buffer*> written;  // buffers the launches write
+  bool aliases = false;  // some launch's buffer is an alias of another's memory (Buffer::alias_of)
   // The launches as one graph of their device (CUDA graphs), made at the first replay where
   // every launch is a kernel of one device with fixed sizes; null where not, or where the device
   // has none. Declared after `launches`, so destroyed first: the launches' buffers keep the
@@ -332,15 +333,39 @@ std::vector<CapturedStep::State::Output> CapturedStep::State::outputs_to_replay(
   return captured_outputs;
 }
 
-// The capture made the step's own, once nothing in it can throw; replays read it without a lock.
+// The capture made the step's own (unless it writes an input in place: a ValueError, and nothing
+// kept); replays read it without a lock.
 void CapturedStep::State::keep(std::vector<Input> captured_inputs,
                                std::vector<Output> captured_outputs,
                                std::vector<RecordedLaunch> recorded) {
+  // Memory that existed before the step and that it writes in place (a tensor's assign) is the
+  // tensor's for good: not swapped for a new buffer per call. Memory the step made is its own,
+  // under whichever Buffer (an alias: runtime/tensor_assign.cpp) a launch writes it.
+  std::unordered_set<const Buffer*> made;  // by memory owner
+  std::unordered_set<const Buffer*> step_written;
+  bool has_aliases = false;
+  for (const RecordedLaunch& launch : recorded) {
+    const Buffer* buffer = launch.buffers[launch.program ? 0 : 1].get();
+    for (const std::shared_ptr<Buffer>& used : launch.buffers)
+      has_aliases |= used->memory_owner() != used.get();
+    if (!launch.in_place) made.insert(buffer->memory_owner());
+    if (!launch.in_place || made.count(buffer->memory_owner())) {
+      step_written.insert(buffer);
+      continue;
+    }
+    for (const Input& input : captured_inputs) {
+      if (input.buffer->memory_owner() == buffer->memory_owner())
+        throw ValueError(
+            "[CapturedStep] the step writes one of its inputs in place (assign, "
+            "index_put_): a replay would write the caller's tensor where the "
+            "first calls wrote a copy; assign to a copy of the input instead");
+    }
+  }
   for (const Input& input : captured_inputs) {
     for (const Sym& size : input.sym_shape) symbolic |= !size.is_const();
   }
-  for (const RecordedLaunch& launch : recorded)
-    written.insert(launch.buffers[launch.program ? 0 : 1].get());
+  written = std::move(step_written);
+  aliases = has_aliases;
   inputs = std::move(captured_inputs);
   outputs = std::move(captured_outputs);
   launches = std::move(recorded);
@@ -395,15 +420,31 @@ CallBuffers CapturedStep::State::buffers_of_call(
     call.plain_inputs.push_back(as_plain_buffer(call_inputs[index]));
     call.swapped[inputs[index].buffer.get()] = buffer_behind(*call.plain_inputs.back().node());
   }
+  // An output written in place under an alias (runtime/tensor_assign.cpp) shares its memory with
+  // the buffer first written: both are swapped, each alias for an alias of the new one.
   for (const Output& output : outputs) {
     const Buffer* captured = output.buffer.get();
     if (!written.count(captured) || call.swapped.count(captured)) continue;
-    call.swapped[captured] = std::make_shared<Buffer>(
-        open_device(output.device), output.buffer->dtype(), output.buffer->numel());
+    const Buffer* owner = captured->memory_owner();
+    std::shared_ptr<Buffer>& fresh = call.swapped[owner];
+    if (!fresh)
+      fresh = std::make_shared<Buffer>(open_device(output.device), output.buffer->dtype(),
+                                       output.buffer->numel());
+    if (owner != captured) call.swapped[captured] = Buffer::alias_of(fresh);
+  }
+  for (const RecordedLaunch& launch : launches) {
+    if (!aliases) break;
+    for (const std::shared_ptr<Buffer>& buffer : launch.buffers) {
+      const Buffer* owner = buffer->memory_owner();
+      if (owner == buffer.get() || call.swapped.count(buffer.get())) continue;
+      auto fresh = call.swapped.find(owner);
+      if (fresh != call.swapped.end()) call.swapped[buffer.get()] = Buffer::alias_of(fresh->second);
+    }
   }
   if (!symbolic) return call;
   for (const RecordedLaunch& launch : launches) {
     const std::shared_ptr<Buffer>& written_buffer = launch.buffers[launch.program ? 0 : 1];
+    if (!written.count(written_buffer.get())) continue;  // a tensor's own, written in place
     const int64_t numel = launch.written_numel.eval(values);
     if (call.current(written_buffer).numel() == numel) continue;
     call.swapped[written_buffer.get()] = std::make_shared<Buffer>(

@@ -28,7 +28,9 @@ std::atomic<int> recorders_in_use{0};
 }  // namespace
 
 void LaunchRecorder::record(RecordedLaunch launch) {
-  step_buffers.insert(launch.buffers[launch.program ? 0 : 1].get());
+  // A tensor written in place (a weight an optimizer step updates) stays the application's: a
+  // realize in another thread that reads it is not the step's.
+  if (!launch.in_place) step_buffers.insert(launch.buffers[launch.program ? 0 : 1].get());
   launches.push_back(std::move(launch));
 }
 

@@ -26,6 +26,10 @@ struct RecordedLaunch {
   // The elements of the buffer it writes (a kernel's output, a copy's destination), over the
   // bound variables: a replay with other values sizes the buffer from it.
   Sym written_numel = Sym(0);
+  // A kernel that writes a buffer holding values already (an Assign's target, a tensor written
+  // in place): where the step did not make that memory, a replay writes that same buffer, even
+  // where the step returns it.
+  bool in_place = false;
   // A kernel with variables: its launch geometry (a program with only `launch`, `global_size`
   // and `variables`) and the bound variable each of its variables stood for, so that a replay
   // dispatches it for other values.

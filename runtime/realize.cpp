@@ -70,9 +70,9 @@ class BoundBuffers {
 };
 
 // `report`: where the kernel's Gathers report indices outside their axes (null where it has none).
-void run_kernel(const ScheduleItem& item, const UOp& output, const KernelLaunch& kernel,
-                const BoundBuffers& bound, const std::shared_ptr<IndexReport>& report,
-                LaunchRecorder* recorder) {
+void run_kernel(const ScheduleItem& item, const UOp& output, bool in_place,
+                const KernelLaunch& kernel, const BoundBuffers& bound,
+                const std::shared_ptr<IndexReport>& report, LaunchRecorder* recorder) {
   const PreparedKernel& prepared = *kernel.prepared;
   const LinearProgram& program = prepared.program;
   const int64_t items = work_items(program, kernel.values);
@@ -99,6 +99,7 @@ void run_kernel(const ScheduleItem& item, const UOp& output, const KernelLaunch&
     launch.request = request;
     launch.request.wait = false;  // a replay waits for nothing
     launch.written_numel = sym_prod(output.sym_shape());
+    launch.in_place = in_place;
     launch.geometry = prepared.geometry;
     launch.bound = kernel.bound;
     for (int buffer : item.buffers) launch.buffers.push_back(bound.shared(buffer));
@@ -254,14 +255,15 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
   std::vector<UOpRef> results;
   for (const ScheduleResult& result : schedule.results) {
     results.push_back(result.buffer < 0 ? result.unchanged
-                                        : result_node(*schedule.buffers[result.buffer].node,
+                                        : result_node(*plan->node(result.buffer, walk),
                                                       bound.shared(result.buffer), walk.bound));
   }
   std::vector<Device*> launched_on;
   std::vector<std::shared_ptr<IndexReport>> reports;
   for (size_t index = 0; index < schedule.items.size(); ++index) {
     const ScheduleItem& item = schedule.items[index];
-    const UOp& output = *schedule.buffers[item.buffers[0]].node;
+    // (A leaf where the item writes in place: an Assign's target.)
+    const UOp& output = *plan->node(item.buffers[0], walk);
     if (item.kind == ScheduleItem::Kind::Copy) {
       run_copy(item, output, bound, recorder);
     } else if (kernels[index].prepared->context->device().properties().compile_only) {
@@ -275,7 +277,11 @@ std::vector<UOpRef> realize_nodes(const std::vector<UOpRef>& roots, const std::s
                                                kernels[index].values);
         reports.push_back(report);
       }
-      run_kernel(item, output, kernels[index], bound, report, recorder);
+      // Writing a leaf that holds values already (an Assign's target; not a snapshot's new
+      // buffer, which the realize fills first).
+      const bool in_place =
+          schedule.buffers[item.buffers[0]].is_leaf && bound[item.buffers[0]].has_memory();
+      run_kernel(item, output, in_place, kernels[index], bound, report, recorder);
       Device& kernel_device = kernels[index].prepared->context->device();
       if (std::find(launched_on.begin(), launched_on.end(), &kernel_device) == launched_on.end())
         launched_on.push_back(&kernel_device);

@@ -103,13 +103,15 @@ GraphWalk walk_graph(const std::vector<UOpRef>& roots, const std::string& device
   GraphWalk walk;
   walk.edge_begin.push_back(0);
   // As create_schedule reads them: a node realized before is its value (a Buffer, or a View of
-  // one). Realized on another device, the scheduler may compute it instead: not cached. Each
-  // node is read once per walk: another thread may realize it meanwhile.
+  // one), and a Buffer written in place since a graph took it is its snapshot. Realized on another
+  // device, the scheduler may compute it instead: not cached. Each node is read once per walk:
+  // another thread may realize it meanwhile.
   std::unordered_map<const UOp*, const UOpRef*> resolved;
   auto resolve = [&](const UOpRef& ref) -> const UOpRef* {
     auto [found, fresh] = resolved.emplace(ref.get(), &ref);
     if (!fresh) return found->second;
-    UOpRef value = ref->realized_value();
+    UOpRef value = ref->snapshot();  // a Buffer written in place since: its old contents
+    if (!value) value = ref->realized_value();
     if (!value) return &ref;
     const UOp& buffer = value->op() == Op::Buffer ? *value : *value->src();
     if (buffer.storage()->device() != device) walk.cacheable = false;

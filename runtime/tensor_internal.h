@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/graph_build.h"
+#include "core/rewrite.h"
 #include "core/uop.h"
 
 namespace kiln {
@@ -27,8 +28,15 @@ class TensorState {
         device_(std::move(device)),
         node_(std::move(node)) {}
 
+  // A buffer written in place (Tensor::assign) after this tensor took it, or a view of one (what
+  // a read may take without a realize), reads as it was.
   UOpRef node() const {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (UOpRef contents = node_->snapshot()) {
+      node_ = std::move(contents);
+    } else if (node_->op() == Op::View && node_->src()->op() == Op::Buffer) {
+      if (UOpRef source = node_->src()->snapshot()) node_ = with_srcs(node_, {std::move(source)});
+    }
     return node_;
   }
   // The realized form of the same value.
@@ -48,7 +56,7 @@ class TensorState {
   const DType dtype_;
   const std::string device_;
   mutable std::mutex mutex_;
-  UOpRef node_;
+  mutable UOpRef node_;
 };
 
 Tensor make_tensor(UOpRef node, const std::string& device);
@@ -87,6 +95,9 @@ std::vector<int> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, 
 void check_defined(const Tensor& tensor, const char* op);
 // Both operands defined and on one device; throws naming `op` otherwise.
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+// A ValueError naming `op` unless x is realized into a buffer of its own (what an in-place write
+// needs).
+void check_writable(const Tensor& x, const char* op);
 
 // An op built from other ops (cat from pad and where, matmul from a multiply and a sum) checks
 // its operands itself, but an inner op may still refuse what it is given (two variables of one

@@ -73,6 +73,64 @@ std::vector<AxisSelection> axis_selections(const Tensor& x,
   return selections;
 }
 
+// Values as they broadcast to a selection of `rank` axes: leading size-1 axes beyond it go, as in
+// PyTorch.
+Tensor without_leading_ones(const Tensor& values, int64_t rank) {
+  Tensor given = values;
+  while (given.ndim() > rank && !given.dims()[0].is_symbolic() && given.shape()[0] == 1) {
+    const DimShape sizes = given.dims();
+    given = given.reshape(DimShape(sizes.begin() + 1, sizes.end()));
+  }
+  return given;
+}
+
+// The IndexError an out-of-range position among `indices` would raise, thrown before anything is
+// written: index_put_ stores in place, where a Scatter's own check comes after its stores.
+void check_positions_first(const Tensor& x, const std::vector<indexing::TensorIndex>& indices) {
+  std::optional<int> tensor_axis;
+  axis_selections(x, indices, tensor_axis);
+  if (!tensor_axis) return;
+  const Tensor& positions = std::find_if(indices.begin(), indices.end(), [](const auto& entry) {
+                              return entry.is_tensor();
+                            })->tensor();
+  const int64_t size = x.shape()[static_cast<size_t>(*tensor_axis)];
+  const DType dtype = positions.dtype();
+  const bool is_unsigned = dtype.is_unsigned();
+  // Compared in the positions' own dtype (a device may lack 64-bit integers); a bound outside
+  // that dtype's range cannot be crossed.
+  const double size_value = static_cast<double>(size);
+  const bool above = size_value <= dtype.max_value();
+  const bool below = !is_unsigned && -size_value - 1 >= dtype.min_value();
+  if (positions.numel() == 0 || (!above && !below)) return;
+  Tensor outside;
+  if (above) outside = positions >= size_value;
+  if (below) {
+    const Tensor under = positions < -size_value;
+    outside = above ? outside | under : under;
+  }
+  if (!outside.any().item<bool>()) return;
+  std::string first;
+  if (is_unsigned) {
+    for (uint64_t position : positions.cast(dtypes::uint64).to_vector<uint64_t>()) {
+      if (position >= static_cast<uint64_t>(size)) {
+        first = std::to_string(position);
+        break;
+      }
+    }
+  } else {
+    for (int64_t position : positions.cast(dtypes::int64).to_vector<int64_t>()) {
+      if (position < -size || position >= size) {
+        first = std::to_string(position);
+        break;
+      }
+    }
+  }
+  throw IndexError("[index_put_] index " + first + " is out of range for axis " +
+                   std::to_string(*tensor_axis) + " of size " + std::to_string(size) +
+                   " (valid: " + (is_unsigned ? "0" : std::to_string(-size)) + " to " +
+                   std::to_string(size - 1) + "); " + describe(x) + " is unchanged");
+}
+
 // The inverse of the selection's views: `selected` (the shape x.index gives for `selections`)
 // placed where it was selected in a tensor of x's shape (`sizes`), zero (false) elsewhere.
 Tensor unselect(const Tensor& selected, const std::vector<AxisSelection>& selections,
@@ -135,13 +193,7 @@ Tensor Tensor::index_put(const std::vector<indexing::TensorIndex>& indices, cons
     } catch (const IndexError& error) {
       throw IndexError(relabel_error(error, "index_put", operands()));
     }
-    // Values broadcast to the selection; leading size-1 axes beyond its rank go, as in PyTorch.
-    Tensor given = values;
-    while (given.ndim() > selection.ndim() && !given.dims()[0].is_symbolic() &&
-           given.shape()[0] == 1) {
-      const DimShape sizes = given.dims();
-      given = given.reshape(DimShape(sizes.begin() + 1, sizes.end()));
-    }
+    const Tensor given = without_leading_ones(values, selection.ndim());
     if (given.ndim() > selection.ndim() ||
         broadcast_shapes(given.shape(), selection.shape(), "index_put") != selection.shape())
       throw ShapeError("[index_put] values " + describe(values) +
@@ -189,6 +241,31 @@ Tensor Tensor::index_put(const std::vector<indexing::TensorIndex>& indices, cons
         unselect(Tensor::full(written.dims(), 1, dtypes::bool_, device()), selections, dims());
     return where(mask, unselect(written, selections, dims()), *this);
   });
+}
+
+Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values,
+                           bool accumulate) {
+  Tensor updated = index_put(indices, values, accumulate);  // checks the input
+  check_writable(*this, "index_put_");
+  const bool by_tensor =
+      std::any_of(indices.begin(), indices.end(),
+                  [](const indexing::TensorIndex& entry) { return entry.is_tensor(); });
+  if (!by_tensor) {
+    // Slices and positions: the values stored through the selection's view of x, and nothing
+    // else written.
+    updated = Tensor();
+    Tensor selection = index(indices);
+    UOpRef region = node_of(selection);
+    if (region->op() == Op::View && region->src() == node_of(*this)) {
+      Tensor value = without_leading_ones(values, selection.ndim());
+      if (accumulate) value = selection + value;
+      selection = Tensor();
+      return write_in_place(std::move(value), "index_put_", false, std::move(region));
+    }
+    updated = index_put(indices, values, accumulate);  // the whole of x, or a view it cannot write
+  }
+  check_positions_first(*this, indices);
+  return write_in_place(std::move(updated), "index_put_", true);
 }
 
 Tensor Tensor::slice(int64_t axis, std::optional<int64_t> start, std::optional<int64_t> stop,

@@ -203,10 +203,11 @@ TEST_CASE("conformance guards: a write past an output block is detected", "[conf
 
 // The families that have a TEST_CASE below.
 const char* const kTestedFamilies[] = {
-    "unary.exact", "unary.math", "activation", "binary",    "pow",      "compare",   "bitwise",
-    "scalar",      "where",      "broadcast",  "promotion", "cast",     "reduce",    "argreduce",
-    "softmax",     "cumsum",     "matmul",     "movement",  "index",    "scatter",   "layout",
-    "shapes",      "graph",      "creation",   "transfer",  "host",     "symbolic",  "regression"};
+    "unary.exact", "unary.math", "activation", "binary",    "pow",       "compare",
+    "bitwise",     "scalar",     "where",      "broadcast", "promotion", "cast",
+    "reduce",      "argreduce",  "softmax",    "cumsum",    "matmul",    "movement",
+    "index",       "scatter",    "assign",     "layout",    "shapes",    "graph",
+    "creation",    "transfer",   "host",       "symbolic",  "regression"};
 
 TEST_CASE("conformance battery: every case has a unique name and a tested family",
           "[conformance]") {
@@ -310,6 +311,7 @@ KILN_CONFORMANCE_FAMILY("matmul")
 KILN_CONFORMANCE_FAMILY("movement")
 KILN_CONFORMANCE_FAMILY("index")
 KILN_CONFORMANCE_FAMILY("scatter")
+KILN_CONFORMANCE_FAMILY("assign")
 KILN_CONFORMANCE_FAMILY("layout")
 KILN_CONFORMANCE_FAMILY("shapes")
 KILN_CONFORMANCE_FAMILY("graph")

@@ -16,6 +16,9 @@
 // recapture. The outputs are realized together (kiln::realize), so work they share runs once.
 // Each call returns new output tensors (a replay does not overwrite earlier outputs);
 // a tensor the step realizes and keeps elsewhere is shared with the replays, which overwrite it.
+// A tensor made before the step and written by it in place (Tensor::assign: an optimizer's
+// state, a key/value cache) is written by every replay, and is returned as itself where the step
+// returns it; a read of it built before a replay and realized after sees the replay's write.
 //
 // An input whose size is a bound variable (kiln/variable.h) replays at any value of it: each call
 // binds the variables of its inputs, the captured kernels are dispatched for those values and the

@@ -349,6 +349,42 @@ class Tensor {
   Tensor index_put(const std::vector<indexing::TensorIndex>& indices, const Tensor& values,
                    bool accumulate = false) const;
 
+  // ---- in-place writes ----
+  // Writes `value` (broadcast to x's shape, converted to x's dtype) into x's own memory, now (it
+  // realizes), and returns x: an optimizer's state or a key/value cache changes without new
+  // memory, x.native_memory() stays the same, and a captured step that reads x (a weight) reads
+  // the new contents in its next replay. x must be realized and own its buffer (not a view of
+  // another tensor's: a slice, a broadcast, a reshape); else a ValueError, and nothing changes.
+  // Copies of x (Tensor y = x) are x: they see the write.
+  //
+  // Reads built before the write see the old value, reads built after see the new one. Where
+  // something built before still holds x's old value (a lazy `y = x * 2` not yet realized, a view
+  // of x, a part of the value the caller keeps, or the temporaries of the expression that made
+  // the value: `x.assign(x * 0.9 + g)` has `x * 0.9` alive until the statement ends), the old
+  // contents are first copied aside for it: the write still lands in x's memory, at the cost of
+  // one copy of x. Reads that need the old value realized before the write avoid that copy.
+  // A value that reads x only element by element at the element it writes (x * 0.9 + g) is
+  // computed in place; one that reads it elsewhere (a flip, a sum) is computed beside it first.
+  //
+  // In a CapturedStep the write is recorded like any realize and replayed each call; a replay
+  // writes x's memory without looking for reads built before it (as it overwrites any tensor
+  // the step keeps), so realize those before the next call. A step may not write its own inputs
+  // (a ValueError at the capture). Writes to one tensor from several threads at once, or while
+  // another thread reads it, are a race.
+  Tensor& assign(const Tensor& value);
+  Tensor& assign(Tensor&& value);
+  // x.assign(x.index_put(indices, values, accumulate)), PyTorch's x[indices] = values and
+  // index_put_, writing only what the selection covers: with slices and integer positions the
+  // values are stored through the selection's view of x (x[:, pos] = row: the work is the row;
+  // each position is its own kernel, compiled once), with one Tensor entry and whole slices on
+  // the other axes (cache.index_put_({Slice(), positions}, rows)) they are scattered into x's
+  // memory directly; other selections compute x's new value whole. The positions of a Tensor
+  // entry are checked first (one small kernel and a read), so an out-of-range one is an
+  // IndexError with x unchanged (in a captured step's replays, that check is the Scatter's own,
+  // after the in-range stores).
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values,
+                     bool accumulate = false);
+
   // ---- memory shared with the application ----
   // Wraps `data` (host memory holding the shape's elements of `dtype`, row-major) as a realized
   // tensor without a copy, on a device whose kernels use host memory in place (the CPU);
@@ -401,6 +437,11 @@ class Tensor {
   void copy_to_host(void* out, DType dtype) const;
   // The state behind the handle; throws an Error naming `use` when the tensor is empty.
   TensorState& state(const char* use) const;
+  // assign; `op` names it in errors. Where `scatter_checked`, the value's own Scatter into x
+  // (index_put_'s) had its positions checked already. With a `region` (a View of x's buffer
+  // node), the value is written there only.
+  Tensor& write_in_place(Tensor&& value, const char* op, bool scatter_checked,
+                         std::shared_ptr<const UOp> region = nullptr);
   std::shared_ptr<TensorState> state_;
 
   friend void realize(const std::vector<Tensor>& tensors);

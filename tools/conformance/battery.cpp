@@ -338,6 +338,7 @@ const std::vector<Case>& battery() {
     detail::add_movement_cases(builder);
     detail::add_index_cases(builder);
     detail::add_scatter_cases(builder);
+    detail::add_assign_cases(builder);
     detail::add_shape_cases(builder);
     detail::add_graph_cases_to(builder);
     detail::add_creation_cases(builder);
@@ -352,10 +353,11 @@ const std::vector<Case>& battery() {
 
 const std::vector<std::string>& families() {
   static const std::vector<std::string> names = {
-      "unary.exact", "unary.math", "activation", "binary",    "pow",   "compare",  "bitwise",
-      "scalar",      "where",      "broadcast",  "promotion", "cast",  "reduce",   "argreduce",
-      "softmax",     "cumsum",     "matmul",     "movement",  "index", "scatter",  "layout",
-      "shapes",      "graph",      "creation",   "transfer",  "host",  "symbolic", "regression"};
+      "unary.exact", "unary.math", "activation", "binary",    "pow",       "compare",
+      "bitwise",     "scalar",     "where",      "broadcast", "promotion", "cast",
+      "reduce",      "argreduce",  "softmax",    "cumsum",    "matmul",    "movement",
+      "index",       "scatter",    "assign",     "layout",    "shapes",    "graph",
+      "creation",    "transfer",   "host",       "symbolic",  "regression"};
   return names;
 }
 

@@ -61,6 +61,8 @@ HostTensor in_axis(HostTensor index);
 
 void add_index_cases(BatteryBuilder& builder);
 void add_scatter_cases(BatteryBuilder& builder);
+// In-place writes: assign and index_put_ (battery_assign.cpp).
+void add_assign_cases(BatteryBuilder& builder);
 void add_shape_cases(BatteryBuilder& builder);
 void add_graph_cases_to(BatteryBuilder& builder);
 // Ops over a variable leading size, run at several values (battery_symbolic.cpp).
