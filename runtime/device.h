@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include <kiln/device.h>
 #include <kiln/dtype.h>
 #include <kiln/error.h>
 
@@ -45,13 +46,22 @@ class Allocator {
 
   // Zero-copy with the application (Tensor::from_blob): `nbytes` of host memory at `host` as an
   // allocation of this device, which kernels read and write in place; null where the device
-  // cannot use host memory so. The memory stays the caller's: release_host (never free) gives the
-  // handle back once no queued work uses it.
+  // cannot use host memory so, a DeviceError where this memory does not fit (its alignment). The
+  // memory stays the caller's: release_wrapped (never free) gives the handle back once no queued
+  // work uses it.
   virtual DeviceMemory wrap_host(void* host, size_t nbytes) {
     (void)host, (void)nbytes;
     return nullptr;
   }
-  virtual void release_host(DeviceMemory memory) { (void)memory; }
+  // The same for an allocation the device API made (Tensor::from_native): `nbytes` at `offset`
+  // in `handle`, a handle as native_handle gives them, whose elements need `alignment` bytes.
+  // Null where the device cannot take one; a DeviceError where this one is misaligned for the
+  // device, or is not the device's or does not hold the bytes where the device can tell.
+  virtual DeviceMemory wrap_native(void* handle, size_t offset, size_t nbytes, size_t alignment) {
+    (void)handle, (void)offset, (void)nbytes, (void)alignment;
+    return nullptr;
+  }
+  virtual void release_wrapped(DeviceMemory memory) { (void)memory; }
   // The device API's own handle of an allocation (Tensor::native_memory) and the byte offset of
   // the allocation inside it: a host pointer (CPU), a cl_mem (OpenCL), a VkBuffer and an offset
   // (Vulkan), a CUdeviceptr (CUDA).
@@ -230,6 +240,9 @@ class Device {
     (void)copy_bytes, (void)gemm_side;
     return {};
   }
+
+  // The device API's own objects kiln uses (kiln::native_device, which documents them).
+  virtual NativeDevice native_handles() { return {}; }
 
   bool supports(DType dtype) const { return properties().dtypes.count(dtype.type()) > 0; }
 };

@@ -407,4 +407,12 @@ std::string default_device() {
   return chosen;
 }
 
+void synchronize(const std::string& device) {
+  open_device(device.empty() ? default_device() : device)->device().synchronize();
+}
+
+NativeDevice native_device(const std::string& device) {
+  return open_device(device.empty() ? default_device() : device)->device().native_handles();
+}
+
 }  // namespace kiln

@@ -137,6 +137,73 @@ Tensor operator*(double a, const Tensor& b) {
 Tensor operator/(double a, const Tensor& b) {
   return scalar_op(Op::Div, b, a, true, "div");
 }
+// The temporaries among an operator's operands give up their graph once `result` holds it.
+template <typename... Temporaries>
+Tensor releasing(Tensor result, Temporaries&&... temporaries) {
+  (static_cast<void>(Tensor(std::move(temporaries))), ...);
+  return result;
+}
+
+Tensor operator+(Tensor&& a, const Tensor& b) {
+  return releasing(a + b, std::move(a));
+}
+Tensor operator+(const Tensor& a, Tensor&& b) {
+  return releasing(a + b, std::move(b));
+}
+Tensor operator+(Tensor&& a, Tensor&& b) {
+  return releasing(a + b, std::move(a), std::move(b));
+}
+Tensor operator+(Tensor&& a, double b) {
+  return releasing(a + b, std::move(a));
+}
+Tensor operator+(double a, Tensor&& b) {
+  return releasing(a + b, std::move(b));
+}
+Tensor operator-(Tensor&& a, const Tensor& b) {
+  return releasing(a - b, std::move(a));
+}
+Tensor operator-(const Tensor& a, Tensor&& b) {
+  return releasing(a - b, std::move(b));
+}
+Tensor operator-(Tensor&& a, Tensor&& b) {
+  return releasing(a - b, std::move(a), std::move(b));
+}
+Tensor operator-(Tensor&& a, double b) {
+  return releasing(a - b, std::move(a));
+}
+Tensor operator-(double a, Tensor&& b) {
+  return releasing(a - b, std::move(b));
+}
+Tensor operator*(Tensor&& a, const Tensor& b) {
+  return releasing(a * b, std::move(a));
+}
+Tensor operator*(const Tensor& a, Tensor&& b) {
+  return releasing(a * b, std::move(b));
+}
+Tensor operator*(Tensor&& a, Tensor&& b) {
+  return releasing(a * b, std::move(a), std::move(b));
+}
+Tensor operator*(Tensor&& a, double b) {
+  return releasing(a * b, std::move(a));
+}
+Tensor operator*(double a, Tensor&& b) {
+  return releasing(a * b, std::move(b));
+}
+Tensor operator/(Tensor&& a, const Tensor& b) {
+  return releasing(a / b, std::move(a));
+}
+Tensor operator/(const Tensor& a, Tensor&& b) {
+  return releasing(a / b, std::move(b));
+}
+Tensor operator/(Tensor&& a, Tensor&& b) {
+  return releasing(a / b, std::move(a), std::move(b));
+}
+Tensor operator/(Tensor&& a, double b) {
+  return releasing(a / b, std::move(a));
+}
+Tensor operator/(double a, Tensor&& b) {
+  return releasing(a / b, std::move(b));
+}
 Tensor operator<(const Tensor& a, const Tensor& b) {
   return binary_op(Op::CmpLt, a, b, "lt");
 }

@@ -44,6 +44,33 @@ TEST_CASE("assign writes a realized tensor's own buffer", "[assign]") {
   }
 }
 
+TEST_CASE("the temporaries of + - * / let go of what they read: an update needs no copy",
+          "[assign]") {
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    Tensor w = Tensor::from_vector<float>({1, 2, 3, 4}, {4}, device);
+    const Tensor g = Tensor::from_vector<float>({1, 1, 1, 1}, {4}, device);
+    const UOp* const node = w.node().get();  // not holding it: a holder would read the old value
+    // Every temporary here is an operand of + - * /: none holds w's old value when assign
+    // counts its readers, so the write is in place and w keeps its node (no copy aside).
+    w.assign(w * 0.5 + g * 2 - (w / 4) * (1 - w));
+    check_same(w.to_vector<float>(), {2.5f, 3.5f, 5, 7});
+    CHECK(w.node().get() == node);
+    w.assign(2 * w - 1 + (0.5 * w + g));
+    check_same(w.to_vector<float>(), {6.25f, 8.75f, 12.5f, 17.5f});
+    CHECK(w.node().get() == node);
+    // A temporary that is another function's operand holds w to the statement's end: still
+    // right, through a copy.
+    w.assign((w * 0).exp() + w);
+    check_same(w.to_vector<float>(), {7.25f, 9.75f, 13.5f, 18.5f});
+    // A named tensor given with std::move is left empty; its value went into the result.
+    Tensor named = w - 7;
+    const Tensor sum = std::move(named) + g;
+    CHECK_FALSE(named.defined());
+    check_same(sum.to_vector<float>(), {1.25f, 3.75f, 7.5f, 12.5f});
+  }
+}
+
 TEST_CASE("reads built before an assign see the old value, reads after it the new one",
           "[assign]") {
   for (const std::string& device : kiln::devices()) {

@@ -55,6 +55,14 @@ class HostAllocator : public Allocator {
   void free(DeviceMemory memory, size_t) override { std::free(memory); }
   // Kernels run on the host: its memory is theirs as it is.
   DeviceMemory wrap_host(void* host, size_t) override { return host; }
+  DeviceMemory wrap_native(void* handle, size_t offset, size_t, size_t alignment) override {
+    char* const first = static_cast<char*>(handle) + offset;
+    if (reinterpret_cast<uintptr_t>(first) % alignment != 0) {
+      throw DeviceError("[cpu] the memory at offset " + std::to_string(offset) +
+                        " is not aligned to its elements' " + std::to_string(alignment) + " bytes");
+    }
+    return first;
+  }
   void copy_in(DeviceMemory destination, const void* host, size_t nbytes) override {
     std::memcpy(destination, host, nbytes);
   }

@@ -129,6 +129,13 @@ class CudaDevice : public Device {
   const Dialect& dialect() const override { return cuda_dialect(); }
   Allocator& allocator() override { return *allocator_; }
   Compiler& compiler() override { return *compiler_; }
+  NativeDevice native_handles() override {
+    NativeDevice handles;
+    handles.device = reinterpret_cast<void*>(static_cast<intptr_t>(device_));
+    handles.context = stream_.context();
+    handles.queue = stream_.get();
+    return handles;
+  }
 
   std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
                                         const std::string& kernel_name) override {

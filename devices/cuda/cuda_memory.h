@@ -39,6 +39,20 @@ class CudaAllocator : public Allocator {
   size_t subregion_alignment() const override { return 256; }
   DeviceMemory subregion(DeviceMemory base, size_t offset, size_t nbytes) override;
   void release_subregion(DeviceMemory) override {}
+  // A CUdeviceptr of the application's in the device's primary context (cuMemAlloc, the CUDA
+  // runtime's cudaMalloc), at an offset; the application frees it. Kernels load whole vectors
+  // and assume what cuMemAlloc gives (256-byte alignment), as subregions do: a misaligned load
+  // would end the context, the application's too.
+  DeviceMemory wrap_native(void* handle, size_t offset, size_t, size_t) override {
+    char* const first = static_cast<char*>(handle) + offset;
+    if (reinterpret_cast<uintptr_t>(first) % subregion_alignment() != 0) {
+      throw DeviceError("[cuda] kernels read memory aligned to " +
+                        std::to_string(subregion_alignment()) +
+                        " bytes (as cuMemAlloc gives it); the pointer plus offset " +
+                        std::to_string(offset) + " is not");
+    }
+    return first;
+  }
   std::pair<void*, size_t> native_handle(DeviceMemory memory) override {
     return {reinterpret_cast<void*>(static_cast<uintptr_t>(device_pointer(memory))), 0};
   }

@@ -24,11 +24,12 @@ namespace {
 class ClAllocator : public Allocator {
  public:
   ClAllocator(cl_context context, cl_command_queue queue, size_t largest_allocation,
-              size_t base_alignment)
+              size_t base_alignment, bool host_unified)
       : context_(context),
         queue_(queue),
         largest_allocation_(largest_allocation),
-        base_alignment_(base_alignment) {}
+        base_alignment_(base_alignment),
+        host_unified_(host_unified) {}
 
   DeviceMemory alloc(size_t nbytes) override {
     if (nbytes > largest_allocation_) {
@@ -72,11 +73,74 @@ class ClAllocator : public Allocator {
     clReleaseMemObject(static_cast<cl_mem>(region));
   }
 
+  // Host memory used in place is CL_MEM_USE_HOST_PTR on a device that shares the host's memory
+  // (CL_DEVICE_HOST_UNIFIED_MEMORY: a CPU driver such as PoCL), whose kernels then read and write
+  // it. A device with memory of its own would keep a copy there and write it back only when
+  // mapped: not the zero-copy from_blob promises, so it is refused.
+  DeviceMemory wrap_host(void* host, size_t nbytes) override {
+    if (!host_unified_) return nullptr;
+    if (nbytes > largest_allocation_) {
+      throw OutOfMemoryError("[cl] cannot use " + std::to_string(nbytes) +
+                             " bytes of host memory: the device's largest buffer "
+                             "(CL_DEVICE_MAX_MEM_ALLOC_SIZE) is " +
+                             std::to_string(largest_allocation_) + " bytes");
+    }
+    // OpenCL has no empty buffers, and an empty tensor's pointer need not point at a byte: a
+    // buffer of the driver's own stands for it (nothing reads it).
+    if (nbytes == 0) return KILN_CL_CREATE(clCreateBuffer, context_, CL_MEM_READ_WRITE, 1, nullptr);
+    const cl_mem memory = KILN_CL_CREATE(clCreateBuffer, context_,
+                                         CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, nbytes, host);
+    // The driver may still keep a copy (some do for pointers they find misaligned): then a map
+    // gives another address, and the memory is refused rather than silently copied.
+    cl_int status = CL_SUCCESS;
+    void* const mapped = clEnqueueMapBuffer(queue_, memory, CL_TRUE, CL_MAP_READ, 0, nbytes, 0,
+                                            nullptr, nullptr, &status);
+    if (status == CL_SUCCESS)
+      status = clEnqueueUnmapMemObject(queue_, memory, mapped, 0, nullptr, nullptr);
+    if (status != CL_SUCCESS || mapped != host) {
+      clReleaseMemObject(memory);
+      KILN_CL_CHECK(status);
+      return nullptr;
+    }
+    return memory;
+  }
+  // An application's cl_mem, made in kiln's context (kiln::native_device): retained, or a
+  // sub-buffer of it at an offset.
+  DeviceMemory wrap_native(void* handle, size_t offset, size_t nbytes, size_t alignment) override {
+    const auto memory = static_cast<cl_mem>(handle);
+    cl_context context = nullptr;
+    KILN_CL_CHECK(clGetMemObjectInfo(memory, CL_MEM_CONTEXT, sizeof(context), &context, nullptr));
+    if (context != context_) {
+      throw DeviceError(
+          "[cl] the cl_mem belongs to another OpenCL context; kiln's device uses its own "
+          "(kiln::native_device gives it): make the buffer there");
+    }
+    size_t size = 0;
+    KILN_CL_CHECK(clGetMemObjectInfo(memory, CL_MEM_SIZE, sizeof(size), &size, nullptr));
+    if (offset > size || nbytes > size - offset) {
+      throw DeviceError("[cl] the cl_mem holds " + std::to_string(size) + " bytes, not " +
+                        std::to_string(nbytes) + " at offset " + std::to_string(offset));
+    }
+    if (offset == 0) {
+      KILN_CL_CHECK(clRetainMemObject(memory));
+      return memory;
+    }
+    if (offset % alignment != 0) {
+      throw DeviceError("[cl] offset " + std::to_string(offset) +
+                        " is not aligned to the elements' " + std::to_string(alignment) + " bytes");
+    }
+    return subregion(memory, offset, std::max<size_t>(nbytes, 1));
+  }
+  void release_wrapped(DeviceMemory memory) override {
+    clReleaseMemObject(static_cast<cl_mem>(memory));
+  }
+
  private:
   cl_context context_;
   cl_command_queue queue_;
   size_t largest_allocation_;
   size_t base_alignment_;
+  bool host_unified_;
 };
 
 // The queues of the live devices, finished at exit before the driver's own static objects go.
@@ -274,9 +338,14 @@ class ClDevice : public Device {
     properties_.max_allocation_limit = "CL_DEVICE_MAX_MEM_ALLOC_SIZE";
     const auto base_alignment_bits =
         KILN_CL_DEVICE_VALUE(cl_uint, device_id_, CL_DEVICE_MEM_BASE_ADDR_ALIGN);
-    allocator_ = std::make_unique<ClAllocator>(context_.get(), queue_.get(),
-                                               static_cast<size_t>(largest_allocation),
-                                               std::max<size_t>(1, base_alignment_bits / 8));
+    // Deprecated since OpenCL 2.0: a driver that no longer answers shares nothing.
+    cl_bool host_unified = CL_FALSE;
+    if (clGetDeviceInfo(device_id_, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof(host_unified),
+                        &host_unified, nullptr) != CL_SUCCESS)
+      host_unified = CL_FALSE;
+    allocator_ = std::make_unique<ClAllocator>(
+        context_.get(), queue_.get(), static_cast<size_t>(largest_allocation),
+        std::max<size_t>(1, base_alignment_bits / 8), host_unified == CL_TRUE);
 
     size_t item_sizes[3] = {1, 1, 1};
     KILN_CL_CHECK(clGetDeviceInfo(device_id_, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(item_sizes),
@@ -301,6 +370,15 @@ class ClDevice : public Device {
   const Dialect& dialect() const override { return dialect_; }
   Allocator& allocator() override { return *allocator_; }
   Compiler& compiler() override { return *compiler_; }
+  NativeDevice native_handles() override {
+    NativeDevice handles;
+    KILN_CL_CHECK(clGetDeviceInfo(device_id_, CL_DEVICE_PLATFORM, sizeof(cl_platform_id),
+                                  &handles.platform, nullptr));
+    handles.device = device_id_;
+    handles.context = context_.get();
+    handles.queue = queue_.get();
+    return handles;
+  }
 
   std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
                                         const std::string& kernel_name) override {

@@ -59,6 +59,12 @@ LogicalDevice create_logical_device(const PhysicalDeviceInfo& info) {
   create_info.pNext = &features;
   create_info.queueCreateInfoCount = 1;
   create_info.pQueueCreateInfos = &queue_info;
+  // Host memory used in place (Tensor::from_blob), where the device can import it.
+  const char* const host_memory = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
+  if (info.host_pointer_alignment > 0) {
+    create_info.enabledExtensionCount = 1;
+    create_info.ppEnabledExtensionNames = &host_memory;
+  }
   VkDevice device = VK_NULL_HANDLE;
   KILN_VK_CHECK(vkCreateDevice(info.handle, &create_info, nullptr, &device));
   return LogicalDevice(device);
@@ -202,6 +208,15 @@ class VulkanDevice : public Device {
   const Dialect& dialect() const override { return glsl_dialect(); }
   Allocator& allocator() override { return *allocator_; }
   Compiler& compiler() override { return *compiler_; }
+  NativeDevice native_handles() override {
+    NativeDevice handles;
+    handles.instance = instance_->get();
+    handles.physical_device = info_.handle;
+    handles.device = logical_.get();
+    handles.queue = queue_->handle();
+    handles.queue_family = info_.compute_family;
+    return handles;
+  }
 
   std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
                                         const std::string& kernel_name) override {

@@ -98,6 +98,13 @@ bool read_device(VkPhysicalDevice device, PhysicalDeviceInfo& info, std::string&
     amd_cores.pNext = chain;
     chain = &amd_cores;
   }
+  VkPhysicalDeviceExternalMemoryHostPropertiesEXT host_memory{};
+  host_memory.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT;
+  const bool has_host_memory = extensions.count(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME) > 0;
+  if (has_host_memory) {
+    host_memory.pNext = chain;
+    chain = &host_memory;
+  }
   VkPhysicalDeviceDriverProperties driver{};
   driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
   driver.pNext = chain;
@@ -112,6 +119,7 @@ bool read_device(VkPhysicalDevice device, PhysicalDeviceInfo& info, std::string&
   info.driver_name = driver.driverName;
   info.driver_info = driver.driverInfo;
   info.uuid = uuid_text(ids.deviceUUID);
+  if (has_host_memory) info.host_pointer_alignment = host_memory.minImportedHostPointerAlignment;
   if (has_nvidia_cores) info.compute_units = static_cast<int>(nvidia_cores.shaderSMCount);
   if (has_amd_cores)
     info.compute_units =

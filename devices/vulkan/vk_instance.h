@@ -23,6 +23,9 @@ struct PhysicalDeviceInfo {
   // Features kiln enables where present; they decide the dtypes.
   bool shader_int64 = false, shader_float64 = false, shader_int16 = false, shader_int8 = false;
   bool storage_8bit = false, storage_16bit = false;
+  // Host memory can be imported (VK_EXT_external_memory_host) at multiples of this many bytes
+  // (minImportedHostPointerAlignment); 0 where the device cannot import it.
+  VkDeviceSize host_pointer_alignment = 0;
   VkDriverId driver_id{};
   std::string driver_name, driver_info;  // "llvmpipe", "Mesa 22.3.6 (LLVM 15.0.6)"
   // Streaming multiprocessors or compute units, where an extension tells them

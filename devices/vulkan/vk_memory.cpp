@@ -58,8 +58,26 @@ VkAllocator::VkAllocator(VkDevice device, const PhysicalDeviceInfo& info, Comman
       queue_(queue),
       largest_allocation_(largest_allocation),
       offset_alignment_(
-          std::max<VkDeviceSize>(4, info.properties.limits.minStorageBufferOffsetAlignment)) {
+          std::max<VkDeviceSize>(4, info.properties.limits.minStorageBufferOffsetAlignment)),
+      memory_properties_(info.memory) {
   const VkPhysicalDeviceMemoryProperties& memory = info.memory;
+  if (info.host_pointer_alignment > 0) {
+    // Imported for kiln's buffers' usage, and not only as a dedicated allocation.
+    VkPhysicalDeviceExternalBufferInfo wanted{};
+    wanted.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO;
+    wanted.usage = kStorageUsage;
+    wanted.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+    VkExternalBufferProperties offered{};
+    offered.sType = VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES;
+    vkGetPhysicalDeviceExternalBufferProperties(info.handle, &wanted, &offered);
+    const VkExternalMemoryFeatureFlags features =
+        offered.externalMemoryProperties.externalMemoryFeatures;
+    host_pointer_properties_ = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+        vkGetDeviceProcAddr(device, "vkGetMemoryHostPointerPropertiesEXT"));
+    if (host_pointer_properties_ && (features & VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT) &&
+        !(features & VK_EXTERNAL_MEMORY_FEATURE_DEDICATED_ONLY_BIT))
+      host_pointer_alignment_ = info.host_pointer_alignment;
+  }
   const uint32_t type_bits = memory_type_bits(device, kStorageUsage);
   const int local = find_memory_type(memory, type_bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   if (local < 0) {
@@ -95,17 +113,12 @@ VkAllocator::VkAllocator(VkDevice device, const PhysicalDeviceInfo& info, Comman
       device_type_ = static_cast<uint32_t>(local_host);
     }
   }
-  if (!mapped_) {
-    // Host-cached memory reads back faster where there is such a type.
-    const uint32_t staging_bits = memory_type_bits(device, kStagingUsage);
-    int staging = find_memory_type(memory, staging_bits, host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
-    if (staging < 0) staging = find_memory_type(memory, staging_bits, host);
-    if (staging < 0) throw DeviceError("[vulkan] no host-visible memory type for staging copies");
-    staging_type_ = static_cast<uint32_t>(staging);
-    for (int copy = 0; copy < 2; ++copy) {
-      staging_.push_back(make_block(kStagingBytes, staging_type_, /*map=*/true, kStagingUsage));
-    }
-  }
+  // Host-cached memory reads back faster where there is such a type.
+  const uint32_t staging_bits = memory_type_bits(device, kStagingUsage);
+  int staging = find_memory_type(memory, staging_bits, host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  if (staging < 0) staging = find_memory_type(memory, staging_bits, host);
+  if (staging < 0) throw DeviceError("[vulkan] no host-visible memory type for staging copies");
+  staging_type_ = static_cast<uint32_t>(staging);
 }
 
 VkAllocator::~VkAllocator() {
@@ -191,6 +204,9 @@ void VkAllocator::collect() {
 }
 
 VkBlock& VkAllocator::next_staging() {
+  // Made on first use: with mapped copies only an application's buffer (from_native) needs them.
+  while (staging_.size() < 2)
+    staging_.push_back(make_block(kStagingBytes, staging_type_, /*map=*/true, kStagingUsage));
   VkBlock& staging = *staging_[next_staging_];
   next_staging_ = (next_staging_ + 1) % staging_.size();
   queue_.wait(staging.last_use);
@@ -203,7 +219,7 @@ void VkAllocator::copy_in(DeviceMemory destination, const void* host, size_t nby
   if (nbytes > block.size)
     throw InternalError("[vulkan] copy_in of " + std::to_string(nbytes) +
                         " bytes into a block of " + std::to_string(block.size));
-  if (mapped_) {
+  if (block.mapped) {
     // Earlier kernels may still read or write this memory (a block reused by the cache).
     queue_.wait(allocation.last_use);
     if (nbytes) std::memcpy(block.mapped, host, nbytes);
@@ -232,7 +248,7 @@ void VkAllocator::copy_out(void* host, DeviceMemory source, size_t nbytes) {
   if (nbytes > block.size)
     throw InternalError("[vulkan] copy_out of " + std::to_string(nbytes) +
                         " bytes from a block of " + std::to_string(block.size));
-  if (mapped_) {
+  if (block.mapped) {
     queue_.wait(allocation.last_use);
     if (nbytes) std::memcpy(host, block.mapped, nbytes);
     return;
@@ -253,6 +269,97 @@ void VkAllocator::copy_out(void* host, DeviceMemory source, size_t nbytes) {
   }
 }
 
+DeviceMemory VkAllocator::wrap_host(void* host, size_t nbytes) {
+  if (host_pointer_alignment_ == 0) return nullptr;
+  const auto address = reinterpret_cast<uintptr_t>(host);
+  const uintptr_t granule = host_pointer_alignment_;
+  const uintptr_t start = address / granule * granule;
+  const VkDeviceSize offset = address - start;
+  if (offset % offset_alignment_ != 0) {
+    throw DeviceError("[vulkan] host memory is bound at multiples of " +
+                      std::to_string(offset_alignment_) +
+                      " bytes (minStorageBufferOffsetAlignment): the pointer must be aligned so");
+  }
+  // Vulkan has no empty buffers, and the descriptor's range stays a multiple of 4 bytes; both
+  // lie inside the granule the pointer is in.
+  const VkDeviceSize block_size = std::max<VkDeviceSize>(4, (nbytes + 3) / 4 * 4);
+  const VkDeviceSize size = (offset + block_size + granule - 1) / granule * granule;
+  if (size - offset > largest_allocation_) {
+    throw OutOfMemoryError("[vulkan] cannot use " + std::to_string(nbytes) +
+                           " bytes of host memory: a kernel binds each buffer whole, and the "
+                           "device binds at most " +
+                           std::to_string(largest_allocation_) + " bytes of one");
+  }
+  void* const import_start = reinterpret_cast<void*>(start);
+  VkMemoryHostPointerPropertiesEXT pointer{};
+  pointer.sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT;
+  KILN_VK_CHECK(host_pointer_properties_(
+      device_, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, import_start, &pointer));
+
+  auto block = std::make_unique<VkBlock>();
+  VkExternalMemoryBufferCreateInfo external{};
+  external.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO;
+  external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.pNext = &external;
+  info.size = size;
+  info.usage = kStorageUsage;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  KILN_VK_CHECK(vkCreateBuffer(device_, &info, nullptr, &buffer));
+  block->owned_buffer = OwnedBuffer(buffer, device_);
+  VkMemoryRequirements requirements{};
+  vkGetBufferMemoryRequirements(device_, buffer, &requirements);
+  const uint32_t allowed = requirements.memoryTypeBits & pointer.memoryTypeBits;
+  // The application reads and writes the memory directly, and nothing flushes it: coherent.
+  const VkMemoryPropertyFlags coherent = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  int type = find_memory_type(memory_properties_, allowed & (1u << device_type_), coherent);
+  if (type < 0) type = find_memory_type(memory_properties_, allowed, coherent);
+  if (type < 0 || requirements.size > size) {
+    throw DeviceError("[vulkan] no memory type of a storage buffer can import this host memory");
+  }
+  VkImportMemoryHostPointerInfoEXT import{};
+  import.sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT;
+  import.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  import.pHostPointer = import_start;
+  VkMemoryAllocateInfo allocate{};
+  allocate.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  allocate.pNext = &import;
+  allocate.allocationSize = size;
+  allocate.memoryTypeIndex = static_cast<uint32_t>(type);
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  KILN_VK_CHECK(vkAllocateMemory(device_, &allocate, nullptr, &memory));
+  block->owned_memory = OwnedMemory(memory, device_);
+  KILN_VK_CHECK(vkBindBufferMemory(device_, buffer, memory, 0));
+  block->buffer = buffer;
+  block->offset = offset;
+  block->size = block_size;
+  // Copies through a mapping read and write the host memory itself.
+  if (mapped_) block->mapped = static_cast<uint8_t*>(host);
+  return block.release();
+}
+
+DeviceMemory VkAllocator::wrap_native(void* handle, size_t offset, size_t nbytes,
+                                      size_t alignment) {
+  if (offset % offset_alignment_ != 0 || offset % alignment != 0) {
+    throw DeviceError("[vulkan] offset " + std::to_string(offset) +
+                      " is not a multiple of the device's storage buffer offset alignment (" +
+                      std::to_string(offset_alignment_) + " bytes)");
+  }
+  if (nbytes > largest_allocation_) {
+    throw DeviceError("[vulkan] a kernel binds each buffer whole, and the device binds at most " +
+                      std::to_string(largest_allocation_) + " bytes of one, not " +
+                      std::to_string(nbytes));
+  }
+  auto block = std::make_unique<VkBlock>();
+  block->buffer = reinterpret_cast<VkBuffer>(handle);
+  block->offset = offset;
+  block->size = nbytes;
+  block->foreign = true;
+  return block.release();  // not the allocator's: owns neither buffer nor memory, copies staged
+}
+
 DeviceMemory VkAllocator::subregion(DeviceMemory base, size_t offset, size_t nbytes) {
   VkBlock& parent = block_of(base);
   if (offset % offset_alignment_ != 0) {
@@ -270,6 +377,7 @@ DeviceMemory VkAllocator::subregion(DeviceMemory base, size_t offset, size_t nby
   region->size = std::max<VkDeviceSize>(4, (nbytes + 3) / 4 * 4);
   if (region->offset - parent.offset + region->size > parent.size) region->size = nbytes;
   region->mapped = parent.mapped ? parent.mapped + offset : nullptr;
+  region->foreign = parent.foreign;
   region->base = &parent.allocation();
   return region.release();
 }

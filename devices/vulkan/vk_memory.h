@@ -26,6 +26,9 @@ struct VkBlock {
   VkDeviceSize size = 0;
   uint8_t* mapped = nullptr;  // the host address of this block's first byte, where mapped
   VkBlock* base = nullptr;    // the allocation a subregion lies in; nullptr for an allocation
+  // An application's buffer (Tensor::from_native), whose size kiln does not know: bound over
+  // `size` bytes only, where kiln's own blocks are bound to the end of their buffer.
+  bool foreign = false;
   // The last submission that may touch the allocation: raised by launches in several threads.
   std::atomic<uint64_t> last_use{0};
   // An allocation's own; the buffer is destroyed before the memory bound to it.
@@ -60,6 +63,15 @@ class VkAllocator : public Allocator {
   DeviceMemory subregion(DeviceMemory base, size_t offset, size_t nbytes) override;
   void release_subregion(DeviceMemory region) override;
   std::pair<void*, size_t> native_handle(DeviceMemory memory) override;
+  // Host memory imported with VK_EXT_external_memory_host: the whole import granules (pages) the
+  // bytes lie in, which the process has mapped, with the block starting at the bytes. Null where
+  // the device cannot import; a DeviceError where the pointer is not at a storage buffer offset
+  // the device binds.
+  DeviceMemory wrap_host(void* host, size_t nbytes) override;
+  // An application's VkBuffer made on kiln's VkDevice (kiln::native_device) with storage and
+  // transfer usage, holding `nbytes` at `offset`; copies go through the staging buffers.
+  DeviceMemory wrap_native(void* handle, size_t offset, size_t nbytes, size_t alignment) override;
+  void release_wrapped(DeviceMemory memory) override { free(memory, 0); }
 
   // Whether buffers are host-visible and copied through a mapping ("mapped" for `kiln devices`).
   bool mapped() const { return mapped_; }
@@ -79,6 +91,9 @@ class VkAllocator : public Allocator {
   uint32_t device_type_ = 0;  // memory type index of kiln's buffers
   uint32_t staging_type_ = 0;
   bool mapped_ = false;
+  VkPhysicalDeviceMemoryProperties memory_properties_{};
+  VkDeviceSize host_pointer_alignment_ = 0;  // 0: host memory cannot be imported
+  PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_properties_ = nullptr;
   std::vector<std::unique_ptr<VkBlock>> staging_;
   size_t next_staging_ = 0;
   std::mutex staging_mutex_;                       // one copy through the staging buffers at a time

@@ -161,7 +161,9 @@ double VkKernelProgram::launch(const LaunchRequest& request) {
   // bytes catch it), not be dropped by a driver that checks bounds (lavapipe does).
   for (uint32_t binding = 0; binding < bindings_; ++binding) {
     const VkBlock& block = block_of(buffers[binding]);
-    buffer_infos[binding] = {block.buffer, block.offset, VK_WHOLE_SIZE};
+    // An application's buffer ends where kiln does not know: bound over its bytes.
+    const VkDeviceSize range = block.foreign && block.size > 0 ? block.size : VK_WHOLE_SIZE;
+    buffer_infos[binding] = {block.buffer, block.offset, range};
   }
   const uint64_t serial = queue_.record(
       [&](VkCommandBuffer commands, VkDescriptorPool pool) {

@@ -50,6 +50,8 @@ class CommandQueue {
   void wait_idle();
   // Whether batch `serial` has finished, without waiting (an open batch has not).
   bool finished(uint64_t serial);
+  // The queue submitted to (kiln::native_device).
+  VkQueue handle() const { return queue_; }
 
   // Commands per batch at most: enough that the submission's cost is spread thin, few enough that
   // the device starts on a long sequence of kernels early.

@@ -359,10 +359,11 @@ class Tensor {
   //
   // Reads built before the write see the old value, reads built after see the new one. Where
   // something built before still holds x's old value (a lazy `y = x * 2` not yet realized, a view
-  // of x, a part of the value the caller keeps, or the temporaries of the expression that made
-  // the value: `x.assign(x * 0.9 + g)` has `x * 0.9` alive until the statement ends), the old
-  // contents are first copied aside for it: the write still lands in x's memory, at the cost of
-  // one copy of x. Reads that need the old value realized before the write avoid that copy.
+  // of x, a part of the value the caller keeps, or a temporary of the expression that made the
+  // value other than an operand of + - * /, which give theirs up: in `x.assign((x * 2).exp())`
+  // the temporary `x * 2` is alive until the statement ends), the old contents are first copied
+  // aside for it: the write still lands in x's memory, at the cost of one copy of x. Reads that
+  // need the old value realized before the write avoid that copy.
   // A value that reads x only element by element at the element it writes (x * 0.9 + g) is
   // computed in place; one that reads it elsewhere (a flip, a sum) is computed beside it first.
   //
@@ -387,13 +388,17 @@ class Tensor {
 
   // ---- memory shared with the application ----
   // Wraps `data` (host memory holding the shape's elements of `dtype`, row-major) as a realized
-  // tensor without a copy, on a device whose kernels use host memory in place (the CPU);
-  // elsewhere a DeviceError (from_vector copies). kiln then reads `data` itself: the
-  // application must not change it while a realize that reads it runs (a change made between
-  // realizes is read by the next one). `deleter`, where given, is called with `data` once
-  // kiln holds the memory no more (every tensor, captured step and kernel reading it is done);
-  // until then the memory must stay valid. A null `data`, or one not aligned to the dtype's
-  // size, is an Error naming from_blob, and nothing is made.
+  // tensor without a copy, on a device whose kernels use host memory in place: the CPU, an
+  // OpenCL device that shares the host's memory (CL_DEVICE_HOST_UNIFIED_MEMORY: PoCL), a Vulkan
+  // device that imports it (VK_EXT_external_memory_host: lavapipe, most GPU drivers; the pointer
+  // aligned to minStorageBufferOffsetAlignment, 16 bytes on lavapipe); elsewhere a DeviceError
+  // (from_vector copies). kiln's kernels then read and write `data` itself, and they run after
+  // a realize returns on devices that queue their work (every one but the CPU): the application
+  // reads or changes `data` only between realizes and after kiln::synchronize(device) (a change
+  // is read by the next realize). `deleter`, where given, is called with `data` once kiln holds
+  // the memory no more (every tensor, captured step and kernel reading it is done); until then
+  // the memory must stay valid. A null `data`, or one not aligned to the dtype's size (or to
+  // what the device needs), is an Error naming from_blob, and nothing is made.
   static Tensor from_blob(void* data, Shape shape, DType dtype,
                           std::function<void(void*)> deleter = {}, const std::string& device = "");
   // The device's own allocation behind this tensor (realized first, its device synchronized, so
@@ -409,6 +414,24 @@ class Tensor {
     size_t nbytes = 0;
   };
   NativeMemory native_memory() const;
+  // The other way: a realized tensor over an allocation the application made with the device
+  // API, without a copy. `memory.handle` is as native_memory names it, made with the objects
+  // kiln::native_device gives: a cl_mem of kiln's cl_context, a VkBuffer of kiln's VkDevice with
+  // storage and transfer-source and -destination usage, a CUdeviceptr in the device's primary
+  // context (cudaMalloc's), on the CPU a host pointer (as from_blob). The shape's elements of
+  // `dtype`, row-major, start at `memory.offset`, aligned to the dtype's size and to what the
+  // device binds (CL_DEVICE_MEM_BASE_ADDR_ALIGN on CL, minStorageBufferOffsetAlignment on
+  // VULKAN, 256 bytes on CUDA, where kernels load whole vectors); `memory.nbytes`, where not 0,
+  // is what the allocation holds from there, and a shape needing more is an Error. kiln's
+  // kernels read and write the allocation in place, so the application uses it only after
+  // kiln::synchronize(device). `release`, where given, is called once kiln holds the allocation
+  // no more (every tensor, captured step and kernel using it done); until then it must stay
+  // valid, and the application frees it. A null handle, a misaligned offset, a cl_mem of
+  // another context, or a device that cannot take an allocation, is an Error naming
+  // from_native, and nothing is made; other devices cannot tell an allocation of another
+  // context or one too small, which the application must not give.
+  static Tensor from_native(NativeMemory memory, Shape shape, DType dtype,
+                            std::function<void()> release = {}, const std::string& device = "");
 
   // ---- evaluation and data ----
   // Computes the value now (no-op when it is already computed). Returns *this. To compute
@@ -470,6 +493,30 @@ Tensor operator+(double a, const Tensor& b);
 Tensor operator-(double a, const Tensor& b);
 Tensor operator*(double a, const Tensor& b);
 Tensor operator/(double a, const Tensor& b);
+// The same for temporaries: an operand that is a temporary gives up its graph as soon as the
+// result holds it, where it would otherwise hold it until the statement ends. So the
+// intermediate results of `w.assign(w * 0.9 + g)` no longer read w's old value, and the write
+// needs no copy of w (see Tensor::assign). A named tensor passed with std::move is left empty.
+Tensor operator+(Tensor&& a, const Tensor& b);
+Tensor operator+(const Tensor& a, Tensor&& b);
+Tensor operator+(Tensor&& a, Tensor&& b);
+Tensor operator+(Tensor&& a, double b);
+Tensor operator+(double a, Tensor&& b);
+Tensor operator-(Tensor&& a, const Tensor& b);
+Tensor operator-(const Tensor& a, Tensor&& b);
+Tensor operator-(Tensor&& a, Tensor&& b);
+Tensor operator-(Tensor&& a, double b);
+Tensor operator-(double a, Tensor&& b);
+Tensor operator*(Tensor&& a, const Tensor& b);
+Tensor operator*(const Tensor& a, Tensor&& b);
+Tensor operator*(Tensor&& a, Tensor&& b);
+Tensor operator*(Tensor&& a, double b);
+Tensor operator*(double a, Tensor&& b);
+Tensor operator/(Tensor&& a, const Tensor& b);
+Tensor operator/(const Tensor& a, Tensor&& b);
+Tensor operator/(Tensor&& a, Tensor&& b);
+Tensor operator/(Tensor&& a, double b);
+Tensor operator/(double a, Tensor&& b);
 Tensor operator<(const Tensor& a, const Tensor& b);
 Tensor operator<=(const Tensor& a, const Tensor& b);
 Tensor operator>(const Tensor& a, const Tensor& b);
