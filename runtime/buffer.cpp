@@ -33,7 +33,17 @@ size_t checked_size(DeviceContext& device, DType dtype, int64_t numel) {
                          std::to_string(limit) + " bytes" + (why.empty() ? "" : " (" + why + ")"));
 }
 
+std::atomic<uint64_t> next_buffer_serial{1};
+
 }  // namespace
+
+uint64_t Buffer::take_serial() {
+  return next_buffer_serial.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t Buffer::next_serial() {
+  return next_buffer_serial.load(std::memory_order_relaxed);
+}
 
 Buffer::Buffer(std::shared_ptr<DeviceContext> device, DType dtype, int64_t numel, bool cached)
     : device_(std::move(device)),

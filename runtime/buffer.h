@@ -3,6 +3,7 @@
 // allocator on first use and given back when the last reference goes.
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,10 @@ class Buffer : public Storage {
   bool has_memory() const { return memory_.load(std::memory_order_acquire) != nullptr; }
   // The buffer whose memory this is: this one, or an alias' owner.
   const Buffer* memory_owner() const { return owner_ ? owner_.get() : this; }
+  // Buffers numbered in the order they are made, from 1: a CapturedStep tells the memory its
+  // call made from what existed before. next_serial() is the number the next one will have.
+  uint64_t serial() const { return serial_; }
+  static uint64_t next_serial();
 
  private:
   std::shared_ptr<DeviceContext> device_;
@@ -62,6 +67,9 @@ class Buffer : public Storage {
   bool cached_ = true;
   std::function<void(DeviceMemory)> release_;  // set for memory that is not the allocator's
   std::shared_ptr<Buffer> owner_;              // an alias's: the buffer whose memory it is
+  const uint64_t serial_ = take_serial();
+
+  static uint64_t take_serial();
 };
 
 // The Buffer behind a Buffer UOp.

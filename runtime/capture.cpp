@@ -69,9 +69,14 @@ struct CapturedStep::State {
     UOpRef node;  // as the capture returned it: a Buffer node, or a View of one
     std::string device;
     std::shared_ptr<Buffer> buffer;
+    // Where the output is a whole tensor made before the step (a weight it returns, or a state
+    // it writes in place): that tensor, which every replay returns as itself.
+    Tensor kept;
   };
   std::vector<Output> outputs;
   std::unordered_set<const Buffer*> written;  // buffers the launches write
+  // Tensors made before the step that it writes in place: each replay renews their nodes.
+  std::vector<std::weak_ptr<TensorState>> written_tensors;
   bool aliases = false;  // some launch's buffer is an alias of another's memory (Buffer::alias_of)
   // The launches as one graph of their device (CUDA graphs), made at the first replay where
   // every launch is a kernel of one device with fixed sizes; null where not, or where the device
@@ -95,7 +100,7 @@ struct CapturedStep::State {
                              LaunchRecorder& recorder) const;
   static std::vector<Output> outputs_to_replay(const std::vector<Tensor>& results);
   void keep(std::vector<Input> captured_inputs, std::vector<Output> captured_outputs,
-            std::vector<RecordedLaunch> recorded);
+            LaunchRecorder& recorder, uint64_t first_made);
 
   // The phases of a replay.
   Bindings check_inputs(const std::vector<Tensor>& call_inputs) const;
@@ -104,6 +109,7 @@ struct CapturedStep::State {
   void launch_recorded(const CallBuffers& call, const std::map<std::string, int64_t>& values);
   void launch_one_by_one(const CallBuffers& call, const std::map<std::string, int64_t>& values,
                          std::vector<Device*>& launched_on) const;
+  void renew_written_tensors() const;
   std::vector<Tensor> outputs_of_call(const CallBuffers& call, const Bindings& bindings) const;
 };
 
@@ -285,6 +291,7 @@ std::vector<Tensor> CapturedStep::State::warm_up(const std::vector<Tensor>& call
 // Built aside and kept only when it succeeds: a capture that throws leaves the step to capture
 // at its next call.
 std::vector<Tensor> CapturedStep::State::capture(const std::vector<Tensor>& call_inputs) {
+  const uint64_t first_made = Buffer::next_serial();
   std::vector<Tensor> private_tensors;
   std::vector<Input> captured_inputs = private_inputs(call_inputs, private_tensors);
   LaunchRecorder recorder;
@@ -292,7 +299,7 @@ std::vector<Tensor> CapturedStep::State::capture(const std::vector<Tensor>& call
   std::vector<Tensor> results = record(private_tensors, recorder);
   std::vector<Output> captured_outputs = outputs_to_replay(results);
   check_each_variable_bound_once(recorder.launches);
-  keep(std::move(captured_inputs), std::move(captured_outputs), std::move(recorder.launches));
+  keep(std::move(captured_inputs), std::move(captured_outputs), recorder, first_made);
   return results;
 }
 
@@ -328,7 +335,8 @@ std::vector<CapturedStep::State::Output> CapturedStep::State::outputs_to_replay(
     if (node->op() != Op::Buffer && !(node->op() == Op::View && node->src()->op() == Op::Buffer))
       throw InternalError("[CapturedStep] output " + std::to_string(index) +
                           " is, realized, not a view of a buffer: " + node->to_string());
-    captured_outputs.push_back({node, results[index].device(), buffer_behind(*node)});
+    captured_outputs.push_back({node, results[index].device(), buffer_behind(*node),
+                                node->op() == Op::Buffer ? results[index] : Tensor()});
   }
   return captured_outputs;
 }
@@ -336,8 +344,9 @@ std::vector<CapturedStep::State::Output> CapturedStep::State::outputs_to_replay(
 // The capture made the step's own (unless it writes an input in place: a ValueError, and nothing
 // kept); replays read it without a lock.
 void CapturedStep::State::keep(std::vector<Input> captured_inputs,
-                               std::vector<Output> captured_outputs,
-                               std::vector<RecordedLaunch> recorded) {
+                               std::vector<Output> captured_outputs, LaunchRecorder& recorder,
+                               uint64_t first_made) {
+  std::vector<RecordedLaunch>& recorded = recorder.launches;
   // Memory that existed before the step and that it writes in place (a tensor's assign) is the
   // tensor's for good: not swapped for a new buffer per call. Memory the step made is its own,
   // under whichever Buffer (an alias: runtime/tensor_assign.cpp) a launch writes it.
@@ -360,9 +369,33 @@ void CapturedStep::State::keep(std::vector<Input> captured_inputs,
             "index_put_): a replay would write the caller's tensor where the "
             "first calls wrote a copy; assign to a copy of the input instead");
     }
+    // Made in the call, not by a kernel (from_vector, from_blob): a replay would not make it
+    // again, so each would write on the last one's result.
+    if (buffer->memory_owner()->serial() >= first_made)
+      throw ValueError(
+          "[CapturedStep] the step writes in place (assign, index_put_) a tensor it made from "
+          "host data (from_vector, from_blob): a replay does not make it again, and would write "
+          "over what the last call left; make it before the step, or compute it in the step "
+          "(zeros, full)");
   }
   for (const Input& input : captured_inputs) {
     for (const Sym& size : input.sym_shape) symbolic |= !size.is_const();
+  }
+  // Outputs a replay makes anew, or takes from its inputs, are not the tensors returned now.
+  for (Output& output : captured_outputs) {
+    const bool input_buffer =
+        std::any_of(captured_inputs.begin(), captured_inputs.end(),
+                    [&](const Input& input) { return input.buffer == output.buffer; });
+    if (step_written.count(output.buffer.get()) || input_buffer) output.kept = Tensor();
+  }
+  // The tensors written in place whose memory is not the step's own: the replays write it again.
+  std::unordered_set<const TensorState*> listed;
+  for (const std::weak_ptr<TensorState>& held : recorder.written_in_place) {
+    const std::shared_ptr<TensorState> state = held.lock();
+    if (!state || !listed.insert(state.get()).second) continue;
+    const UOpRef node = state->node();
+    if (node->op() == Op::Buffer && !made.count(buffer_behind(*node)->memory_owner()))
+      written_tensors.push_back(state);
   }
   written = std::move(step_written);
   aliases = has_aliases;
@@ -378,6 +411,7 @@ std::vector<Tensor> CapturedStep::State::replay(const std::vector<Tensor>& call_
   if (symbolic) values = values_of(bindings);
   const CallBuffers call = buffers_of_call(call_inputs, values);
   launch_recorded(call, values);
+  renew_written_tensors();
   return outputs_of_call(call, bindings);
 }
 
@@ -516,13 +550,43 @@ void CapturedStep::State::launch_one_by_one(const CallBuffers& call,
   }
 }
 
+// The tensors the replay wrote in place, each under a new node over the same memory, as an assign
+// leaves them: a read built after the replay is a graph of its own, never one realized before.
+void CapturedStep::State::renew_written_tensors() const {
+  for (const std::weak_ptr<TensorState>& held : written_tensors) {
+    const std::shared_ptr<TensorState> state = held.lock();
+    if (!state) continue;
+    const UOpRef now = state->node();
+    if (now->op() != Op::Buffer) continue;
+    std::shared_ptr<Buffer> renewed = Buffer::alias_of(buffer_behind(*now));
+    state->set_node(
+        now->is_symbolic()
+            ? UOp::make_symbolic(Op::Buffer, now->dtype(), {}, std::move(renewed), now->sym_shape())
+            : UOp::make(Op::Buffer, now->dtype(), {}, std::move(renewed), now->shape()));
+  }
+}
+
 // New tensors on this call's buffers, each shaped as its captured output; with variables, sizes
 // and Views at this call's values.
 std::vector<Tensor> CapturedStep::State::outputs_of_call(const CallBuffers& call,
                                                          const Bindings& bindings) const {
   std::vector<Tensor> results;
   for (const Output& output : outputs) {
-    const std::shared_ptr<Buffer>& buffer = call.counterpart(output.buffer);
+    std::shared_ptr<Buffer> buffer = call.counterpart(output.buffer);
+    if (buffer == output.buffer) {
+      // Memory the step keeps: the tensor it is, while that tensor is still this memory's
+      // contents; else (a view, or a handle whose node kept the contents of before a write) a
+      // node of its own over the memory, which holds no snapshot of contents written over since.
+      if (output.kept.defined()) {
+        const UOpRef now = output.kept.node();
+        if (!output.node->is_symbolic() && now->op() == Op::Buffer && !now->snapshot() &&
+            buffer_behind(*now)->memory_owner() == buffer->memory_owner()) {
+          results.push_back(output.kept);
+          continue;
+        }
+      }
+      buffer = Buffer::alias_of(buffer);
+    }
     const UOpRef& captured_buffer =
         output.node->op() == Op::Buffer ? output.node : output.node->src();
     if (!symbolic) {

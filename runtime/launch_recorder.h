@@ -16,6 +16,7 @@
 namespace kiln {
 
 class IndexReport;
+class TensorState;
 
 struct RecordedLaunch {
   std::shared_ptr<Program> program;  // null for a copy between devices; held for the replays
@@ -45,6 +46,10 @@ struct LaunchRecorder {
   // The step's buffers: its inputs (private copies) and every buffer a recorded launch wrote. A
   // realize in another thread that reads one of them is part of the step, and is recorded too.
   std::unordered_set<const Buffer*> step_buffers;
+  // The tensors the step wrote in place (Tensor::assign, index_put_), as their handles share
+  // them: a replay gives those whose memory it writes again a node of their own, as an assign
+  // does, so that reads built after it are not served results computed before it.
+  std::vector<std::weak_ptr<TensorState>> written_in_place;
 
   void record(RecordedLaunch launch);
 };

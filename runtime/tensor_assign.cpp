@@ -18,6 +18,7 @@
 
 #include "core/rewrite.h"
 #include "runtime/buffer.h"
+#include "runtime/launch_recorder.h"
 #include "runtime/realize.h"
 #include "runtime/tensor_internal.h"
 
@@ -159,6 +160,9 @@ Tensor& Tensor::write_in_place(Tensor&& value, const char* op, bool scatter_chec
     throw;
   }
   storage.note_written();
+  // A capture recording the write: its replays renew this tensor's node (runtime/capture.cpp).
+  if (RecorderHold hold = recorder_for({held.node()}); hold.recorder)
+    hold.recorder->written_in_place.push_back(state_);
   return *this;
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/symbolic.h"
 #include "runtime/tensor_internal.h"
 
 namespace kiln {
@@ -39,7 +40,7 @@ SliceRange resolve(std::optional<int64_t> start, std::optional<int64_t> stop, in
 struct AxisSelection {
   enum class Kind { Whole, Range, Position } kind = Kind::Whole;
   indexing::Slice range;
-  int64_t position = 0;
+  Dim position = 0;  // a bound variable's expression where the entry was one
 };
 
 // Each axis' selection, for entries that x.index accepted; `tensor_axis` is set to the axis of
@@ -61,6 +62,9 @@ std::vector<AxisSelection> axis_selections(const Tensor& x,
       const int64_t size = x.shape()[axis];
       selection.kind = AxisSelection::Kind::Position;
       selection.position = entry.integer() < 0 ? entry.integer() + size : entry.integer();
+    } else if (entry.is_variable()) {
+      selection.kind = AxisSelection::Kind::Position;
+      selection.position = entry.variable();
     } else if (entry.is_slice()) {
       const indexing::Slice& range = entry.slice();
       if (range.start || range.stop || range.step != 1) selection.kind = AxisSelection::Kind::Range;
@@ -149,7 +153,7 @@ Tensor unselect(const Tensor& selected, const std::vector<AxisSelection>& select
     const int64_t size = sizes[axis].value();
     std::vector<std::pair<Dim, Dim>> pads(selections.size(), {Dim(0), Dim(0)});
     if (selection.kind == AxisSelection::Kind::Position) {
-      pads[axis] = {Dim(selection.position), Dim(size - selection.position - 1)};
+      pads[axis] = {selection.position, Dim(size - 1) - selection.position};
       placed = placed.pad(pads);
       continue;
     }
@@ -337,6 +341,32 @@ Tensor Tensor::select(int64_t axis, int64_t index) const {
   return shrink(ranges).reshape(kept);
 }
 
+Tensor Tensor::select(int64_t axis, const Dim& index) const {
+  if (!index.is_symbolic()) return select(axis, index.value());
+  const int dim = normalize_axis(axis, ndim(), "select");
+  const size_t at = static_cast<size_t>(dim);
+  if (dims()[at].is_symbolic())
+    throw ShapeError("[select] axis " + std::to_string(dim) + " of " + describe(*this) +
+                     " has a variable size: select a position with shrink and reshape");
+  const int64_t size = shape()[at];
+  const Sym position = index.sym();
+  // The kernel serves every value the bounds allow, so every one must be inside the axis.
+  if (position.vmin() < 0 || position.vmax() >= size)
+    throw IndexError("[select] position " + index.to_string() + " may be any of " +
+                     std::to_string(position.vmin()) + " to " + std::to_string(position.vmax()) +
+                     " (its variable's bounds), outside axis " + std::to_string(dim) + " of " +
+                     describe(*this) + " (valid: 0 to " + std::to_string(size - 1) +
+                     "): bound the variable within the axis");
+  std::vector<std::pair<Dim, Dim>> ranges;
+  DimShape kept;
+  const DimShape sizes = dims();
+  for (size_t other = 0; other < sizes.size(); ++other) {
+    ranges.emplace_back(other == at ? index : Dim(0), other == at ? index + Dim(1) : sizes[other]);
+    if (other != at) kept.push_back(sizes[other]);
+  }
+  return shrink(ranges).reshape(kept);
+}
+
 Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
   int64_t consumed = 0, ellipses = 0, tensors = 0;
   for (const indexing::TensorIndex& entry : indices) {
@@ -363,6 +393,8 @@ Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
       axis += ndim() - consumed;
     } else if (entry.is_integer()) {
       result = result.select(axis, entry.integer());
+    } else if (entry.is_variable()) {
+      result = result.select(axis, entry.variable());
     } else if (entry.is_slice()) {
       const indexing::Slice& range = entry.slice();
       result = result.slice(axis, range.start, range.stop, range.step);

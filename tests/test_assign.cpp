@@ -252,6 +252,76 @@ TEST_CASE("a captured step replays its writes and reads what is written outside 
   }
 }
 
+TEST_CASE("a captured step's output that is a tensor it keeps follows writes made outside it",
+          "[assign][capture]") {
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    Tensor state = Tensor::from_vector<float>({1, 2, 3}, {3}, device);
+    CapturedStep step([&](const std::vector<Tensor>& in) {
+      state.assign(state + in[0]);
+      // The state itself, a view of it, and a weight the step only reads.
+      return std::vector<Tensor>{state, state.flip({0}), state};
+    });
+    const Tensor ones = Tensor::from_vector<float>({1, 1, 1}, {3}, device);
+    std::vector<float> want = {1, 2, 3};
+    auto add = [&](float amount) {
+      for (float& value : want) value += amount;
+    };
+    for (int call = 0; call < 3; ++call) {
+      step({ones});
+      add(1);
+    }
+    CHECK(step.captured());
+    // Written outside between replays: the next replay writes on, and returns, what is there.
+    state.assign(state * 10);
+    for (float& value : want) value *= 10;
+    const std::vector<Tensor> out = step({ones});
+    add(1);
+    check_same(out[0].to_vector<float>(), want);
+    check_same(out[1].to_vector<float>(), {want[2], want[1], want[0]});
+    check_same(state.to_vector<float>(), want);
+    // The output is the state: a read of it built before a write keeps the old value, one
+    // built after sees the new.
+    const Tensor before = out[0] + 0;
+    state.assign(state * 0);
+    check_same(before.to_vector<float>(), want);
+    check_same(out[0].to_vector<float>(), {0, 0, 0});
+    const std::vector<Tensor> again = step({ones});
+    check_same(again[0].to_vector<float>(), {1, 1, 1});
+    check_same(again[1].to_vector<float>(), {1, 1, 1});
+    check_same(again[2].to_vector<float>(), {1, 1, 1});
+    // A read realized before a replay keeps its value; the same read built after the replay is
+    // computed again, not served from before.
+    const Tensor held_sum = state.sum();
+    CHECK(held_sum.item<float>() == 3);
+    step({ones});
+    CHECK(state.sum().item<float>() == 6);
+    CHECK(held_sum.item<float>() == 3);
+  }
+}
+
+TEST_CASE("a captured step may not write in place a tensor it made from host data",
+          "[assign][capture][errors]") {
+  CapturedStep step([](const std::vector<Tensor>& in) {
+    Tensor made = Tensor::from_vector<float>({1, 2}, {2});
+    made.assign(made + in[0]);
+    return std::vector<Tensor>{made};
+  });
+  const Tensor x = Tensor::from_vector<float>({1, 1}, {2});
+  check_same(step({x})[0].to_vector<float>(), {2, 3});
+  CHECK_THROWS_WITH(step({x}), Catch::Matchers::Contains("made from host data"));
+  CHECK_FALSE(step.captured());
+  // Computed in the step, the same tensor replays.
+  CapturedStep computed([](const std::vector<Tensor>& in) {
+    Tensor made = Tensor::arange(2, dtypes::float32) + 1;
+    made.realize();
+    made.assign(made + in[0]);
+    return std::vector<Tensor>{made};
+  });
+  for (int call = 0; call < 4; ++call) check_same(computed({x})[0].to_vector<float>(), {2, 3});
+  CHECK(computed.captured());
+}
+
 TEST_CASE("a captured step may not write its inputs in place", "[assign][capture][errors]") {
   CapturedStep step([](const std::vector<Tensor>& in) {
     Tensor input = in[0];

@@ -10,10 +10,12 @@
 #include <functional>
 
 #include "runtime/registry.h"
+#include "tests/index_checks.h"
 #include "tests/scoped_settings.h"
 #include "tests/test_support.h"
 
 using namespace kiln;
+using testing::check_same;
 using testing::contains;
 
 namespace {
@@ -584,5 +586,105 @@ TEST_CASE("a reduction along a variable longer than a device loops computes at e
         if (built >= 0) CHECK(kernels_built(device) == built);
       }
     }
+  }
+}
+
+TEST_CASE("a position given by a variable reads and writes with one kernel for every value",
+          "[variables][slicing][assign]") {
+  using namespace kiln::indexing;
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    // A key/value cache (heads, positions, width) written a position at a time, and read back.
+    const int64_t heads = 3, positions = 7, width = 5;
+    Tensor cache = Tensor::zeros({heads, positions, width}, dtypes::float32, device).contiguous();
+    cache.realize();
+    std::vector<float> want(static_cast<size_t>(heads * positions * width), 0.0f);
+    const Variable pos("pos", 0, positions - 1);
+    const Variable following("following", 1, positions - 1);
+    int64_t built_after_first = -1;
+    for (int64_t t : {0, 4, 6, 1, 2}) {
+      INFO("position " << t);
+      std::vector<float> row(static_cast<size_t>(heads * width));
+      for (size_t element = 0; element < row.size(); ++element)
+        row[element] = static_cast<float>(t * 100) + static_cast<float>(element);
+      const Tensor values = Tensor::from_vector(row, {heads, width}, device);
+      cache.index_put_({Slice(), pos.bind(t)}, values);
+      // Accumulated at the next position, where there is one.
+      if (t + 1 < positions) cache.index_put_({Slice(), following.bind(t + 1)}, values, true);
+      for (int64_t head = 0; head < heads; ++head) {
+        for (int64_t column = 0; column < width; ++column) {
+          const float value = row[static_cast<size_t>(head * width + column)];
+          want[static_cast<size_t>((head * positions + t) * width + column)] = value;
+          if (t + 1 < positions)
+            want[static_cast<size_t>((head * positions + t + 1) * width + column)] += value;
+        }
+      }
+      check_same(cache.to_vector<float>(), want);
+      // Read back at the variable position, and the whole tensor with the write given lazily.
+      const Tensor read = cache.index({Slice(), pos.bind(t)});
+      CHECK(read.shape() == Shape{heads, width});
+      check_same(read.to_vector<float>(), row);
+      const Tensor rewritten = cache.index_put({Slice(), pos.bind(t)}, values * 0);
+      CHECK(rewritten.index({1, pos.bind(t), 2}).item<float>() == 0);
+      CHECK(rewritten.sum().item<float>() ==
+            Approx(cache.sum().item<float>() - read.sum().item<float>()));
+      if (built_after_first < 0) {
+        built_after_first = kernels_built(device);
+      } else {
+        CHECK(kernels_built(device) == built_after_first);
+      }
+    }
+  }
+}
+
+TEST_CASE("a variable position must stay inside the axis at every value of its bounds",
+          "[variables][slicing][errors]") {
+  using namespace kiln::indexing;
+  const Tensor x = Tensor::zeros({4, 6}, dtypes::float32, "CPU");
+  const Variable past("past", 0, 6), fits("fits", 0, 5);
+  CHECK_THROWS_AS(x.index({Slice(), past.bind(2)}), IndexError);
+  CHECK_THROWS_WITH(
+      x.select(1, past.bind(2)),
+      Catch::Matchers::Contains("may be any of 0 to 6 (its variable's bounds), outside axis 1"));
+  CHECK_THROWS_WITH(x.select(1, fits.bind(5) + 1),
+                    Catch::Matchers::Contains("may be any of 1 to 6"));
+  CHECK_THROWS_AS(x.index({fits.bind(0)}), IndexError);  // axis 0 has 4 positions
+  // A Dim that is a number is that integer, negative ones counting from the end.
+  CHECK(x.select(1, Dim(-1)).shape() == Shape{4});
+  CHECK(x.index({Slice(), Dim(2)}).shape() == Shape{4});
+}
+
+TEST_CASE("a captured step writes a cache at the position an input's size gives",
+          "[variables][capture][assign]") {
+  using namespace kiln::indexing;
+  for (const std::string& device : kiln::devices()) {
+    INFO(device);
+    const int64_t positions = 6;
+    Tensor cache = Tensor::zeros({2, positions, 3}, dtypes::float32, device).contiguous();
+    cache.realize();
+    const Variable pos("pos", 0, positions - 1);
+    CapturedStep step([&](const std::vector<Tensor>& in) {
+      const Dim at = in[1].dims()[1];
+      cache.index_put_({Slice(), at}, in[0]);
+      return std::vector<Tensor>{cache.index({Slice(), at}) * 2 + cache.sum()};
+    });
+    float total = 0;
+    for (int64_t t = 0; t < positions; ++t) {
+      INFO("position " << t);
+      const float value = static_cast<float>(t + 1);
+      const Tensor row = Tensor::full({2, 3}, value, dtypes::float32, device);
+      const Tensor marker = Tensor::zeros({0, pos.bind(t)}, dtypes::float32, device);
+      const std::vector<Tensor> out = step({row, marker});
+      total += 6 * value;
+      check_same(out[0].to_vector<float>(), std::vector<float>(6, 2 * value + total));
+    }
+    CHECK(step.captured());
+    std::vector<float> want;
+    for (int64_t head = 0; head < 2; ++head) {
+      for (int64_t t = 0; t < positions; ++t) {
+        for (int column = 0; column < 3; ++column) want.push_back(static_cast<float>(t + 1));
+      }
+    }
+    check_same(cache.to_vector<float>(), want);
   }
 }

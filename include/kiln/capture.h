@@ -24,7 +24,11 @@
 // binds the variables of its inputs, the captured kernels are dispatched for those values and the
 // outputs are sized for them (a variable's bounds, like its name, must match the capture's).
 // A size the step reads on the host (shape()[0], or a number computed from it) is a host value,
-// fixed at capture; dims() keeps it symbolic.
+// fixed at capture; dims() keeps it symbolic. A replay takes its variables' values from the
+// inputs' shapes only: a variable the step binds itself (pos.bind(t), t counted outside the step)
+// is fixed at capture too. A position that changes per call (a key/value cache's) comes in as an
+// input's size: an input of shape (0, pos.bind(t)) holds nothing, and in[k].dims()[1] is the
+// position, to index with (cache.index_put_({Slice(), in[k].dims()[1]}, row)).
 //
 // On CUDA, a replay of fixed sizes launches its kernels as one CUDA graph; KILN_GRAPHS=0 launches
 // them one by one.

@@ -213,6 +213,12 @@ class Tensor {
   // x[index] along `axis`: that position (negative from the end), the axis dropped. An index
   // outside [-size, size) is an IndexError.
   Tensor select(int64_t axis, int64_t index) const;
+  // The same at a position given by a bound Variable (pos.bind(t), or an expression of one such
+  // as pos.bind(t) + 1): the kernels that read or write the selection are compiled for the
+  // variable, so every value of it runs one kernel (a key/value cache written a position per
+  // token). Every value the variable's bounds allow must lie in [0, size) (no counting from the
+  // end): else an IndexError naming the bounds and the axis.
+  Tensor select(int64_t axis, const Dim& index) const;
   // PyTorch's x.index({...}) (see kiln::indexing below): one entry per axis from the first, each
   // an integer (select: the axis is dropped), a Slice (the axis kept), a Tensor of integer
   // indices (take: the axis replaced by the index's axes), or Ellipsis (the axes it skips kept
@@ -377,9 +383,10 @@ class Tensor {
   // x.assign(x.index_put(indices, values, accumulate)), PyTorch's x[indices] = values and
   // index_put_, writing only what the selection covers: with slices and integer positions the
   // values are stored through the selection's view of x (x[:, pos] = row: the work is the row;
-  // each position is its own kernel, compiled once), with one Tensor entry and whole slices on
-  // the other axes (cache.index_put_({Slice(), positions}, rows)) they are scattered into x's
-  // memory directly; other selections compute x's new value whole. The positions of a Tensor
+  // each integer position is its own kernel, compiled once, and a Variable's position,
+  // x.index_put_({Slice(), pos.bind(t)}, row), one kernel for all), with one Tensor entry and whole
+  // slices on the other axes (cache.index_put_({Slice(), positions}, rows)) they are scattered into
+  // x's memory directly; other selections compute x's new value whole. The positions of a Tensor
   // entry are checked first (one small kernel and a read), so an out-of-range one is an
   // IndexError with x unchanged (in a captured step's replays, that check is the Scatter's own,
   // after the in-range stores).
@@ -558,6 +565,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadca
 //   x.index({Slice(1, None, 2), Ellipsis, -1})  // x[1::2, ..., -1]
 //   x.index({Slice(None, None, -1)})            // x[::-1]
 //   table.index({ids})                          // table[ids], ids an integer Tensor
+//   cache.index({Slice(), pos.bind(t)})          // cache[:, t], one kernel for every t
 namespace indexing {
 
 // Python's start:stop:step (see Tensor::slice); Slice() is the whole axis (":").
@@ -581,20 +589,27 @@ class TensorIndex {
       typename Integer,
       std::enable_if_t<std::is_integral_v<Integer> && !std::is_same_v<Integer, bool>, int> = 0>
   TensorIndex(Integer position) : value_(static_cast<int64_t>(position)) {}  // NOLINT
-  TensorIndex(Slice range) : value_(range) {}                                // NOLINT
-  TensorIndex(Tensor positions) : value_(std::move(positions)) {}            // NOLINT
-  TensorIndex(EllipsisIndex) : value_(EllipsisIndex{}) {}                    // NOLINT
+  // A position given by a bound Variable (see Tensor::select(int64_t, const Dim&)); a Dim that
+  // is a number is that integer.
+  TensorIndex(const Dim& position)  // NOLINT
+      : value_(position.is_symbolic() ? Value(position) : Value(position.value())) {}
+  TensorIndex(Slice range) : value_(range) {}                      // NOLINT
+  TensorIndex(Tensor positions) : value_(std::move(positions)) {}  // NOLINT
+  TensorIndex(EllipsisIndex) : value_(EllipsisIndex{}) {}          // NOLINT
 
   bool is_integer() const { return std::holds_alternative<int64_t>(value_); }
   bool is_slice() const { return std::holds_alternative<Slice>(value_); }
   bool is_tensor() const { return std::holds_alternative<Tensor>(value_); }
   bool is_ellipsis() const { return std::holds_alternative<EllipsisIndex>(value_); }
+  bool is_variable() const { return std::holds_alternative<Dim>(value_); }
   int64_t integer() const { return std::get<int64_t>(value_); }
+  const Dim& variable() const { return std::get<Dim>(value_); }
   const Slice& slice() const { return std::get<Slice>(value_); }
   const Tensor& tensor() const { return std::get<Tensor>(value_); }
 
  private:
-  std::variant<int64_t, Slice, Tensor, EllipsisIndex> value_;
+  using Value = std::variant<int64_t, Dim, Slice, Tensor, EllipsisIndex>;
+  Value value_;
 };
 
 }  // namespace indexing

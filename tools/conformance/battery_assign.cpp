@@ -2,8 +2,8 @@
 // tensor element by element (computed in place), one that reads it elsewhere (computed beside it
 // first), a value broadcast along rows, a read built before the write that must keep the old
 // contents (a snapshot), and index_put_ by a tensor of rows (a Scatter straight into the tensor's
-// memory; repeated rows, with and without accumulation) and by strided slices. Each case writes a
-// copy of its first input, never the input itself.
+// memory; repeated rows, with and without accumulation), by strided slices and at a Variable's
+// position. Each case writes a copy of its first input, never the input itself.
 
 #include "tools/conformance/battery.h"
 
@@ -122,6 +122,31 @@ void add_assign_cases(BatteryBuilder& builder) {
         },
         "x.index_put_({Slice(None, None, -2), Slice(1, None, 3)}, b)", exact_tolerance(true),
         "steps"));
+    // A column at a Variable's position (one kernel for every position), then another read so.
+    builder.add(make_case(
+        "assign", "index_put_",
+        {input(dtype, {kIndexAxis, 7}), input(dtype, {kIndexAxis}, Values::General, 1)},
+        [](const std::vector<Tensor>& in) {
+          using indexing::Slice;
+          const Variable position("position", 0, 6);
+          Tensor x = own_copy(in[0]);
+          x.index_put_({Slice(), position.bind(3)}, in[1]);
+          return cat({x, x.index({Slice(), position.bind(2)}).reshape({kIndexAxis, 1})}, 1);
+        },
+        [](const std::vector<HostTensor>& in) {
+          HostTensor result(in[0].dtype, {kIndexAxis, 8});
+          for (int64_t row = 0; row < kIndexAxis; ++row) {
+            for (int64_t column = 0; column < 7; ++column)
+              result.data[static_cast<size_t>(row * 8 + column)] =
+                  column == 3 ? in[1].data[static_cast<size_t>(row)]
+                              : in[0].data[static_cast<size_t>(row * 7 + column)];
+            result.data[static_cast<size_t>(row * 8 + 7)] =
+                in[0].data[static_cast<size_t>(row * 7 + 2)];
+          }
+          return Expected(result);
+        },
+        "x.index_put_({Slice(), pos.bind(3)}, b); cat({x, x[:, pos.bind(2)]}, 1)",
+        exact_tolerance(true), "variable"));
   }
 }
 
