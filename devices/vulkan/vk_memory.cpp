@@ -30,16 +30,24 @@ int find_memory_type(const VkPhysicalDeviceMemoryProperties& memory, uint32_t ty
 constexpr VkBufferUsageFlags kStagingUsage =
     VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
 
-// The memory types a buffer of `usage` may use on this device.
-uint32_t memory_type_bits(VkDevice device, VkBufferUsageFlags usage) {
+// A buffer of `size` bytes for `usage` (`next`: a structure chained to its create info), with no
+// memory bound yet.
+OwnedBuffer create_buffer(VkDevice device, VkDeviceSize size, VkBufferUsageFlags usage,
+                          const void* next = nullptr) {
   VkBufferCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  info.size = 256;
+  info.pNext = next;
+  info.size = size;
   info.usage = usage;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkBuffer raw = VK_NULL_HANDLE;
   KILN_VK_CHECK(vkCreateBuffer(device, &info, nullptr, &raw));
-  const OwnedBuffer probe(raw, device);
+  return OwnedBuffer(raw, device);
+}
+
+// The memory types a buffer of `usage` may use on this device.
+uint32_t memory_type_bits(VkDevice device, VkBufferUsageFlags usage) {
+  const OwnedBuffer probe = create_buffer(device, 256, usage);
   VkMemoryRequirements requirements{};
   vkGetBufferMemoryRequirements(device, probe.get(), &requirements);
   return requirements.memoryTypeBits;
@@ -132,14 +140,8 @@ VkAllocator::~VkAllocator() {
 std::unique_ptr<VkBlock> VkAllocator::make_block(VkDeviceSize size, uint32_t memory_type, bool map,
                                                  VkBufferUsageFlags usage) {
   auto block = std::make_unique<VkBlock>();
-  VkBufferCreateInfo info{};
-  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  info.size = size;
-  info.usage = usage;
-  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VkBuffer buffer = VK_NULL_HANDLE;
-  KILN_VK_CHECK(vkCreateBuffer(device_, &info, nullptr, &buffer));
-  block->owned_buffer = OwnedBuffer(buffer, device_);
+  block->owned_buffer = create_buffer(device_, size, usage);
+  const VkBuffer buffer = block->owned_buffer.get();
   VkMemoryRequirements requirements{};
   vkGetBufferMemoryRequirements(device_, buffer, &requirements);
   VkMemoryAllocateInfo allocate{};
@@ -300,15 +302,8 @@ DeviceMemory VkAllocator::wrap_host(void* host, size_t nbytes) {
   VkExternalMemoryBufferCreateInfo external{};
   external.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO;
   external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
-  VkBufferCreateInfo info{};
-  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  info.pNext = &external;
-  info.size = size;
-  info.usage = kStorageUsage;
-  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VkBuffer buffer = VK_NULL_HANDLE;
-  KILN_VK_CHECK(vkCreateBuffer(device_, &info, nullptr, &buffer));
-  block->owned_buffer = OwnedBuffer(buffer, device_);
+  block->owned_buffer = create_buffer(device_, size, kStorageUsage, &external);
+  const VkBuffer buffer = block->owned_buffer.get();
   VkMemoryRequirements requirements{};
   vkGetBufferMemoryRequirements(device_, buffer, &requirements);
   const uint32_t allowed = requirements.memoryTypeBits & pointer.memoryTypeBits;
