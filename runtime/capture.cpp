@@ -77,6 +77,7 @@ struct CapturedStep::State {
   std::unordered_set<const Buffer*> written;  // buffers the launches write
   // Tensors made before the step that it writes in place: each replay renews their nodes.
   std::vector<std::weak_ptr<TensorState>> written_tensors;
+  std::unordered_set<const Buffer*> rewritten;  // their memory (by owner), which replays write
   bool aliases = false;  // some launch's buffer is an alias of another's memory (Buffer::alias_of)
   // The launches as one graph of their device (CUDA graphs), made at the first replay where
   // every launch is a kernel of one device with fixed sizes; null where not, or where the device
@@ -109,8 +110,9 @@ struct CapturedStep::State {
   void launch_recorded(const CallBuffers& call, const std::map<std::string, int64_t>& values);
   void launch_one_by_one(const CallBuffers& call, const std::map<std::string, int64_t>& values,
                          std::vector<Device*>& launched_on) const;
-  void renew_written_tensors() const;
-  std::vector<Tensor> outputs_of_call(const CallBuffers& call, const Bindings& bindings) const;
+  std::unordered_set<const UOp*> renew_written_tensors() const;
+  std::vector<Tensor> outputs_of_call(const CallBuffers& call, const Bindings& bindings,
+                                      const std::unordered_set<const UOp*>& renewed) const;
 };
 
 namespace {
@@ -377,6 +379,7 @@ void CapturedStep::State::keep(std::vector<Input> captured_inputs,
           "host data (from_vector, from_blob): a replay does not make it again, and would write "
           "over what the last call left; make it before the step, or compute it in the step "
           "(zeros, full)");
+    rewritten.insert(buffer->memory_owner());
   }
   for (const Input& input : captured_inputs) {
     for (const Sym& size : input.sym_shape) symbolic |= !size.is_const();
@@ -411,8 +414,8 @@ std::vector<Tensor> CapturedStep::State::replay(const std::vector<Tensor>& call_
   if (symbolic) values = values_of(bindings);
   const CallBuffers call = buffers_of_call(call_inputs, values);
   launch_recorded(call, values);
-  renew_written_tensors();
-  return outputs_of_call(call, bindings);
+  const std::unordered_set<const UOp*> renewed = renew_written_tensors();
+  return outputs_of_call(call, bindings, renewed);
 }
 
 // A mismatch is an error, never a recapture. Gives the variables' values in this call.
@@ -552,35 +555,44 @@ void CapturedStep::State::launch_one_by_one(const CallBuffers& call,
 
 // The tensors the replay wrote in place, each under a new node over the same memory, as an assign
 // leaves them: a read built after the replay is a graph of its own, never one realized before.
-void CapturedStep::State::renew_written_tensors() const {
+// Gives the new nodes.
+std::unordered_set<const UOp*> CapturedStep::State::renew_written_tensors() const {
+  std::unordered_set<const UOp*> renewed;
   for (const std::weak_ptr<TensorState>& held : written_tensors) {
     const std::shared_ptr<TensorState> state = held.lock();
     if (!state) continue;
     const UOpRef now = state->node();
     if (now->op() != Op::Buffer) continue;
-    std::shared_ptr<Buffer> renewed = Buffer::alias_of(buffer_behind(*now));
-    state->set_node(
+    std::shared_ptr<Buffer> alias = Buffer::alias_of(buffer_behind(*now));
+    UOpRef fresh =
         now->is_symbolic()
-            ? UOp::make_symbolic(Op::Buffer, now->dtype(), {}, std::move(renewed), now->sym_shape())
-            : UOp::make(Op::Buffer, now->dtype(), {}, std::move(renewed), now->shape()));
+            ? UOp::make_symbolic(Op::Buffer, now->dtype(), {}, std::move(alias), now->sym_shape())
+            : UOp::make(Op::Buffer, now->dtype(), {}, std::move(alias), now->shape());
+    renewed.insert(fresh.get());
+    state->set_node(std::move(fresh));
   }
+  return renewed;
 }
 
 // New tensors on this call's buffers, each shaped as its captured output; with variables, sizes
 // and Views at this call's values.
-std::vector<Tensor> CapturedStep::State::outputs_of_call(const CallBuffers& call,
-                                                         const Bindings& bindings) const {
+std::vector<Tensor> CapturedStep::State::outputs_of_call(
+    const CallBuffers& call, const Bindings& bindings,
+    const std::unordered_set<const UOp*>& renewed) const {
   std::vector<Tensor> results;
   for (const Output& output : outputs) {
     std::shared_ptr<Buffer> buffer = call.counterpart(output.buffer);
     if (buffer == output.buffer) {
       // Memory the step keeps: the tensor it is, while that tensor is still this memory's
-      // contents; else (a view, or a handle whose node kept the contents of before a write) a
-      // node of its own over the memory, which holds no snapshot of contents written over since.
+      // contents and, where the replay wrote them, holds the node this replay renewed; else (a
+      // view, another handle on the memory, a handle whose node kept the contents of before a
+      // write) a node of its own over the memory, which holds no result of before the replay.
       if (output.kept.defined()) {
         const UOpRef now = output.kept.node();
+        const Buffer* owner = buffer->memory_owner();
         if (!output.node->is_symbolic() && now->op() == Op::Buffer && !now->snapshot() &&
-            buffer_behind(*now)->memory_owner() == buffer->memory_owner()) {
+            buffer_behind(*now)->memory_owner() == owner &&
+            (!rewritten.count(owner) || renewed.count(now.get()))) {
           results.push_back(output.kept);
           continue;
         }

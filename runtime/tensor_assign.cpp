@@ -161,7 +161,8 @@ Tensor& Tensor::write_in_place(Tensor&& value, const char* op, bool scatter_chec
   }
   storage.note_written();
   // A capture recording the write: its replays renew this tensor's node (runtime/capture.cpp).
-  if (RecorderHold hold = recorder_for({held.node()}); hold.recorder)
+  // (The value read what the step made where another thread's capture records this write.)
+  if (RecorderHold hold = recorder_for({held.node(), written}); hold.recorder)
     hold.recorder->written_in_place.push_back(state_);
   return *this;
 }

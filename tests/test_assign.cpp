@@ -259,8 +259,8 @@ TEST_CASE("a captured step's output that is a tensor it keeps follows writes mad
     Tensor state = Tensor::from_vector<float>({1, 2, 3}, {3}, device);
     CapturedStep step([&](const std::vector<Tensor>& in) {
       state.assign(state + in[0]);
-      // The state itself, a view of it, and a weight the step only reads.
-      return std::vector<Tensor>{state, state.flip({0}), state};
+      // The state itself, a view of it, the state again, and another handle on its node.
+      return std::vector<Tensor>{state, state.flip({0}), state, state.reshape({3})};
     });
     const Tensor ones = Tensor::from_vector<float>({1, 1, 1}, {3}, device);
     std::vector<float> want = {1, 2, 3};
@@ -294,9 +294,15 @@ TEST_CASE("a captured step's output that is a tensor it keeps follows writes mad
     // computed again, not served from before.
     const Tensor held_sum = state.sum();
     CHECK(held_sum.item<float>() == 3);
-    step({ones});
-    CHECK(state.sum().item<float>() == 6);
+    const std::vector<Tensor> earlier = step({ones});
+    const Tensor reshaped_sum = earlier[3].sum();
+    CHECK(reshaped_sum.item<float>() == 6);
+    const std::vector<Tensor> later = step({ones});
+    CHECK(state.sum().item<float>() == 9);
+    CHECK(later[3].sum().item<float>() == 9);
+    CHECK(later[0].sum().item<float>() == 9);
     CHECK(held_sum.item<float>() == 3);
+    CHECK(reshaped_sum.item<float>() == 6);
   }
 }
 
