@@ -563,11 +563,7 @@ std::unordered_set<const UOp*> CapturedStep::State::renew_written_tensors() cons
     if (!state) continue;
     const UOpRef now = state->node();
     if (now->op() != Op::Buffer) continue;
-    std::shared_ptr<Buffer> alias = Buffer::alias_of(buffer_behind(*now));
-    UOpRef fresh =
-        now->is_symbolic()
-            ? UOp::make_symbolic(Op::Buffer, now->dtype(), {}, std::move(alias), now->sym_shape())
-            : UOp::make(Op::Buffer, now->dtype(), {}, std::move(alias), now->shape());
+    UOpRef fresh = buffer_node(*now, Buffer::alias_of(buffer_behind(*now)));
     renewed.insert(fresh.get());
     state->set_node(std::move(fresh));
   }

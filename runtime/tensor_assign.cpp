@@ -53,13 +53,6 @@ bool read_elsewhere(const UOpRef& write, const UOpRef& written, const UOpRef& ta
   return false;
 }
 
-// A Buffer node like `like` (its shape, symbolic or not) over `storage`.
-UOpRef buffer_node(const UOp& like, std::shared_ptr<Storage> storage) {
-  if (like.is_symbolic())
-    return UOp::make_symbolic(Op::Buffer, like.dtype(), {}, std::move(storage), like.sym_shape());
-  return UOp::make(Op::Buffer, like.dtype(), {}, std::move(storage), like.shape());
-}
-
 // The write of `value` into `into` (a Buffer node, or a region's View of one).
 UOpRef assign_node(const UOpRef& into, const UOpRef& value) {
   return UOp::make(Op::Assign, into->dtype(), {into, value}, {}, into->shape());
@@ -76,6 +69,12 @@ bool checks_after_storing(const UOpRef& value, const UOp* checked) {
 }
 
 }  // namespace
+
+UOpRef buffer_node(const UOp& like, std::shared_ptr<Storage> storage) {
+  if (like.is_symbolic())
+    return UOp::make_symbolic(Op::Buffer, like.dtype(), {}, std::move(storage), like.sym_shape());
+  return UOp::make(Op::Buffer, like.dtype(), {}, std::move(storage), like.shape());
+}
 
 void check_writable(const Tensor& x, const char* op) {
   check_defined(x, op);

@@ -98,6 +98,9 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 // A ValueError naming `op` unless x is realized into a buffer of its own (what an in-place write
 // needs).
 void check_writable(const Tensor& x, const char* op);
+// A Buffer node like `like` (its shape, symbolic or not) over `storage`: a tensor written in
+// place under a node of its own (runtime/tensor_assign.cpp, runtime/capture.cpp).
+UOpRef buffer_node(const UOp& like, std::shared_ptr<Storage> storage);
 
 // An op built from other ops (cat from pad and where, matmul from a multiply and a sum) checks
 // its operands itself, but an inner op may still refuse what it is given (two variables of one
