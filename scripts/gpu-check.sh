@@ -6,13 +6,17 @@
 #
 #   scripts/gpu-check.sh [STEP ...]
 #
-# STEPs (default: all of them, in this order): tests, conformance, bench, vulkan, opencl (the
-# battery on the GPU through its OpenCL driver, where one is listed). The build and the device
-# check always run.
+# STEPs, run in the order given (default: tests conformance bench vulkan opencl): tests,
+# conformance, random (the battery on CUDA with random opts, --seed KILN_GPU_CHECK_SEED, default
+# 1), bench, vulkan, opencl (the battery on the GPU through its OpenCL driver, where one is
+# listed). The build and the device check always run first. A lease too short for one call runs
+# the build and some steps in a first call and the rest in a second on the same warm machine: the
+# build folder stays there, and the second build has nothing to do.
 #
 # Logs go to $OUT when it is set (the lent GPU machines bring that folder back), else to
 # build-gpu/check. Needs CMake, a C++ compiler, the CUDA toolkit and the NVIDIA driver. kiln's own
-# dependencies (spdlog, fmt, Catch2) come from the system, else from the Debian packages in
+# dependencies (spdlog, fmt, Catch2, xxHash, nlohmann-json, CLI11, the OpenCL and Vulkan loaders
+# and headers, glslang) come from the system, else from the Debian packages in
 # .gpu-deps/ (scripts/gpu-deps.sh downloads them), unpacked into build-gpu/deps: the lent machines
 # reach no package registry.
 set -uo pipefail
@@ -22,17 +26,13 @@ steps=("$@")
 ((${#steps[@]} == 0)) && steps=(tests conformance bench vulkan opencl)
 for step in "${steps[@]}"; do
   case "$step" in
-    tests | conformance | bench | vulkan | opencl) ;;
+    tests | conformance | random | bench | vulkan | opencl) ;;
     *)
-      echo "gpu-check: unknown step '$step' (the steps: tests conformance bench vulkan opencl)" >&2
+      echo "gpu-check: unknown step '$step' (the steps: tests conformance random bench vulkan opencl)" >&2
       exit 2
       ;;
   esac
 done
-# Whether STEP was asked for.
-wanted() {
-  [[ " ${steps[*]} " == *" $1 "* ]]
-}
 
 build=build-gpu
 logs="${OUT:-$build/check}"
@@ -71,8 +71,12 @@ finish() {
 
 # ---- dependencies ---------------------------------------------------------------------------
 prefix_path=()
-if [[ ! -e /usr/include/spdlog/spdlog.h || ! -e /usr/include/catch2/catch.hpp ||
-      ! -e /usr/include/vulkan/vulkan.h || ! -e /usr/include/glslang/build_info.h ]]; then
+missing_headers=0
+for header in spdlog/spdlog.h catch2/catch.hpp xxhash.h nlohmann/json.hpp CLI/CLI.hpp CL/cl.h \
+  vulkan/vulkan.h glslang/build_info.h; do
+  [[ -e /usr/include/$header ]] || missing_headers=1
+done
+if ((missing_headers)); then
   if compgen -G ".gpu-deps/*.deb" >/dev/null; then
     root="$PWD/$build/deps"
     mkdir -p "$root"
@@ -89,7 +93,7 @@ if [[ ! -e /usr/include/spdlog/spdlog.h || ! -e /usr/include/catch2/catch.hpp ||
     export LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
     note "dependencies: unpacked from .gpu-deps ($(ls .gpu-deps | sed 's/_.*//' | tr '\n' ' '))"
   else
-    note "dependencies: spdlog or Catch2 missing and no .gpu-deps/ (run scripts/gpu-deps.sh)"
+    note "dependencies: some headers missing and no .gpu-deps/ (run scripts/gpu-deps.sh)"
   fi
 fi
 
@@ -119,11 +123,21 @@ if ! compgen -G "/usr/share/vulkan/icd.d/nvidia*.json" >/dev/null &&
   note "vulkan: wrote a manifest for NVIDIA's Vulkan driver (libGLX_nvidia.so.0)"
 fi
 
+# NVIDIA's OpenCL driver (libnvidia-opencl.so.1) likewise, where no ICD file names it: the ICD
+# loader then reads the one written here (OCL_ICD_VENDORS).
+if [[ -z "${OCL_ICD_VENDORS:-}" ]] && ! grep -qs nvidia /etc/OpenCL/vendors/*.icd &&
+  ldconfig -p 2>/dev/null | grep libnvidia-opencl.so.1 >/dev/null; then
+  mkdir -p "$build/opencl-vendors"
+  echo libnvidia-opencl.so.1 >"$build/opencl-vendors/nvidia.icd"
+  export OCL_ICD_VENDORS="$PWD/$build/opencl-vendors"
+  note "opencl: wrote an ICD file for NVIDIA's OpenCL driver (libnvidia-opencl.so.1)"
+fi
+
 # ---- the machine ----------------------------------------------------------------------------
 nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id,compute_mode,persistence_mode \
   --format=csv,noheader >"$logs/machine.log" 2>&1 || echo "nvidia-smi failed" >>"$logs/machine.log"
 # A GPU in exclusive-process mode takes one process (one CUDA context) at a time.
-gpu_jobs=8
+gpu_jobs="$jobs"
 if grep -q 'Exclusive_Process' "$logs/machine.log"; then
   gpu_jobs=1
   note "the GPU is in exclusive-process mode: tests and conformance run one process at a time"
@@ -171,10 +185,9 @@ rerun_result() {
 status=0
 # ---- the test suite on CUDA -----------------------------------------------------------------
 # Codegen-only tests that need tools of a Debian machine (glslang) are left to CI.
-step=$SECONDS
-if ! wanted tests; then
-  :
-elif fits "tests on CUDA" 240; then
+run_tests() {
+  local step=$SECONDS failed mark
+  fits "tests on CUDA" 240 || { status=1; return; }
   KILN_DEVICE=CUDA timeout "$(limit 240)" ctest --test-dir "$build" -j"$gpu_jobs" --timeout 200 --output-on-failure \
     -E 'conformance|install_and_build|CUDA C\+\+ and GLSL' >"$logs/tests.log" 2>&1 || status=1
   note "tests on CUDA: $(grep -E 'tests passed' "$logs/tests.log" || echo 'did not finish') ($((SECONDS - step)) s)"
@@ -188,51 +201,56 @@ elif fits "tests on CUDA" 240; then
       --output-on-failure >>"$logs/tests.log" 2>&1
     note "  again with KILN_TENSOR_CORES=0 KILN_GRAPHS=0: $(rerun_result "$logs/tests.log" "$mark" 'tests passed')"
   fi
-else
-  status=1
-fi
+}
 
 # ---- the conformance battery on CUDA --------------------------------------------------------
-step=$SECONDS
-if ! wanted conformance; then
-  :
-elif fits "conformance" 200; then
+# run_conformance LOG [OPTION ...]: the battery on CUDA with the given options, then what failed
+# again without tensor cores and graphs.
+run_conformance() {
+  local log="$1" step=$SECONDS failed pattern mark
+  shift
+  fits "conformance $*" 200 || { status=1; return; }
   timeout "$(limit 200)" "$kiln" conformance --device CUDA --jobs "$gpu_jobs" --failures 1000 --case-timeout 60 \
-    >"$logs/conformance.log" 2>&1 || status=1
-  note "conformance: $(grep -E '^CUDA: ' "$logs/conformance.log" | tail -1 ||
-    tail -1 "$logs/conformance.log") ($((SECONDS - step)) s)"
-  grep -E '^(FAIL|ERROR) ' "$logs/conformance.log" | head -10 | sed 's/^/gpu-check:   /'
+    "$@" >"$logs/$log" 2>&1 || status=1
+  note "conformance $*: $(grep -E '^CUDA: ' "$logs/$log" | tail -1 || tail -1 "$logs/$log") ($((SECONDS - step)) s)"
+  grep -E '^(FAIL|ERROR) ' "$logs/$log" | head -10 | sed 's/^/gpu-check:   /'
   # At most 300 of them (as printed: --failures 1000), so that the pattern stays a sane length.
-  failed="$(grep -E '^(FAIL|ERROR) ' "$logs/conformance.log" | awk '{print $2}' | sort -u | head -300)"
+  failed="$(grep -E '^(FAIL|ERROR) ' "$logs/$log" | awk '{print $2}' | sort -u | head -300)"
   if [[ -n "$failed" ]] && fits "failed cases without TC and graphs" 60; then
     pattern="^($(sed 's/[][\\.^$*+?(){}|]/\\&/g' <<<"$failed" | paste -sd'|'))\$"
-    mark="$(wc -l <"$logs/conformance.log")"
+    mark="$(wc -l <"$logs/$log")"
     printf '\n==== %d failed cases again, with KILN_TENSOR_CORES=0 KILN_GRAPHS=0 ====\n' \
-      "$(wc -l <<<"$failed")" >>"$logs/conformance.log"
+      "$(wc -l <<<"$failed")" >>"$logs/$log"
     isolated timeout "$(limit 60)" "$kiln" conformance --device CUDA --jobs "$gpu_jobs" --failures 20 \
-      --case-timeout 30 --filter "$pattern" >>"$logs/conformance.log" 2>&1
-    note "  $(wc -l <<<"$failed") of them again with KILN_TENSOR_CORES=0 KILN_GRAPHS=0: $(rerun_result "$logs/conformance.log" "$mark" '^CUDA: ')"
+      --case-timeout 30 --filter "$pattern" "$@" >>"$logs/$log" 2>&1
+    note "  $(wc -l <<<"$failed") of them again with KILN_TENSOR_CORES=0 KILN_GRAPHS=0: $(rerun_result "$logs/$log" "$mark" '^CUDA: ')"
   fi
-else
-  status=1
-fi
+}
 
 # ---- the benchmark --------------------------------------------------------------------------
-step=$SECONDS
-if ! wanted bench; then
-  :
-elif fits "bench" 150; then
+run_bench() {
+  local step=$SECONDS
+  fits "bench" 150 || { status=1; return; }
   timeout "$(limit 150)" "$kiln" bench --device CUDA >"$logs/bench.log" 2>&1 || status=1
   note "bench: $((SECONDS - step)) s (bench.log)"
-else
-  status=1
-fi
+}
 
 # ---- the GPU through Vulkan -----------------------------------------------------------------
-vulkan_line="$(grep -E '^[ *]+VULKAN ' "$devices" | head -1)"
-if ! wanted vulkan; then
-  :
-elif [[ "$vulkan_line" =~ VULKAN\ +available\ +GPU ]]; then
+run_vulkan() {
+  local step vulkan_line
+  vulkan_line="$(grep -E '^[ *]+VULKAN ' "$devices" | head -1)"
+  if [[ ! "$vulkan_line" =~ VULKAN\ +available\ +GPU ]]; then
+    note "vulkan: no Vulkan GPU (${vulkan_line:-no VULKAN plugin built}): skipped"
+    return
+  fi
+  step=$SECONDS
+  if ! fits "bench on VULKAN" 90; then
+    status=1
+  else
+    timeout "$(limit 90)" "$kiln" bench --device VULKAN >"$logs/bench-vulkan.log" 2>&1 || status=1
+    note "bench on VULKAN: $((SECONDS - step)) s (bench-vulkan.log)"
+    sed -n '/^workload/,$p' "$logs/bench-vulkan.log" | head -12 | sed 's/^/gpu-check:   /'
+  fi
   step=$SECONDS
   if ! fits "conformance on VULKAN" 120; then
     status=1
@@ -243,35 +261,35 @@ elif [[ "$vulkan_line" =~ VULKAN\ +available\ +GPU ]]; then
       tail -1 "$logs/conformance-vulkan.log") ($((SECONDS - step)) s)"
     grep -E '^(FAIL|ERROR) ' "$logs/conformance-vulkan.log" | head -10 | sed 's/^/gpu-check:   /'
   fi
-  step=$SECONDS
-  if ! fits "bench on VULKAN" 90; then
-    status=1
-  else
-    timeout "$(limit 90)" "$kiln" bench --device VULKAN >"$logs/bench-vulkan.log" 2>&1 || status=1
-    note "bench on VULKAN: $((SECONDS - step)) s (bench-vulkan.log)"
-    sed -n '/^workload/,$p' "$logs/bench-vulkan.log" | head -12 | sed 's/^/gpu-check:   /'
-  fi
-else
-  note "vulkan: no Vulkan GPU (${vulkan_line:-no VULKAN plugin built}): skipped"
-fi
+}
 
 # ---- the GPU through OpenCL -----------------------------------------------------------------
-opencl_device="$(grep -E '^[ *]+CL(:[0-9]+)? +available +GPU' "$devices" | head -1 | awk '{print $1 == "*" ? $2 : $1}')"
-if ! wanted opencl; then
-  :
-elif [[ -n "$opencl_device" ]]; then
-  step=$SECONDS
-  if ! fits "conformance on $opencl_device" 90; then
-    status=1
-  else
-    timeout "$(limit 90)" "$kiln" conformance --device "$opencl_device" --jobs "$gpu_jobs" --failures 1000 \
-      --case-timeout 60 >"$logs/conformance-opencl.log" 2>&1 || status=1
-    note "conformance on $opencl_device: $(grep -E "^$opencl_device: " "$logs/conformance-opencl.log" | tail -1 ||
-      tail -1 "$logs/conformance-opencl.log") ($((SECONDS - step)) s)"
-    grep -E '^(FAIL|ERROR) ' "$logs/conformance-opencl.log" | head -10 | sed 's/^/gpu-check:   /'
+run_opencl() {
+  local step opencl_device
+  opencl_device="$(grep -E '^[ *]+CL(:[0-9]+)? +available +GPU' "$devices" | head -1 |
+    awk '{print $1 == "*" ? $2 : $1}')"
+  if [[ -z "$opencl_device" ]]; then
+    note "opencl: no OpenCL GPU listed: skipped"
+    return
   fi
-else
-  note "opencl: no OpenCL GPU listed: skipped"
-fi
+  step=$SECONDS
+  fits "conformance on $opencl_device" 90 || { status=1; return; }
+  timeout "$(limit 90)" "$kiln" conformance --device "$opencl_device" --jobs "$gpu_jobs" --failures 1000 \
+    --case-timeout 60 >"$logs/conformance-opencl.log" 2>&1 || status=1
+  note "conformance on $opencl_device: $(grep -E "^$opencl_device: " "$logs/conformance-opencl.log" | tail -1 ||
+    tail -1 "$logs/conformance-opencl.log") ($((SECONDS - step)) s)"
+  grep -E '^(FAIL|ERROR) ' "$logs/conformance-opencl.log" | head -10 | sed 's/^/gpu-check:   /'
+}
+
+for step in "${steps[@]}"; do
+  case "$step" in
+    tests) run_tests ;;
+    conformance) run_conformance conformance.log ;;
+    random) run_conformance conformance-random.log --opts random --seed "${KILN_GPU_CHECK_SEED:-1}" ;;
+    bench) run_bench ;;
+    vulkan) run_vulkan ;;
+    opencl) run_opencl ;;
+  esac
+done
 
 finish $status

@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mkdir -p .gpu-deps
 cd .gpu-deps
-apt-get download catch2 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 \
-  libvulkan1 libvulkan-dev glslang-dev glslang-tools spirv-tools libglvnd0 libglx0 libegl1
+apt-get download catch2 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libxxhash-dev nlohmann-json3-dev \
+  libcli11-dev ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers \
+  libvulkan1 libvulkan-dev glslang-dev glslang-tools spirv-tools libglvnd0 libglx0 libegl1 libopengl0 \
+  libgl1 libgles2
 ls -l
