@@ -103,6 +103,10 @@ class Program {
   // Runs the kernel. With `request.wait` it returns once the kernel has finished and gives its
   // time in seconds (0 otherwise).
   virtual double launch(const LaunchRequest& request) = 0;
+  // The most work items a workgroup of this kernel may have where the driver allows it fewer than
+  // the device's max_workgroup_size (OpenCL's CL_KERNEL_WORK_GROUP_SIZE); 0 where it has no limit
+  // of its own. The runtime plans such a kernel again within it.
+  virtual int64_t max_workgroup_size() const { return 0; }
 };
 
 class Compiler {

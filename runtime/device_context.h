@@ -18,6 +18,10 @@ struct KernelStats {
   std::atomic<int64_t> compiles{0};
   std::atomic<int64_t> disk_hits{0};
   std::atomic<int64_t> memory_hits{0};
+  // Kernels a realize launched (a captured step's replays are not counted). Not the sum of the
+  // three above: a kernel is loaded when it is prepared, where its driver may limit its
+  // workgroups, and fetched again at its launch.
+  std::atomic<int64_t> launches{0};
   std::atomic<int64_t> compile_microseconds{0};
   // While set, every kernel launched through this context waits for its kernel and adds the
   // kernel's own time (the device's timer: CUDA events, Vulkan timestamps, OpenCL profiling)

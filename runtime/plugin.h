@@ -18,7 +18,7 @@
 namespace kiln {
 
 // Bump whenever any interface in runtime/device.h or codegen/dialect.h changes layout.
-inline constexpr uint32_t kPluginAbiVersion = 12;
+inline constexpr uint32_t kPluginAbiVersion = 13;
 
 struct ProbeResult {
   int device_count = 0;  // 0: unavailable here

@@ -122,9 +122,25 @@ class PreparedKernelCache {
   std::map<std::pair<DeviceContext*, const UOp*>, std::list<Entry>::iterator> entries_;
 };
 
+// Lives for the process, as the device registry does: a GRID kernel's scratch buffers are device
+// memory, and freeing them from a static destructor ran after NVIDIA's drivers had torn
+// themselves down at exit (a segfault after every test had passed, H200, CUDA beside NVIDIA's
+// OpenCL and Vulkan).
 PreparedKernelCache& prepared_kernels() {
-  static PreparedKernelCache cache;
-  return cache;
+  static PreparedKernelCache* const cache = new PreparedKernelCache();
+  return *cache;
+}
+
+// Where the driver allows the compiled kernel fewer work items per workgroup than its plan
+// launches, that limit; else 0. Loads the kernel (it would be loaded at its first launch anyway)
+// on devices that run kernels in workgroups.
+int64_t driver_workgroup_limit(DeviceContext& context, const CompiledKernel& compiled) {
+  int64_t workgroup = 1;
+  for (const LaunchDim& dim : compiled.program.launch) workgroup *= dim.local;
+  if (workgroup <= 1 || context.device().properties().compile_only) return 0;
+  const std::shared_ptr<Program> loaded = context.program(compiled.source, compiled.program.name);
+  const int64_t allowed = loaded->max_workgroup_size();
+  return allowed > 0 && allowed < workgroup ? allowed : 0;
 }
 
 // The launch of a prepared kernel for the values of its variables (by name).
@@ -244,6 +260,20 @@ KernelLaunch prepare_kernel(const ScheduleItem& kernel,
     };
   }
   CompiledKernel compiled = compile_kernel(generic, target, device.dialect(), options);
+  // A driver may allow a kernel fewer work items per workgroup than the device (NVIDIA's OpenCL
+  // allowed a kernel that fills a buffer 256 of its 1024): such a kernel is planned again within
+  // what the driver allows it, a few times at most (the new kernel has a limit of its own).
+  OptTarget capped = target;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const int64_t allowed = driver_workgroup_limit(*context, compiled);
+    if (allowed == 0) break;
+    if (debug_level() >= 2)
+      logger().info("{}: the driver allows it workgroups of {} work items; planned again",
+                    compiled.program.name, allowed);
+    capped.max_workgroup_size = allowed;
+    for (int64_t& dim : capped.max_workgroup_dims) dim = std::min(dim, allowed);
+    compiled = compile_kernel(generic, capped, device.dialect(), options);
+  }
   prepared->program = std::move(compiled.program);
   prepared->source = std::move(compiled.source);
   if (debug_level() == 4)

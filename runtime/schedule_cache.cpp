@@ -295,9 +295,11 @@ void ScheduleCache::trim(std::list<Entry>& dropped) {
   }
 }
 
+// Lives for the process (as prepared_kernels() does): its schedules hold realized buffers, device
+// memory that must not be freed after the drivers' own teardown at exit.
 ScheduleCache& schedule_cache() {
-  static ScheduleCache cache;
-  return cache;
+  static ScheduleCache* const cache = new ScheduleCache();
+  return *cache;
 }
 
 }  // namespace kiln

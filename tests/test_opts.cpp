@@ -18,6 +18,7 @@
 #include "runtime/opt_policy.h"
 #include "runtime/registry.h"
 #include "tests/codegen_helpers.h"
+#include "tests/scoped_settings.h"
 #include "tests/test_support.h"
 
 using namespace kiln;
@@ -355,9 +356,10 @@ TEST_CASE("the gpu opt policy runs a GPU's kernels on devices with workgroups",
         CHECK(outputs[1].item<float>() == Approx(total));
       }
       // A GPU's kernels: the softmax's one and the sum's one (two where the device limits a
-      // work item's loops: lavapipe's 65535 split a reduction this long). By default this
-      // device runs more (three for the softmax, two for the sum).
-      if (policy == OptPolicy::Gpu) {
+      // work item's loops: lavapipe's 65535 split a reduction this long). By default a device
+      // that is not a GPU runs more (three for the softmax, two for the sum); a GPU's default is
+      // the gpu policy.
+      if (policy == OptPolicy::Gpu || opt_target(context->device()).is_gpu) {
         const bool loops_limited = context->device().properties().max_loop_iterations > 0 &&
                                    count > context->device().properties().max_loop_iterations / 4;
         CHECK(step.kernels() == (loops_limited ? 3 : 2));
@@ -368,4 +370,42 @@ TEST_CASE("the gpu opt policy runs a GPU's kernels on devices with workgroups",
   }
   set_opt_settings(before);
   if (devices_run == 0) skip("no device with workgroups here");
+}
+
+TEST_CASE("a kernel the driver allows smaller workgroups is planned again within them",
+          "[opts][runtime][devices]") {
+  // NVIDIA's OpenCL allowed some kernels 256 work items of the device's 1024: the kernel is
+  // planned again within the driver's limit rather than failing at its launch. PoCL runs that
+  // path under KILN_CL_KERNEL_GROUP_LIMIT. Sizes no other test uses: every kernel is new here.
+  const testing::ScopedEnvironment limit("KILN_CL_KERNEL_GROUP_LIMIT", "16");
+  const int64_t rows = 13, columns = 1031, count = 70001;
+  std::vector<float> matrix(rows * columns), vector(count);
+  for (size_t i = 0; i < matrix.size(); ++i)
+    matrix[i] = static_cast<float>((i * 7919) % 2001) / 500.0f - 2.0f;
+  double total = 0, first_row = 0;
+  for (int64_t i = 0; i < count; ++i) total += vector[i] = static_cast<float>(i % 11) - 5.0f;
+  for (int64_t column = 0; column < columns; ++column) first_row += std::exp(matrix[column]);
+  int devices_run = 0;
+  for (const std::string& name : devices()) {
+    if (name.rfind("CL", 0) != 0) continue;
+    ++devices_run;
+    for (const OptSettings settings : {OptSettings{OptPolicy::Gpu, 0},
+                                       {OptPolicy::Random, 5},
+                                       {OptPolicy::Random, 6},
+                                       {OptPolicy::Default, 0}}) {
+      const testing::ScopedOptSettings scoped(settings);
+      INFO(name << " under " << opt_settings_to_string(settings));
+      const Tensor x = Tensor::from_vector(matrix, {rows, columns}, name);
+      const Tensor v = Tensor::from_vector(vector, {count}, name);
+      CHECK(v.sum().item<float>() == Approx(total));
+      CHECK((v * 2.0f + 1.0f).to_vector<float>()[count - 1] == Approx(vector[count - 1] * 2 + 1));
+      CHECK(x.exp().sum(-1).to_vector<float>()[0] == Approx(first_row).epsilon(1e-5));
+      const std::vector<float> product = x.matmul(x.transpose(0, 1)).to_vector<float>();
+      double want = 0;
+      for (int64_t column = 0; column < columns; ++column)
+        want += static_cast<double>(matrix[column]) * matrix[columns + column];
+      CHECK(product[1] == Approx(want).epsilon(1e-4));
+    }
+  }
+  if (devices_run == 0) skip("no OpenCL device here");
 }

@@ -147,7 +147,7 @@ class Harness {
 
  private:
   void synchronize();
-  int64_t kernels_fetched();
+  int64_t kernels_launched();  // KernelStats::launches of the device
   double device_median(const std::function<Tensor()>& build, int runs);
 
   std::string device_;

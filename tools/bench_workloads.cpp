@@ -100,23 +100,20 @@ void Harness::synchronize() {
   context_->device().synchronize();
 }
 
-// Every kernel launch fetches its program through DeviceContext::program, which counts it as a
-// memory hit, a disk hit or a compile: the sum goes up by one per kernel.
-int64_t Harness::kernels_fetched() {
-  KernelStats& stats = context_->stats();
-  return stats.memory_hits + stats.disk_hits + stats.compiles;
+int64_t Harness::kernels_launched() {
+  return context_->stats().launches;
 }
 
 Harness::Measured Harness::measure(const std::function<Tensor()>& build,
                                    const std::function<std::string(const Tensor&)>& check,
                                    int repeat, std::optional<int64_t> expected_kernels) {
   Measured measured;
-  const int64_t before_first = kernels_fetched();
+  const int64_t before_first = kernels_launched();
   {
     Tensor result = build();
     result.realize();
     synchronize();
-    measured.kernels = kernels_fetched() - before_first;
+    measured.kernels = kernels_launched() - before_first;
     measured.problem = check(result);
   }
   if (!measured.problem.empty()) return measured;
@@ -124,7 +121,7 @@ Harness::Measured Harness::measure(const std::function<Tensor()>& build,
     measured.problem = "ran " + std::to_string(measured.kernels) + " kernels, expected " +
                        std::to_string(*expected_kernels);
   }
-  const int64_t before_timed = kernels_fetched();
+  const int64_t before_timed = kernels_launched();
   measured.timing = time_median(
       [&] {
         // The result dies inside the timed region: its buffer goes back to the caching
@@ -135,7 +132,7 @@ Harness::Measured Harness::measure(const std::function<Tensor()>& build,
       },
       repeat, sizes_.budget_seconds);
   // A realize that launched nothing would have timed a cache lookup, not the workload.
-  const int64_t launched = kernels_fetched() - before_timed;
+  const int64_t launched = kernels_launched() - before_timed;
   if (measured.problem.empty() && launched != measured.kernels * measured.timing.runs) {
     measured.problem = "the timed runs launched " + std::to_string(launched) +
                        " kernels, expected " +
