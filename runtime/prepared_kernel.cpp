@@ -131,14 +131,21 @@ PreparedKernelCache& prepared_kernels() {
   return *cache;
 }
 
+int64_t workgroup_of(const LinearProgram& program) {
+  int64_t workgroup = 1;
+  for (const LaunchDim& dim : program.launch) workgroup *= dim.local;
+  return workgroup;
+}
+
 // Where the driver allows the compiled kernel fewer work items per workgroup than its plan
 // launches, that limit; else 0. Loads the kernel (it would be loaded at its first launch anyway)
-// on devices that run kernels in workgroups.
-int64_t driver_workgroup_limit(DeviceContext& context, const CompiledKernel& compiled) {
-  int64_t workgroup = 1;
-  for (const LaunchDim& dim : compiled.program.launch) workgroup *= dim.local;
+// on devices that run kernels in workgroups, into `loaded`.
+int64_t driver_workgroup_limit(DeviceContext& context, const CompiledKernel& compiled,
+                               std::shared_ptr<Program>& loaded) {
+  loaded.reset();
+  const int64_t workgroup = workgroup_of(compiled.program);
   if (workgroup <= 1 || context.device().properties().compile_only) return 0;
-  const std::shared_ptr<Program> loaded = context.program(compiled.source, compiled.program.name);
+  loaded = context.program(compiled.source, compiled.program.name);
   const int64_t allowed = loaded->max_workgroup_size();
   return allowed > 0 && allowed < workgroup ? allowed : 0;
 }
@@ -191,6 +198,11 @@ std::shared_ptr<Program> PreparedKernel::loaded() const {
   std::lock_guard<SpinLock> lock(loaded_lock_);
   loaded_ = program;
   return program;
+}
+
+void PreparedKernel::remember_loaded(const std::shared_ptr<Program>& program) const {
+  std::lock_guard<SpinLock> lock(loaded_lock_);
+  loaded_ = program;
 }
 
 size_t prepared_kernel_count(const DeviceContext* context) {
@@ -263,10 +275,19 @@ KernelLaunch prepare_kernel(const ScheduleItem& kernel,
   // A driver may allow a kernel fewer work items per workgroup than the device (NVIDIA's OpenCL
   // allowed a kernel that fills a buffer 256 of its 1024): such a kernel is planned again within
   // what the driver allows it, a few times at most (the new kernel has a limit of its own).
+  // (The kernels set aside count among the context's compiles.)
   OptTarget capped = target;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    const int64_t allowed = driver_workgroup_limit(*context, compiled);
+  std::shared_ptr<Program> loaded;
+  for (int attempt = 0;; ++attempt) {
+    const int64_t allowed = driver_workgroup_limit(*context, compiled, loaded);
     if (allowed == 0) break;
+    if (attempt == 3)
+      throw DeviceError("[" + target.device + "] kernel " + compiled.program.name +
+                        " asks for workgroups of " +
+                        std::to_string(workgroup_of(compiled.program)) +
+                        " work items; its driver allows it " + std::to_string(allowed) +
+                        ", and kiln's plans within that limit still exceeded it; KILN_NOOPT=1 "
+                        "launches without groups");
     if (debug_level() >= 2)
       logger().info("{}: the driver allows it workgroups of {} work items; planned again",
                     compiled.program.name, allowed);
@@ -274,6 +295,7 @@ KernelLaunch prepare_kernel(const ScheduleItem& kernel,
     for (int64_t& dim : capped.max_workgroup_dims) dim = std::min(dim, allowed);
     compiled = compile_kernel(generic, capped, device.dialect(), options);
   }
+  if (loaded) prepared->remember_loaded(loaded);
   prepared->program = std::move(compiled.program);
   prepared->source = std::move(compiled.source);
   if (debug_level() == 4)

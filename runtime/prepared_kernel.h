@@ -31,6 +31,8 @@ struct PreparedKernel {
   // text, but the context may drop it (kernel_cache_limit()), and then it is looked up again.
   // The caller holds it for as long as it launches it.
   std::shared_ptr<Program> loaded() const;
+  // Remembers the program loaded when the kernel was prepared (see driver_workgroup_limit).
+  void remember_loaded(const std::shared_ptr<Program>& program) const;
 
   // The buffers of the program's scratch parameters (KernelParam::scratch), in order: made and
   // zero-filled at the first launch, then kept (a GRID kernel leaves its counter at zero).

@@ -110,7 +110,7 @@ void run_kernel(const ScheduleItem& item, const UOp& output, bool in_place,
     recorder->record(std::move(launch));
   }
   if (items == 0) return;
-  prepared.context->stats().launches++;
+  stats.launches++;
   const bool timed = debug_level() >= 2;
   const Clock::time_point launched = Clock::now();
   const double seconds = compiled->launch(request);

@@ -42,6 +42,9 @@ class CudaProgram : public Program {
   CudaProgram& operator=(const CudaProgram&) = delete;
 
   double launch(const LaunchRequest& request) override;
+  // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: fewer than the device's where the kernel needs many
+  // registers.
+  int64_t max_workgroup_size() const override { return max_threads_; }
 
   // `request` in the driver's form; throws DeviceError where the geometry exceeds CUDA's limits
   // or the compiled kernel's.

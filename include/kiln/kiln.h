@@ -13,5 +13,6 @@
 #include <kiln/dtype.h>
 #include <kiln/error.h>
 #include <kiln/memory.h>
+#include <kiln/shape_ops.h>
 #include <kiln/tensor.h>
 #include <kiln/variable.h>

@@ -2,6 +2,8 @@
 // same ops reading inputs that arrive permuted, expanded, padded, shrunk, flipped or through
 // chains of those (including a chain that needs a second View).
 
+#include <kiln/shape_ops.h>
+
 #include <cmath>
 
 #include "tools/conformance/battery.h"
@@ -181,6 +183,81 @@ const MovementSpec kMovement[] = {
                            {12, 4});
      },
      "a.shrink({{1, 3}, {0, 1}, {0, 4}}).expand({2, 6, 4}).reshape({12, 4})"},
+    // Shape helpers (kiln/shape_ops.h).
+    {"split",
+     {3, 7, 5},
+     [](const Tensor& a) {
+       return split(a, {2, 4, 1}, 1)[1];
+     },
+     [](const HostTensor& a) {
+       return ref::shrink(a, {{0, 3}, {2, 6}, {0, 5}});
+     },
+     "split(a, {2, 4, 1}, 1)[1]"},
+    {"split(size)",
+     {3, 7, 5},
+     [](const Tensor& a) { return split(a, 3, -2)[2]; },
+     [](const HostTensor& a) {
+       return ref::shrink(a, {{0, 3}, {6, 7}, {0, 5}});
+     },
+     "split(a, 3, -2)[2]"},
+    {"chunk",
+     {3, 7, 5},
+     [](const Tensor& a) { return chunk(a, 3, 1)[1]; },
+     [](const HostTensor& a) {
+       return ref::shrink(a, {{0, 3}, {3, 6}, {0, 5}});
+     },
+     "chunk(a, 3, 1)[1]"},
+    {"unflatten",
+     {3, 12, 5},
+     [](const Tensor& a) {
+       return unflatten(a, 1, {2, -1, 3});
+     },
+     [](const HostTensor& a) {
+       return ref::reshape(a, {3, 2, 2, 3, 5});
+     },
+     "unflatten(a, 1, {2, -1, 3})"},
+    {"repeat",
+     {3, 1, 5},
+     [](const Tensor& a) {
+       return repeat(a, {2, 1, 3, 2});
+     },
+     [](const HostTensor& a) {
+       return ref::repeat(a, {2, 1, 3, 2});
+     },
+     "repeat(a, {2, 1, 3, 2})"},
+    {"repeat_interleave",
+     {3, 4, 5},
+     [](const Tensor& a) { return repeat_interleave(a, 3, 1); },
+     [](const HostTensor& a) { return ref::repeat_interleave(a, 3, 1); },
+     "repeat_interleave(a, 3, 1)"},
+    {"roll",
+     {3, 4, 5},
+     [](const Tensor& a) {
+       return roll(a, {-7, 2}, {2, 0});
+     },
+     [](const HostTensor& a) {
+       return ref::roll(a, {-7, 2}, {2, 0});
+     },
+     "roll(a, {-7, 2}, {2, 0})"},
+    {"tril",
+     {3, 4, 5},
+     [](const Tensor& a) { return tril(a, -1); },
+     [](const HostTensor& a) { return ref::triangle(a, -1, true); },
+     "tril(a, -1)"},
+    {"triu",
+     {3, 4, 5},
+     [](const Tensor& a) { return triu(a, 2); },
+     [](const HostTensor& a) { return ref::triangle(a, 2, false); },
+     "triu(a, 2)"},
+    {"tril+permuted",
+     {3, 4, 5},
+     [](const Tensor& a) {
+       return tril(a.permute({2, 0, 1}));
+     },
+     [](const HostTensor& a) {
+       return ref::triangle(ref::permute(a, {2, 0, 1}), 0, true);
+     },
+     "tril(a.permute({2, 0, 1}))"},
 };
 
 void add_movement_ops(BatteryBuilder& builder) {

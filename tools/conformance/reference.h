@@ -94,6 +94,13 @@ HostTensor flip(const HostTensor& x, const std::vector<int64_t>& axes);
 HostTensor strided(const HostTensor& x, int64_t axis, int64_t first, int64_t step, int64_t count);
 HostTensor cat(const std::vector<HostTensor>& xs, int64_t axis);
 HostTensor stack(const std::vector<HostTensor>& xs, int64_t axis);
+// Shape helpers (kiln/shape_ops.h), by coordinates.
+HostTensor repeat(const HostTensor& x, const Shape& repeats);
+HostTensor repeat_interleave(const HostTensor& x, int64_t repeats, int64_t axis);
+HostTensor roll(const HostTensor& x, const std::vector<int64_t>& shifts,
+                const std::vector<int64_t>& axes);
+// The triangle of the last two axes (j - i <= diagonal, or >= for the upper), zero elsewhere.
+HostTensor triangle(const HostTensor& x, int64_t diagonal, bool lower);
 // The position an index names along an axis of `size` (a negative signed index counts from the
 // end); std::out_of_range where it names none (kiln raises IndexError there).
 int64_t index_position(int64_t index, int64_t size, DType dtype);

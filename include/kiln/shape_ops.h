@@ -1,0 +1,49 @@
+#pragma once
+// Shape helpers: splitting a tensor into parts, giving an axis more axes, tiling and repeating,
+// rolling, and the triangles of matrices. Each is built from movement ops (shrink, reshape,
+// expand, cat) or a select against positions, so it is lazy like them and fuses into what reads
+// it; none copies data by itself.
+//
+// Axes may be negative (counted from the end). The axes these helpers split, repeat or roll must
+// have fixed sizes; other axes may be symbolic. Bad arguments are a ShapeError naming the helper,
+// the shape and what would be valid; nothing is built then.
+
+#include <cstdint>
+#include <vector>
+
+#include <kiln/tensor.h>
+
+namespace kiln {
+
+// Parts of `split_size` along `axis`, the last one shorter where the size is not a multiple
+// (torch.split with an int). An axis of size 0 gives one empty part. split_size >= 1.
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t axis = 0);
+// Parts of the given sizes along `axis`, in order; the sizes (each >= 0) add up to its size.
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t axis = 0);
+// At most `chunks` parts of ceil(size / chunks) along `axis`, the last one shorter: fewer parts
+// where the size runs out first (torch.chunk). chunks >= 1.
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis = 0);
+
+// `axis` replaced by axes of `sizes`, whose product is its size; one size may be -1 (inferred).
+Tensor unflatten(const Tensor& x, int64_t axis, const Shape& sizes);
+
+// Tiled: `repeats[i]` copies along each axis (torch.repeat). More repeats than axes add leading
+// axes of size 1 first; each repeat >= 0.
+Tensor repeat(const Tensor& x, const Shape& repeats);
+// Each element `repeats` times in a row along `axis` (torch.repeat_interleave with an int).
+// repeats >= 0.
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t axis);
+
+// Shifted by `shift` along `axis`, elements pushed past the end coming back at the start (a
+// negative shift rolls the other way; any shift is taken modulo the size).
+Tensor roll(const Tensor& x, int64_t shift, int64_t axis);
+// Rolled along each axis by its shift (shifts and axes of the same length, the axes distinct).
+Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& axes);
+
+// The lower (tril) or upper (triu) triangle of the matrices in the last two axes, the rest zero
+// (false for bool): element (i, j) is kept where j - i <= diagonal (tril) or j - i >= diagonal
+// (triu). diagonal 0 is the main diagonal, positive ones above it. Needs at least two axes.
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+
+}  // namespace kiln
