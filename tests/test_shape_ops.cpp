@@ -7,6 +7,8 @@
 #include <kiln/error.h>
 #include <kiln/kiln.h>
 
+#include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "runtime/device_context.h"
@@ -44,6 +46,7 @@ TEST_CASE("split and chunk give views of the parts, in order", "[shape_ops]") {
   CHECK(chunk(x, 7, 0).size() == 2);  // one row each
   // An empty axis is one empty part.
   CHECK(split(Tensor::zeros({0, 3}), 2, 0).size() == 1);
+  CHECK(chunk(Tensor::zeros({0, 3}), 4, 0).size() == 4);  // as torch.chunk
 }
 
 TEST_CASE("unflatten, repeat and repeat_interleave", "[shape_ops]") {
@@ -89,11 +92,20 @@ TEST_CASE("tril and triu keep a triangle of each matrix and fuse into one kernel
   CHECK(mask.to_vector<bool>() ==
         std::vector<bool>{true, false, false, true, true, false, true, true, true});
   // -0.0 and NaN in the kept triangle stay as they are.
-  const Tensor special = Tensor::from_vector<float>({-0.0f, NAN, 1, 2}, {2, 2});
+  const Tensor special = Tensor::from_vector<float>({-0.0f, NAN, NAN, 2}, {2, 2});
   const std::vector<float> kept = tril(special).to_vector<float>();
   CHECK(std::signbit(kept[0]));
   CHECK(kept[1] == 0);
+  CHECK(std::isnan(kept[2]));
   CHECK(kept[3] == 2);
+  // A diagonal far past the matrix keeps all or nothing, for any value of a variable axis.
+  const Variable side("tril_side", 1, 64);
+  for (int64_t value : {3, 40}) {
+    const Tensor ones = Tensor::ones({side.bind(value), Dim(5)});
+    CHECK(triu(ones, -1000).sum().item<float>() == 5.0f * static_cast<float>(value));
+    CHECK(tril(ones, -1000).sum().item<float>() == 0.0f);
+    CHECK(tril(ones, 1000).sum().item<float>() == 5.0f * static_cast<float>(value));
+  }
   // Lazy like any op: the triangle of a computed tensor is one kernel.
   const Tensor computed = (x * 2).exp();
   computed.realize();
@@ -101,6 +113,29 @@ TEST_CASE("tril and triu keep a triangle of each matrix and fuse into one kernel
   const int64_t before = context->stats().launches;
   tril(computed * 3).realize();
   CHECK(context->stats().launches - before == 1);
+}
+
+TEST_CASE("diagonal takes a matrix's diagonal, diag makes one", "[shape_ops]") {
+  const Tensor x = counting({3, 4});
+  CHECK(diagonal(x).to_vector<float>() == std::vector<float>{0, 5, 10});
+  CHECK(diagonal(x, 1).to_vector<float>() == std::vector<float>{1, 6, 11});
+  CHECK(diagonal(x, 3).to_vector<float>() == std::vector<float>{3});
+  CHECK(diagonal(x, 4).shape() == Shape{0});
+  CHECK(diagonal(x, -2).to_vector<float>() == std::vector<float>{8});
+  CHECK(diagonal(x, -3).shape() == Shape{0});
+  // Batched: the other axes first, in order, the diagonal last.
+  const Tensor batched = counting({2, 2, 3});
+  CHECK(diagonal(batched, 0, 1, 2).shape() == Shape{2, 2});
+  CHECK(diagonal(batched, 0, 1, 2).to_vector<float>() == std::vector<float>{0, 4, 6, 10});
+  CHECK(diagonal(batched, 0, 2, 0).to_vector<float>() == std::vector<float>{0, 7, 3, 10});
+  // Of a transposed view.
+  CHECK(diagonal(x.transpose(), 1).to_vector<float>() == std::vector<float>{4, 9});
+  const Tensor vector = Tensor::from_vector<float>({1, 2}, {2});
+  CHECK(diag(vector).to_vector<float>() == std::vector<float>{1, 0, 0, 2});
+  CHECK(diag(vector, 1).to_vector<float>() == std::vector<float>{0, 1, 0, 0, 0, 2, 0, 0, 0});
+  CHECK(diag(vector, -1).to_vector<float>() == std::vector<float>{0, 0, 0, 1, 0, 0, 0, 2, 0});
+  CHECK(diag(Tensor::zeros({0})).shape() == Shape{0, 0});
+  CHECK(diag(x, -1).to_vector<float>() == std::vector<float>{4, 9});
 }
 
 TEST_CASE("shape helpers refuse bad arguments, naming the helper and the rule",
@@ -122,7 +157,20 @@ TEST_CASE("shape helpers refuse bad arguments, naming the helper and the rule",
   CHECK_THROWS_WITH(repeat_interleave(x, -2, 0), Contains("[repeat_interleave] -2 repeats"));
   CHECK_THROWS_WITH(roll(x, {1}, {0, 1}),
                     Contains("[roll] 1 shifts") && Contains("one shift per axis"));
-  CHECK_THROWS_WITH(roll(x, {1, 1}, {1, -1}), Contains("name axis 1 twice"));
+  CHECK_THROWS_WITH(roll(x, std::vector<int64_t>{}, std::vector<int64_t>{}),
+                    Contains("[roll] no axes"));
+  // An axis named twice rolls by both shifts, as torch.roll does.
+  CHECK(roll(x, {1, 1}, {1, -1}).to_vector<float>() == roll(x, 2, 1).to_vector<float>());
+  CHECK_THROWS_WITH(split(x, std::vector<int64_t>{}, 0), Contains("[split] no sizes"));
+  CHECK_THROWS_WITH(split(Tensor::zeros({0}), {INT64_MAX, INT64_MAX, 2}, 0),
+                    Contains("add up to more than the axis' size 0"));
+  CHECK_THROWS_WITH(unflatten(Tensor::zeros({0}), 0, {int64_t{1} << 40, int64_t{1} << 40}),
+                    Contains("[unflatten]") && Contains("the axis' size 0"));
+  CHECK_THROWS_WITH(repeat(x, {int64_t{1} << 62, 1}), Contains("more than 2^60 elements"));
+  CHECK_THROWS_WITH(repeat_interleave(x, int64_t{1} << 62, 1), Contains("more than 2^60"));
+  CHECK_THROWS_WITH(diagonal(x, 0, 1, -1),
+                    Contains("[diagonal] axes 1 and -1") && Contains("the same axis"));
+  CHECK_THROWS_WITH(diag(counting({2, 2, 2})), Contains("[diag] takes a vector"));
   CHECK_THROWS_WITH(tril(counting({4})), Contains("[tril] needs a tensor of at least two axes"));
   CHECK_THROWS_WITH(triu(Tensor()), Contains("triu"));
   // An axis of variable size cannot be split: its parts would change with the value.

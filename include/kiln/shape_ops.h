@@ -21,7 +21,8 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t axis = 0)
 // Parts of the given sizes along `axis`, in order; the sizes (each >= 0) add up to its size.
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t axis = 0);
 // At most `chunks` parts of ceil(size / chunks) along `axis`, the last one shorter: fewer parts
-// where the size runs out first (torch.chunk). chunks >= 1.
+// where the size runs out first, and `chunks` empty parts of an empty axis (torch.chunk).
+// chunks >= 1.
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis = 0);
 
 // `axis` replaced by axes of `sizes`, whose product is its size; one size may be -1 (inferred).
@@ -37,7 +38,8 @@ Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t axis);
 // Shifted by `shift` along `axis`, elements pushed past the end coming back at the start (a
 // negative shift rolls the other way; any shift is taken modulo the size).
 Tensor roll(const Tensor& x, int64_t shift, int64_t axis);
-// Rolled along each axis by its shift (shifts and axes of the same length, the axes distinct).
+// Rolled along each axis by its shift (shifts and axes of the same length, at least one; an axis
+// named twice is rolled by both shifts).
 Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& axes);
 
 // The lower (tril) or upper (triu) triangle of the matrices in the last two axes, the rest zero
@@ -45,5 +47,14 @@ Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vect
 // (triu). diagonal 0 is the main diagonal, positive ones above it. Needs at least two axes.
 Tensor tril(const Tensor& x, int64_t diagonal = 0);
 Tensor triu(const Tensor& x, int64_t diagonal = 0);
+
+// The diagonal of the matrices in axes `axis1` and `axis2` (distinct): those two axes removed, a
+// last axis of their elements (i, i + offset) appended (torch.diagonal). offset > 0 is above the
+// main diagonal, < 0 below; one past the matrix gives an empty last axis.
+Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t axis1 = 0, int64_t axis2 = 1);
+// Of a vector of k elements: the square matrix of side k + |offset| with the vector on that
+// diagonal and zeros elsewhere. Of a matrix: its diagonal (diagonal(x, offset)). Other ranks are
+// a ShapeError.
+Tensor diag(const Tensor& x, int64_t offset = 0);
 
 }  // namespace kiln

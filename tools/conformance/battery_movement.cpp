@@ -258,6 +258,26 @@ const MovementSpec kMovement[] = {
        return ref::triangle(ref::permute(a, {2, 0, 1}), 0, true);
      },
      "tril(a.permute({2, 0, 1}))"},
+    {"diagonal",
+     {3, 4, 5},
+     [](const Tensor& a) { return diagonal(a, 1, 2, 0); },
+     [](const HostTensor& a) { return ref::diagonal(a, 1, 2, 0); },
+     "diagonal(a, 1, 2, 0)"},
+    {"diagonal(-2)",
+     {3, 4, 5},
+     [](const Tensor& a) { return diagonal(a, -2, -1, 1); },
+     [](const HostTensor& a) { return ref::diagonal(a, -2, -1, 1); },
+     "diagonal(a, -2, -1, 1)"},
+    {"diag(vector)",
+     {7},
+     [](const Tensor& a) { return diag(a, -2); },
+     [](const HostTensor& a) { return ref::diag_matrix(a, -2); },
+     "diag(a, -2)"},
+    {"diag(matrix)",
+     {6, 4},
+     [](const Tensor& a) { return diag(a, 1); },
+     [](const HostTensor& a) { return ref::diagonal(a, 1, 0, 1); },
+     "diag(a, 1)"},
 };
 
 void add_movement_ops(BatteryBuilder& builder) {

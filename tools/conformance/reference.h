@@ -101,6 +101,10 @@ HostTensor roll(const HostTensor& x, const std::vector<int64_t>& shifts,
                 const std::vector<int64_t>& axes);
 // The triangle of the last two axes (j - i <= diagonal, or >= for the upper), zero elsewhere.
 HostTensor triangle(const HostTensor& x, int64_t diagonal, bool lower);
+// Axes axis1 and axis2 removed, a last axis of their elements (i, i + offset) appended.
+HostTensor diagonal(const HostTensor& x, int64_t offset, int64_t axis1, int64_t axis2);
+// The square matrix with the vector on the offset diagonal.
+HostTensor diag_matrix(const HostTensor& x, int64_t offset);
 // The position an index names along an axis of `size` (a negative signed index counts from the
 // end); std::out_of_range where it names none (kiln raises IndexError there).
 int64_t index_position(int64_t index, int64_t size, DType dtype);

@@ -1,6 +1,8 @@
 // References for the shape helpers (kiln/shape_ops.h): each output element found by its
 // coordinates in the input, without kiln's movement ops.
 
+#include <algorithm>
+
 #include "tools/conformance/reference.h"
 
 namespace kiln::conformance::ref {
@@ -59,6 +61,46 @@ HostTensor triangle(const HostTensor& x, int64_t diagonal, bool lower) {
     const int64_t offset = coords[rank - 1] - coords[rank - 2];
     const bool keep = lower ? offset <= diagonal : offset >= diagonal;
     result.data[static_cast<size_t>(index)] = keep ? x.data[static_cast<size_t>(index)] : Scalar{};
+  }
+  return result;
+}
+
+HostTensor diagonal(const HostTensor& x, int64_t offset, int64_t axis1, int64_t axis2) {
+  const size_t first = static_cast<size_t>(normalize_axis(axis1, x.shape.size()));
+  const size_t second = static_cast<size_t>(normalize_axis(axis2, x.shape.size()));
+  Shape shape;
+  std::vector<size_t> kept;
+  for (size_t axis = 0; axis < x.shape.size(); ++axis) {
+    if (axis != first && axis != second) {
+      kept.push_back(axis);
+      shape.push_back(x.shape[axis]);
+    }
+  }
+  // Elements (i, i + offset) inside the matrix.
+  int64_t length = 0;
+  while (length - std::min<int64_t>(offset, 0) < x.shape[first] &&
+         length + std::max<int64_t>(offset, 0) < x.shape[second])
+    ++length;
+  shape.push_back(length);
+  HostTensor result(x.dtype, shape);
+  for (int64_t index = 0; index < result.numel(); ++index) {
+    const std::vector<int64_t> coords = unravel(index, shape);
+    std::vector<int64_t> source(x.shape.size());
+    for (size_t at = 0; at < kept.size(); ++at) source[kept[at]] = coords[at];
+    const int64_t position = coords.back();
+    source[first] = offset < 0 ? position - offset : position;
+    source[second] = offset > 0 ? position + offset : position;
+    result.data[static_cast<size_t>(index)] = x.data[static_cast<size_t>(ravel(source, x.shape))];
+  }
+  return result;
+}
+
+HostTensor diag_matrix(const HostTensor& x, int64_t offset) {
+  const int64_t side = x.shape[0] + (offset < 0 ? -offset : offset);
+  HostTensor result(x.dtype, {side, side});
+  for (int64_t at = 0; at < x.shape[0]; ++at) {
+    const int64_t row = offset < 0 ? at - offset : at, column = offset > 0 ? at + offset : at;
+    result.data[static_cast<size_t>(row * side + column)] = x.data[static_cast<size_t>(at)];
   }
   return result;
 }
