@@ -19,9 +19,9 @@ struct KernelStats {
   std::atomic<int64_t> disk_hits{0};
   std::atomic<int64_t> memory_hits{0};
   // Kernels a realize launched (a captured step's replays are not counted). Not the sum of the
-  // three above: a kernel of workgroups is loaded when it is prepared (its driver may allow it
-  // fewer work items than planned; then it is planned again, and the kernel set aside counts
-  // among the compiles too).
+  // three above: on a GPU a kernel of workgroups is loaded when it is prepared (its driver may
+  // allow it fewer work items than planned; then it is planned again, and the kernel set aside
+  // counts among the compiles too).
   std::atomic<int64_t> launches{0};
   std::atomic<int64_t> compile_microseconds{0};
   // While set, every kernel launched through this context waits for its kernel and adds the

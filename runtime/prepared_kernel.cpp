@@ -4,6 +4,7 @@
 #include <kiln/memory.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iterator>
 #include <list>
 #include <map>
@@ -139,12 +140,16 @@ int64_t workgroup_of(const LinearProgram& program) {
 
 // Where the driver allows the compiled kernel fewer work items per workgroup than its plan
 // launches, that limit; else 0. Loads the kernel (it would be loaded at its first launch anyway)
-// on devices that run kernels in workgroups, into `loaded`.
+// into `loaded`, on GPUs (whose drivers set such limits) and wherever KILN_CL_KERNEL_GROUP_LIMIT
+// imposes one (PoCL running that path in tests); elsewhere kernels load at their first launch.
 int64_t driver_workgroup_limit(DeviceContext& context, const CompiledKernel& compiled,
                                std::shared_ptr<Program>& loaded) {
   loaded.reset();
+  const DeviceProperties& properties = context.device().properties();
+  const bool limited =
+      properties.kind == DeviceKind::GPU || std::getenv("KILN_CL_KERNEL_GROUP_LIMIT") != nullptr;
   const int64_t workgroup = workgroup_of(compiled.program);
-  if (workgroup <= 1 || context.device().properties().compile_only) return 0;
+  if (workgroup <= 1 || properties.compile_only || !limited) return 0;
   loaded = context.program(compiled.source, compiled.program.name);
   const int64_t allowed = loaded->max_workgroup_size();
   return allowed > 0 && allowed < workgroup ? allowed : 0;
