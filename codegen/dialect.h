@@ -167,6 +167,13 @@ struct Dialect {
   std::map<std::string, std::string> math_names;
   std::set<std::string> math_helpers;
   std::set<std::string> missing_float64_math;
+  // Helpers whose source is emitted after the prelude only when a kernel calls one of them
+  // (by its name in math_helpers): a library every kernel parsed would slow every compile.
+  struct MathLibrary {
+    std::set<std::string> functions;
+    std::string source;
+  };
+  std::vector<MathLibrary> math_libraries;
   // Pragma placed before a reduction loop over floats (may be empty), followed by
   // `(<operator>:<accumulator>)`: "+" for sums, and these names, declared by the prelude, for the
   // NaN-propagating max and min (empty: such loops get no pragma).

@@ -214,6 +214,11 @@ Dialect make_glsl_dialect() {
   // GLSL's own are far less accurate than kiln promises (glsl_math.cpp): kiln's library instead.
   dialect.math_helpers = {"exp", "exp2", "log", "log2", "sin", "cos",
                           "tan", "tanh", "erf", "pow",  "fmod"};
+  const std::set<std::string> inverse = {"asin",  "acos",  "atan",  "atan2",   "sinh",
+                                         "cosh",  "asinh", "acosh", "atanh",   "log10",
+                                         "log1p", "expm1", "hypot", "copysign"};
+  dialect.math_helpers.insert(inverse.begin(), inverse.end());
+  dialect.math_libraries.push_back({inverse, glsl_inverse_math()});
   use_plain_element_access(dialect);
   const auto plain_load = dialect.load;
   const auto plain_store = dialect.store;

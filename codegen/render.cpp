@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "codegen/decompose.h"
@@ -23,7 +24,6 @@ class Renderer {
 
   std::string run() {
     std::ostringstream out;
-    out << dialect_.prelude << "\n";
     // Local arrays first: OpenCL C wants them at the kernel's outermost scope (GLSL outside the
     // function), and every work item must reach their barrier.
     std::ostringstream locals;
@@ -65,7 +65,13 @@ class Renderer {
       out << "  }\n";
     }
     out << "}\n";
-    return out.str();
+    std::string libraries;
+    for (const Dialect::MathLibrary& library : dialect_.math_libraries) {
+      const bool called = std::any_of(library.functions.begin(), library.functions.end(),
+                                      [&](const std::string& name) { return called_.count(name); });
+      if (called) libraries += library.source;
+    }
+    return dialect_.prelude + "\n" + libraries + out.str();
   }
 
  private:
@@ -99,6 +105,7 @@ class Renderer {
           dtype);
     std::string name;
     if (dialect_.math_helpers.count(function)) {
+      called_.insert(function);
       name = "kiln_" + function;
     } else if (auto spelled = dialect_.math_names.find(function);
                spelled != dialect_.math_names.end()) {
@@ -229,6 +236,28 @@ class Renderer {
         return math("tanh", dtype, a);
       case Op::Erf:
         return math("erf", dtype, a);
+      case Op::Asin:
+        return math("asin", dtype, a);
+      case Op::Acos:
+        return math("acos", dtype, a);
+      case Op::Atan:
+        return math("atan", dtype, a);
+      case Op::Sinh:
+        return math("sinh", dtype, a);
+      case Op::Cosh:
+        return math("cosh", dtype, a);
+      case Op::Asinh:
+        return math("asinh", dtype, a);
+      case Op::Acosh:
+        return math("acosh", dtype, a);
+      case Op::Atanh:
+        return math("atanh", dtype, a);
+      case Op::Log10:
+        return math("log10", dtype, a);
+      case Op::Log1p:
+        return math("log1p", dtype, a);
+      case Op::Expm1:
+        return math("expm1", dtype, a);
       case Op::Floor:
         return math("floor", dtype, a);
       case Op::Ceil:
@@ -242,6 +271,12 @@ class Renderer {
         return primitive(Op::Mod, operands, a, b);  // a divisor never 0 nor -1
       case Op::Pow:
         return math("pow", dtype, a + ", " + b);
+      case Op::Atan2:
+        return math("atan2", dtype, a + ", " + b);
+      case Op::Hypot:
+        return math("hypot", dtype, a + ", " + b);
+      case Op::Copysign:
+        return math("copysign", dtype, a + ", " + b);
       case Op::CmpLt:
       case Op::CmpLe:
       case Op::CmpGt:
@@ -487,6 +522,8 @@ class Renderer {
   const LinearProgram& program_;
   const Dialect& dialect_;
   std::vector<std::string> names_;
+  // The math helpers the kernel calls (Dialect::math_libraries).
+  mutable std::set<std::string> called_;
   int indent_ = 0;
 };
 

@@ -116,6 +116,39 @@ std::optional<ConstArg> float_unary(Op op, F a, DType result) {
     case Op::Erf:
       value = std::erf(a);
       break;
+    case Op::Asin:
+      value = std::asin(a);
+      break;
+    case Op::Acos:
+      value = std::acos(a);
+      break;
+    case Op::Atan:
+      value = std::atan(a);
+      break;
+    case Op::Sinh:
+      value = std::sinh(a);
+      break;
+    case Op::Cosh:
+      value = std::cosh(a);
+      break;
+    case Op::Asinh:
+      value = std::asinh(a);
+      break;
+    case Op::Acosh:
+      value = std::acosh(a);
+      break;
+    case Op::Atanh:
+      value = std::atanh(a);
+      break;
+    case Op::Log10:
+      value = std::log10(a);
+      break;
+    case Op::Log1p:
+      value = std::log1p(a);
+      break;
+    case Op::Expm1:
+      value = std::expm1(a);
+      break;
     case Op::Floor:
       value = std::floor(a);
       break;
@@ -185,6 +218,15 @@ std::optional<ConstArg> float_binary(Op op, F a, F b, DType result) {
       break;
     case Op::Pow:
       value = std::pow(a, b);
+      break;
+    case Op::Atan2:
+      value = std::atan2(a, b);
+      break;
+    case Op::Hypot:
+      value = std::hypot(a, b);
+      break;
+    case Op::Copysign:
+      value = std::copysign(a, b);
       break;
     default:
       return std::nullopt;

@@ -268,12 +268,15 @@ int64_t UOp::numel() const {
 
 const char* op_name(Op op) {
   static const char* const kNames[] = {
-      "BUFFER", "CONST",  "IOTA",    "VIEW",  "NEG",   "NOT",   "ABS",   "RECIP",  "SQRT",
-      "EXP",    "EXP2",   "LOG",     "LOG2",  "SIN",   "COS",   "TAN",   "TANH",   "ERF",
-      "FLOOR",  "CEIL",   "ROUND",   "TRUNC", "ADD",   "SUB",   "MUL",   "DIV",    "MOD",
-      "MAX",    "MIN",    "POW",     "CMPLT", "CMPLE", "CMPGT", "CMPGE", "CMPEQ",  "CMPNE",
-      "AND",    "OR",     "XOR",     "SHL",   "SHR",   "WHERE", "CAST",  "REDUCE", "CONTIGUOUS",
-      "COPY",   "GATHER", "SCATTER", "ASSIGN"};
+      "BUFFER", "CONST", "IOTA",  "VIEW",   "NEG",        "NOT",   "ABS",    "RECIP",    "SQRT",
+      "EXP",    "EXP2",  "LOG",   "LOG2",   "SIN",        "COS",   "TAN",    "TANH",     "ERF",
+      "ASIN",   "ACOS",  "ATAN",  "SINH",   "COSH",       "ASINH", "ACOSH",  "ATANH",    "LOG10",
+      "LOG1P",  "EXPM1", "FLOOR", "CEIL",   "ROUND",      "TRUNC", "ADD",    "SUB",      "MUL",
+      "DIV",    "MOD",   "MAX",   "MIN",    "POW",        "ATAN2", "HYPOT",  "COPYSIGN", "CMPLT",
+      "CMPLE",  "CMPGT", "CMPGE", "CMPEQ",  "CMPNE",      "AND",   "OR",     "XOR",      "SHL",
+      "SHR",    "WHERE", "CAST",  "REDUCE", "CONTIGUOUS", "COPY",  "GATHER", "SCATTER",  "ASSIGN"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Op::Assign) + 1,
+                "a name for every Op");
   return kNames[static_cast<int>(op)];
 }
 

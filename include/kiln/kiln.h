@@ -8,6 +8,7 @@
 //
 // The device is chosen by KILN_DEVICE (CPU, CL, CL:1, ...) or per tensor with `to(name)`.
 
+#include <kiln/activations.h>
 #include <kiln/capture.h>
 #include <kiln/device.h>
 #include <kiln/dtype.h>

@@ -154,6 +154,23 @@ class Tensor {
   Tensor gelu() const;  // exact (erf) form, as PyTorch's default
   Tensor silu() const;
   Tensor erf() const;
+  // The C library's functions (integer and bool inputs compute in float32): NaN outside their
+  // domains (asin and acos beyond [-1, 1], acosh below 1, atanh beyond [-1, 1], log10 and log1p
+  // below 0 and -1), +-inf at its edges. log1p and expm1 keep full accuracy near 0, where
+  // log(1 + x) and exp(x) - 1 lose it all.
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  Tensor sinh() const;
+  Tensor cosh() const;
+  Tensor asinh() const;
+  Tensor acosh() const;
+  Tensor atanh() const;
+  Tensor log10() const;
+  Tensor log1p() const;
+  Tensor expm1() const;
+  // x * x in the tensor's own dtype (bool in int32, wrapping as integer multiplication does).
+  Tensor square() const;
   Tensor floor() const;
   Tensor ceil() const;
   Tensor round() const;  // half to even
@@ -552,6 +569,44 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& condition, double a, const Tensor& b);
 Tensor where(const Tensor& condition, const Tensor& a, double b);
 Tensor pow(const Tensor& base, const Tensor& exponent);
+// The C library's atan2(y, x) (the angle of the point (x, y), in [-pi, pi], with its signed-zero
+// and infinity cases), hypot (sqrt(a^2 + b^2) without overflow; inf if either is inf, even with a
+// NaN) and copysign (|a| with b's sign bit, -0.0 and NaN's included). Integer and bool operands
+// compute in float32; operands broadcast and promote as in arithmetic.
+Tensor atan2(const Tensor& y, const Tensor& x);
+Tensor hypot(const Tensor& a, const Tensor& b);
+Tensor copysign(const Tensor& a, const Tensor& b);
+// a + weight * (b - a), in the promoted float dtype (integers compute in float32), as PyTorch's
+// lerp: exact at weight 0; at weight 1, b itself.
+Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& weight);
+Tensor lerp(const Tensor& a, const Tensor& b, double weight);
+// Python's floor division and remainder (PyTorch's floor_divide and remainder): the quotient
+// rounded toward -inf, and the remainder with the divisor's sign (a == floor_divide(a, b) * b +
+// remainder(a, b)); `%` stays C's fmod, the dividend's sign. Floats: x // 0 is x / 0 (+-inf or
+// NaN) and remainder(x, 0) NaN; a zero remainder takes the divisor's sign. Integers: both are 0
+// for a divisor of 0, as integer `/` and `%`, and INT_MIN // -1 wraps to INT_MIN. bool computes in
+// int32.
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Tensor& b);
+// Bitwise not of an integer tensor (logical not of a bool one).
+Tensor operator~(const Tensor& a);
+// Shifts of an integer tensor by `bits` (an integer tensor, or a whole number), in a's dtype. A
+// shift by the dtype's width or more, or by a negative amount, shifts every bit out: << and an
+// unsigned or non-negative >> give 0, a negative signed >> gives -1 (C leaves these undefined).
+// >> of a signed value is arithmetic (keeps the sign); bits shifted past the top are dropped.
+Tensor operator<<(const Tensor& a, const Tensor& bits);
+Tensor operator>>(const Tensor& a, const Tensor& bits);
+Tensor operator<<(const Tensor& a, int64_t bits);
+Tensor operator>>(const Tensor& a, int64_t bits);
+// |a - b| <= atol + rtol * |b| elementwise, as bool (NumPy's and PyTorch's isclose): equal
+// infinities are close, NaN is close to NaN only with equal_nan. Computed in the promoted float
+// dtype (float32 for integers, bool and the 16-bit floats); rtol and atol >= 0 (else a
+// ValueError).
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+               bool equal_nan = false);
+// Whether every element is close (realizes the result).
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+              bool equal_nan = false);
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t axis = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t axis = 0);

@@ -50,6 +50,8 @@ extern const std::vector<DType> kFloatDtypes;
 extern const std::vector<DType> kIntDtypes;  // integers and bool
 
 void add_elementwise_cases(BatteryBuilder& builder);
+// lerp, isclose, shifts by a host amount, bitwise not (battery_math.cpp).
+void add_math_composite_cases(BatteryBuilder& builder);
 void add_reduce_cases(BatteryBuilder& builder);
 void add_movement_cases(BatteryBuilder& builder);
 // gather and index_select (battery_index.cpp).

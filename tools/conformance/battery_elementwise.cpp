@@ -1,6 +1,8 @@
 // Elementwise cases: unary ops, binary ops, comparisons, bitwise ops, tensor-scalar ops, where,
 // broadcasting, dtype promotion and casts, each over every dtype it accepts.
 
+#include <kiln/activations.h>
+
 #include <cmath>
 
 #include "tools/conformance/battery.h"
@@ -23,6 +25,7 @@ struct UnarySpec {
   bool signed_zero;
   Tensor (*build)(const Tensor&);
   const char* code;
+  Values values = Values::General;
 };
 
 const UnarySpec kUnary[] = {
@@ -73,12 +76,62 @@ const UnarySpec kUnary[] = {
      "a.tanh()"},
     {"erf", Unary::Erf, "unary.math", 16, 0, 0, false, [](const Tensor& a) { return a.erf(); },
      "a.erf()"},
+    {"asin", Unary::Asin, "unary.math", 4, 0, 0, false, [](const Tensor& a) { return a.asin(); },
+     "a.asin()", Values::Unit},
+    {"acos", Unary::Acos, "unary.math", 4, 0, 0, false, [](const Tensor& a) { return a.acos(); },
+     "a.acos()", Values::Unit},
+    {"atan", Unary::Atan, "unary.math", 5, 0, 0, false, [](const Tensor& a) { return a.atan(); },
+     "a.atan()"},
+    {"sinh", Unary::Sinh, "unary.math", 4, 0, 0, false, [](const Tensor& a) { return a.sinh(); },
+     "a.sinh()"},
+    {"cosh", Unary::Cosh, "unary.math", 4, 0, 0, false, [](const Tensor& a) { return a.cosh(); },
+     "a.cosh()"},
+    {"asinh", Unary::Asinh, "unary.math", 4, 0, 0, false, [](const Tensor& a) { return a.asinh(); },
+     "a.asinh()"},
+    {"acosh", Unary::Acosh, "unary.math", 4, 0, 0, false, [](const Tensor& a) { return a.acosh(); },
+     "a.acosh()"},
+    {"atanh", Unary::Atanh, "unary.math", 5, 0, 0, false, [](const Tensor& a) { return a.atanh(); },
+     "a.atanh()", Values::Unit},
+    {"log10", Unary::Log10, "unary.math", 3, 0, 0, false, [](const Tensor& a) { return a.log10(); },
+     "a.log10()"},
+    {"log1p", Unary::Log1p, "unary.math", 3, 0, 0, false, [](const Tensor& a) { return a.log1p(); },
+     "a.log1p()"},
+    {"expm1", Unary::Expm1, "unary.math", 3, 0, 0, false, [](const Tensor& a) { return a.expm1(); },
+     "a.expm1()"},
+    {"square", Unary::Square, "unary.exact", 0, 0, 0, false,
+     [](const Tensor& a) { return a.square(); }, "a.square()"},
     {"sigmoid", Unary::Sigmoid, "activation", 4, 0, 1, false,
      [](const Tensor& a) { return a.sigmoid(); }, "a.sigmoid()"},
     {"silu", Unary::Silu, "activation", 5, 0, 1, false, [](const Tensor& a) { return a.silu(); },
      "a.silu()"},
     {"gelu", Unary::Gelu, "activation", 4, 8, 1, false, [](const Tensor& a) { return a.gelu(); },
      "a.gelu()"},
+    {"gelu_tanh", Unary::GeluTanh, "activation", 4, 8, 1, false,
+     [](const Tensor& a) { return nn::gelu_tanh(a); }, "nn::gelu_tanh(a)"},
+    {"leaky_relu", Unary::LeakyRelu, "activation", 2, 0, 1, false,
+     [](const Tensor& a) { return nn::leaky_relu(a); }, "nn::leaky_relu(a)"},
+    {"elu", Unary::Elu, "activation", 4, 0, 1, false, [](const Tensor& a) { return nn::elu(a); },
+     "nn::elu(a)"},
+    {"selu", Unary::Selu, "activation", 5, 0, 1, false, [](const Tensor& a) { return nn::selu(a); },
+     "nn::selu(a)"},
+    {"celu", Unary::Celu, "activation", 4, 0, 1, false,
+     [](const Tensor& a) { return nn::celu(a, 2.0); }, "nn::celu(a, 2)"},
+    {"softplus", Unary::Softplus, "activation", 4, 0, 1, false,
+     [](const Tensor& a) { return nn::softplus(a); }, "nn::softplus(a)"},
+    {"softsign", Unary::Softsign, "activation", 2, 0, 1, false,
+     [](const Tensor& a) { return nn::softsign(a); }, "nn::softsign(a)"},
+    {"mish", Unary::Mish, "activation", 8, 0, 1, false, [](const Tensor& a) { return nn::mish(a); },
+     "nn::mish(a)"},
+    {"hardswish", Unary::Hardswish, "activation", 3, 0, 1, false,
+     [](const Tensor& a) { return nn::hardswish(a); }, "nn::hardswish(a)"},
+    {"hardsigmoid", Unary::Hardsigmoid, "activation", 2, 0, 1, false,
+     [](const Tensor& a) { return nn::hardsigmoid(a); }, "nn::hardsigmoid(a)"},
+    {"hardtanh", Unary::Hardtanh, "activation", 0, 0, 0, false,
+     [](const Tensor& a) { return nn::hardtanh(a); }, "nn::hardtanh(a)"},
+    {"relu6", Unary::Relu6, "activation", 0, 0, 0, false,
+     [](const Tensor& a) { return nn::relu6(a); }, "nn::relu6(a)"},
+    {"logsigmoid", Unary::LogSigmoid, "activation", 4, 0, 1, false,
+     [](const Tensor& a) { return nn::logsigmoid(a); }, "nn::logsigmoid(a)"},
 };
 
 struct BinarySpec {
@@ -128,6 +181,20 @@ const BinarySpec kBinary[] = {
      [](const Tensor& a, const Tensor& b) { return a | b; }, "a | b"},
     {"xor", Binary::Xor, "bitwise", 0, Values::General,
      [](const Tensor& a, const Tensor& b) { return a ^ b; }, "a ^ b"},
+    {"shift_left", Binary::ShiftLeft, "bitwise", 0, Values::SmallInt,
+     [](const Tensor& a, const Tensor& b) { return a << b; }, "a << b"},
+    {"shift_right", Binary::ShiftRight, "bitwise", 0, Values::SmallInt,
+     [](const Tensor& a, const Tensor& b) { return a >> b; }, "a >> b"},
+    {"atan2", Binary::Atan2, "binary.math", 6, Values::General,
+     [](const Tensor& a, const Tensor& b) { return atan2(a, b); }, "atan2(a, b)"},
+    {"hypot", Binary::Hypot, "binary.math", 4, Values::General,
+     [](const Tensor& a, const Tensor& b) { return hypot(a, b); }, "hypot(a, b)"},
+    {"copysign", Binary::Copysign, "binary.math", 0, Values::General,
+     [](const Tensor& a, const Tensor& b) { return copysign(a, b); }, "copysign(a, b)"},
+    {"floor_divide", Binary::FloorDivide, "binary.math", 1, Values::Divisor,
+     [](const Tensor& a, const Tensor& b) { return floor_divide(a, b); }, "floor_divide(a, b)"},
+    {"remainder", Binary::Remainder, "binary.math", 0, Values::Divisor,
+     [](const Tensor& a, const Tensor& b) { return remainder(a, b); }, "remainder(a, b)"},
 };
 
 struct ScalarSpec {
@@ -209,10 +276,10 @@ void add_unary(BatteryBuilder& builder) {
           return expected;
         };
       }
-      if (op == Unary::Gelu) {
+      if (op == Unary::Gelu || op == Unary::GeluTanh) {
         // x * (erf(x / sqrt 2) + 1) / 2 cancels for negative x: the error scales with |x|.
-        reference = [](const std::vector<HostTensor>& in) {
-          Expected expected = ref::unary(Unary::Gelu, in[0]);
+        reference = [op](const std::vector<HostTensor>& in) {
+          Expected expected = ref::unary(op, in[0]);
           const HostTensor x = cast(in[0], float_for(in[0].dtype));
           for (const Scalar& item : x.data) expected.scale.push_back(std::fabs(item.f));
           return expected;
@@ -220,7 +287,7 @@ void add_unary(BatteryBuilder& builder) {
       }
       auto build = spec.build;
       builder.add(make_case(
-          spec.family, spec.name, {input(dtype, kMain)},
+          spec.family, spec.name, {input(dtype, kMain, spec.values)},
           [build](const std::vector<Tensor>& in) { return build(in[0]); }, reference, spec.code,
           tolerance));
     }
@@ -234,10 +301,14 @@ void add_binary(BatteryBuilder& builder) {
       const bool bitwise =
           spec.op == Binary::And || spec.op == Binary::Or || spec.op == Binary::Xor;
       if (bitwise && dtype.is_float()) continue;
-      const DType compute = spec.op == Binary::Pow ? pow_dtype_for(dtype) : dtype;
+      const bool shift = spec.op == Binary::ShiftLeft || spec.op == Binary::ShiftRight;
+      if (shift && (dtype.is_float() || dtype.is_bool())) continue;  // integers only
+      const DType compute = ref::binary_compute_dtype(spec.op, dtype, dtype);
       const DType out = ref::binary_dtype(spec.op, compute);
+      // The sign of a zero is copysign's and remainder's result (the divisor's sign).
+      const bool signed_zero = spec.op == Binary::Copysign || spec.op == Binary::Remainder;
       const Tolerance tolerance =
-          spec.ulps == 0 ? exact_tolerance(false) : tolerance_for(out, spec.ulps);
+          spec.ulps == 0 ? exact_tolerance(signed_zero) : tolerance_for(out, spec.ulps);
       const Binary op = spec.op;
       auto build = spec.build;
       builder.add(make_case(
@@ -446,6 +517,7 @@ void add_casts(BatteryBuilder& builder) {
 void add_elementwise_cases(BatteryBuilder& builder) {
   add_unary(builder);
   add_binary(builder);
+  add_math_composite_cases(builder);
   add_scalar(builder);
   add_clamp(builder);
   add_where(builder);

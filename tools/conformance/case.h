@@ -26,6 +26,8 @@ enum class Values {
   NearOne,   // in [0.5, 2] with many +-1: products stay finite
   Exponent,  // small exponents for pow: integers and halves in [-3, 3]
   Bool,      // true / false
+  Unit,      // in [-1, 1] with both ends, +-0, tiny values, NaN, +-inf and a little beyond: the
+             // domain of asin, acos and atanh
 };
 
 struct InputSpec {

@@ -83,6 +83,8 @@ DType unary_dtype(Unary op, DType input) {
     case Unary::Round:
     case Unary::Trunc:
       return input;
+    case Unary::Square:
+      return input.is_bool() ? dtypes::int32 : input;
     case Unary::LogicalNot:
     case Unary::IsNan:
     case Unary::IsInf:
@@ -103,6 +105,7 @@ DType binary_dtype(Binary op, DType compute) {
 }
 
 Scalar unary_value(Unary op, DType dtype, const Scalar& in) {
+  if (std::optional<Scalar> value = math_unary_value(op, dtype, in)) return *value;
   if (op == Unary::LogicalNot) return bool_scalar(dtype.is_float() ? in.f == 0 : in.i == 0);
   if (op == Unary::IsNan) return bool_scalar(dtype.is_float() && std::isnan(in.f));
   if (op == Unary::IsInf) return bool_scalar(dtype.is_float() && std::isinf(in.f));
@@ -180,6 +183,7 @@ Scalar unary_value(Unary op, DType dtype, const Scalar& in) {
 }
 
 Scalar binary_value(Binary op, DType dtype, const Scalar& left, const Scalar& right) {
+  if (std::optional<Scalar> value = math_binary_value(op, dtype, left, right)) return *value;
   if (dtype.is_float()) {
     const double a = left.f, b = right.f;
     switch (op) {
@@ -212,7 +216,7 @@ Scalar binary_value(Binary op, DType dtype, const Scalar& left, const Scalar& ri
       case Binary::Ne:
         return bool_scalar(a != b);
       default:
-        throw std::invalid_argument("reference: bitwise op on floats");
+        throw std::invalid_argument("reference: integer op on floats");
     }
   }
   const int64_t a = left.i, b = right.i;
@@ -292,6 +296,8 @@ Scalar binary_value(Binary op, DType dtype, const Scalar& left, const Scalar& ri
       }
       return int_scalar(dtype, product);
     }
+    default:
+      break;  // the float-only functions
   }
   throw std::invalid_argument("reference: unknown integer op");
 }
@@ -352,9 +358,7 @@ Expected binary_in(Binary op, DType compute, const HostTensor& a, const HostTens
 }  // namespace
 
 Expected binary(Binary op, const HostTensor& a, const HostTensor& b) {
-  DType compute = promote(a.dtype, b.dtype);
-  if (op == Binary::Pow) compute = pow_dtype_for(compute);
-  return binary_in(op, compute, a, b);
+  return binary_in(op, binary_compute_dtype(op, a.dtype, b.dtype), a, b);
 }
 
 Expected binary_scalar(Binary op, const HostTensor& a, double scalar, bool scalar_first) {

@@ -49,8 +49,61 @@ enum class Unary {
   IsNan,
   IsInf,
   IsFinite,
+  // reference_math.cpp
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Log10,
+  Log1p,
+  Expm1,
+  Square,
+  // kiln/activations.h (defaults, and celu with alpha = 2)
+  LeakyRelu,
+  Elu,
+  Selu,
+  Celu,
+  Softplus,
+  Softsign,
+  Mish,
+  Hardswish,
+  Hardsigmoid,
+  Hardtanh,
+  Relu6,
+  LogSigmoid,
+  GeluTanh,
 };
-enum class Binary { Add, Sub, Mul, Div, Mod, Max, Min, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or, Xor };
+enum class Binary {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  Max,
+  Min,
+  Pow,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  And,
+  Or,
+  Xor,
+  // reference_math.cpp
+  Atan2,
+  Hypot,
+  Copysign,
+  FloorDivide,
+  Remainder,
+  ShiftLeft,
+  ShiftRight,
+};
 
 DType unary_dtype(Unary op, DType input);
 DType binary_dtype(Binary op, DType compute);
@@ -58,6 +111,14 @@ bool is_comparison(Binary op);
 
 Scalar unary_value(Unary op, DType compute, const Scalar& x);
 Scalar binary_value(Binary op, DType compute, const Scalar& a, const Scalar& b);
+// The ops of reference_math.cpp (nullopt for the others): the C library's inverse and hyperbolic
+// functions, log10, log1p, expm1 and square; atan2, hypot, copysign, Python's floor division and
+// remainder, and shifts with their out-of-range results.
+std::optional<Scalar> math_unary_value(Unary op, DType compute, const Scalar& x);
+std::optional<Scalar> math_binary_value(Binary op, DType compute, const Scalar& a, const Scalar& b);
+// The dtype a binary op computes in: the promoted one, float for the float-only functions, int32
+// for bool arithmetic, the shifted value's for shifts.
+DType binary_compute_dtype(Binary op, DType a, DType b);
 
 Shape broadcast_shape(const Shape& a, const Shape& b);
 HostTensor broadcast_to(const HostTensor& tensor, const Shape& shape);

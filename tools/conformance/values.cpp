@@ -127,6 +127,13 @@ HostTensor generate(DType dtype, const Shape& shape, Values kind, int role, uint
     edges = dtype.is_float() ? float_edges(dtype, kind == Values::Divisor ? 1 : role)
                              : int_edges(dtype, kind == Values::Divisor ? 1 : role);
   }
+  if (kind == Values::Unit && dtype.is_float()) {
+    double below_one = 0.5;  // the largest value of the dtype below 1
+    while (round_to(dtype, (1 + below_one) / 2) < 1)
+      below_one = round_to(dtype, (1 + below_one) / 2);
+    edges = {kNaN,      1,          -1,  0,    -0.0, kInf, -kInf, min_subnormal_of(dtype),
+             below_one, -below_one, 1.5, -1.5, 0.5,  -0.5, 1e-3,  min_normal_of(dtype)};
+  }
   const int64_t count = tensor.numel();
   // One-element tensors draw one edge at random, so that different cases see different edges.
   const size_t first = count == 1 && !edges.empty() ? random.next() % edges.size() : 0;
@@ -189,6 +196,10 @@ HostTensor generate(DType dtype, const Shape& shape, Values kind, int role, uint
         break;
       case Values::Bool:
         value = static_cast<double>(random.next() & 1);
+        break;
+      case Values::Unit:
+        value =
+            dtype.is_float() ? random.uniform() * 2 - 1 : static_cast<double>(random.range(-1, 1));
         break;
     }
     if (dtype.is_float()) {
