@@ -18,6 +18,8 @@
 // - asin, acos: atan2 of x and sqrt((1 - x)(1 + x)), whose factors are exact near +-1.
 // - hypot: the larger magnitude times sqrt(1 + r^2), r = smaller / larger (no overflow).
 // - copysign: the bits.
+// Divisions whose divisor may pass 2^126 go through the prelude's kiln_div (NVIDIA's a * (1 / b)
+// flushes that reciprocal to 0).
 
 #include "codegen/glsl_math.h"
 
@@ -71,7 +73,7 @@ double kiln_copysign(double a, double b) {
 
 const char* const kTemplate =
     R"(REAL kiln_expm1(REAL x) {
-  if (isnan(x)) return x;
+  if (isnan(x) || x == 0.0$) return x;  // -0 stays -0 (the series would give +0)
   if (x > REAL_expm1_big) return kiln_exp(x) - 1.0$;
   if (x < REAL_expm1_small) return -1.0$;
   if (abs(x) <= 0.34657359027997264$) return kiln_expm1_taylor(x);
@@ -88,7 +90,7 @@ REAL kiln_log1p(REAL x) {
   if (isinf(x)) return x;
   precise REAL u = 1.0$ + x;
   if (u == 1.0$) return x;
-  precise REAL value = kiln_log(u) * (x / (u - 1.0$));
+  precise REAL value = kiln_log(u) * kiln_div(x, u - 1.0$);
   return value;
 }
 REAL kiln_log10(REAL x) {
@@ -183,9 +185,9 @@ REAL kiln_atan2(REAL y, REAL x) {
   precise REAL angle;
   if (ay == 0.0$) angle = 0.0$;
   else if (isinf(ax) && isinf(ay)) angle = REAL_pio4;
-  else if (ax == 0.0$ || isinf(ay)) angle = REAL_pio2_hi;
+  else if (ax == 0.0$ || isinf(ay)) return kiln_negative(y) ? -REAL_pio2_hi : REAL_pio2_hi;
   else if (isinf(ax)) angle = 0.0$;
-  else angle = kiln_atan(ay / ax);
+  else angle = kiln_atan(kiln_div(ay, ax));
   if (kiln_negative(x)) angle = (REAL_pi_hi - angle) + REAL_pi_lo;
   return kiln_negative(y) ? -angle : angle;
 }
@@ -206,7 +208,7 @@ REAL kiln_hypot(REAL a, REAL b) {
   if (isnan(a) || isnan(b)) return a + b;
   precise REAL big = max(abs(a), abs(b)), small = min(abs(a), abs(b));
   if (big == 0.0$) return 0.0$;
-  precise REAL r = small / big;
+  precise REAL r = kiln_div(small, big);
   precise REAL value = big * sqrt(1.0$ + r * r);
   return value;
 }

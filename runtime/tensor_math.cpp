@@ -138,8 +138,13 @@ Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& weight) {
 }
 
 Tensor lerp(const Tensor& a, const Tensor& b, double weight) {
+  check_same_device(a, b, "lerp");
   const DType dtype = float_operands_dtype(a, b);
-  return lerp(a, b, make_tensor(const_node(weight, dtype, {}), a.device()));
+  const Tensor start = a.cast(dtype), end = b.cast(dtype);
+  const Tensor difference = end - start;
+  // The weight stays a host scalar (float32 for the 16-bit floats, as PyTorch keeps it).
+  if (std::fabs(weight) < 0.5) return start + difference * weight;
+  return end - difference * (1.0 - weight);
 }
 
 Tensor floor_divide(const Tensor& a, const Tensor& b) {
@@ -205,6 +210,9 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
   const Tensor x = a.cast(dtype), y = b.cast(dtype);
   const Tensor within = (x - y).abs() <= (y.abs() * rtol + atol);
   Tensor close = where(x.isfinite() & y.isfinite(), within, x == y);
+  // Equal integers past float32's 2^24 are close even with zero tolerances.
+  const DType promoted = promote_types(a.dtype(), b.dtype());
+  if (!promoted.is_float()) close = close | (a.cast(promoted) == b.cast(promoted));
   if (equal_nan) close = close | (x.isnan() & y.isnan());
   return close;
 }

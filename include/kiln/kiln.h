@@ -14,6 +14,7 @@
 #include <kiln/dtype.h>
 #include <kiln/error.h>
 #include <kiln/memory.h>
+#include <kiln/nn.h>
 #include <kiln/shape_ops.h>
 #include <kiln/tensor.h>
 #include <kiln/variable.h>

@@ -580,10 +580,11 @@ Tensor copysign(const Tensor& a, const Tensor& b);
 // lerp: exact at weight 0; at weight 1, b itself.
 Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& weight);
 Tensor lerp(const Tensor& a, const Tensor& b, double weight);
-// Python's floor division and remainder (PyTorch's floor_divide and remainder): the quotient
-// rounded toward -inf, and the remainder with the divisor's sign (a == floor_divide(a, b) * b +
-// remainder(a, b)); `%` stays C's fmod, the dividend's sign. Floats: x // 0 is x / 0 (+-inf or
-// NaN) and remainder(x, 0) NaN; a zero remainder takes the divisor's sign. Integers: both are 0
+// Python's floor division and remainder (as NumPy's; PyTorch's floor_divide and remainder but
+// for the sign of a zero remainder): the quotient rounded toward -inf, and the remainder with the
+// divisor's sign (a == floor_divide(a, b) * b + remainder(a, b)); `%` stays C's fmod, the
+// dividend's sign. Floats: x // 0 is x / 0 (+-inf or NaN) and remainder(x, 0) NaN; a zero
+// remainder takes the divisor's sign (PyTorch keeps fmod's). Integers: both are 0
 // for a divisor of 0, as integer `/` and `%`, and INT_MIN // -1 wraps to INT_MIN. bool computes in
 // int32.
 Tensor floor_divide(const Tensor& a, const Tensor& b);
@@ -600,8 +601,8 @@ Tensor operator<<(const Tensor& a, int64_t bits);
 Tensor operator>>(const Tensor& a, int64_t bits);
 // |a - b| <= atol + rtol * |b| elementwise, as bool (NumPy's and PyTorch's isclose): equal
 // infinities are close, NaN is close to NaN only with equal_nan. Computed in the promoted float
-// dtype (float32 for integers, bool and the 16-bit floats); rtol and atol >= 0 (else a
-// ValueError).
+// dtype (float32 for integers, bool and the 16-bit floats), and equal integers are close however
+// large; rtol and atol >= 0 (else a ValueError).
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
                bool equal_nan = false);
 // Whether every element is close (realizes the result).

@@ -335,6 +335,8 @@ const std::vector<Case>& battery() {
     detail::BatteryBuilder builder;
     detail::add_elementwise_cases(builder);
     detail::add_reduce_cases(builder);
+    detail::add_nn_layer_cases(builder);
+    detail::add_nn_loss_cases(builder);
     detail::add_movement_cases(builder);
     detail::add_index_cases(builder);
     detail::add_scatter_cases(builder);
@@ -353,11 +355,12 @@ const std::vector<Case>& battery() {
 
 const std::vector<std::string>& families() {
   static const std::vector<std::string> names = {
-      "unary.exact", "unary.math", "activation", "binary",  "pow",       "binary.math",
-      "compare",     "bitwise",    "scalar",     "where",   "broadcast", "promotion",
-      "cast",        "reduce",     "argreduce",  "softmax", "cumsum",    "matmul",
-      "movement",    "index",      "scatter",    "assign",  "layout",    "shapes",
-      "graph",       "creation",   "transfer",   "host",    "symbolic",  "regression"};
+      "unary.exact", "unary.math", "activation", "binary",   "pow",       "binary.math",
+      "compare",     "bitwise",    "scalar",     "where",    "broadcast", "promotion",
+      "cast",        "reduce",     "argreduce",  "softmax",  "cumsum",    "matmul",
+      "nn",          "movement",   "index",      "scatter",  "assign",    "layout",
+      "shapes",      "graph",      "creation",   "transfer", "host",      "symbolic",
+      "regression"};
   return names;
 }
 
@@ -378,6 +381,8 @@ std::vector<std::string> tolerance_notes() {
       "activations (or |err| <= smallest normal): leaky_relu softsign hardsigmoid <= 2 ulp; "
       "hardswish <= 3; elu celu softplus logsigmoid <= 4; selu <= 5; mish <= 8; gelu_tanh as "
       "gelu; hardtanh relu6 exact",
+      "nn (linear, norms, attention, losses): <= 1 ulp or 64 eps times the sum of the magnitudes "
+      "that round (|x w| terms, |w| (|y| + 1) + |b|, |v| over the keys, |loss terms|)",
       "float16 / bfloat16 compute in float32 and round once: 1 ulp where float32 allows any error, "
       "2 where "
       "16-bit intermediates are stored (softmax, var, ...)",

@@ -30,6 +30,9 @@ Expected isclose_reference(const HostTensor& a, const HostTensor& b, double rtol
                            bool equal_nan) {
   const DType dtype = float_for(promote(a.dtype, b.dtype));
   const HostTensor x = cast(a, dtype), y = cast(b, dtype);
+  // Integers that are equal are close, however large.
+  const DType exact = promote(a.dtype, b.dtype);
+  const HostTensor exact_a = cast(a, exact), exact_b = cast(b, exact);
   HostTensor result(dtypes::bool_, a.shape);
   for (size_t index = 0; index < result.data.size(); ++index) {
     const double p = x.data[index].f, q = y.data[index].f;
@@ -37,6 +40,7 @@ Expected isclose_reference(const HostTensor& a, const HostTensor& b, double rtol
                      ? std::fabs(p - q) <= atol + rtol * std::fabs(q)
                      : p == q;
     if (equal_nan && std::isnan(p) && std::isnan(q)) close = true;
+    if (!exact.is_float()) close |= exact_a.data[index].i == exact_b.data[index].i;
     result.data[index].i = close;
   }
   return result;
@@ -104,7 +108,7 @@ void add_bit_ops(BatteryBuilder& builder) {
         },
         "~a", exact_tolerance()));
     if (dtype.is_bool()) continue;
-    for (const int64_t amount : {3, 7, 31, 70}) {
+    for (const int64_t amount : {3, 8, 15, 31, 32, 63, 64, 70}) {
       for (const bool left : {true, false}) {
         const std::string code =
             std::string("a ") + (left ? "<<" : ">>") + " " + std::to_string(amount);

@@ -1,0 +1,252 @@
+// Linear layers, normalizations, attention and one_hot (kiln/nn.h).
+
+#include <kiln/nn.h>
+#include <kiln/shape_ops.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "runtime/nn_checks.h"
+#include "runtime/tensor_internal.h"
+
+namespace kiln::nn {
+namespace detail {
+
+void check_float(const Tensor& tensor, const char* op, const char* role) {
+  if (!tensor.dtype().is_float())
+    throw DTypeError(std::string("[") + op + "] " + role + " must be a float tensor, got " +
+                     describe(tensor) + "; cast it first, e.g. x.cast(dtypes::float32)");
+}
+
+void check_integer(const Tensor& tensor, const char* op, const char* role) {
+  if (tensor.dtype().is_float() || tensor.dtype().is_bool())
+    throw DTypeError(std::string("[") + op + "] " + role + " must be an integer tensor, got " +
+                     describe(tensor));
+}
+
+void shape_error(const char* op, const std::string& what) {
+  throw ShapeError(std::string("[") + op + "] " + what);
+}
+
+Tensor widened(const Tensor& x) {
+  return x.dtype().is_half() ? x.cast(dtypes::float32) : x;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::check_float;
+using detail::shape_error;
+using detail::widened;
+
+// The last `count` axes, as negative positions.
+std::vector<int64_t> last_axes(size_t count) {
+  std::vector<int64_t> axes;
+  for (size_t axis = count; axis > 0; --axis) axes.push_back(-static_cast<int64_t>(axis));
+  return axes;
+}
+
+void check_trailing_shape(const Tensor& x, const Shape& normalized_shape, const char* op) {
+  const Shape& shape = x.shape();
+  bool matches = !normalized_shape.empty() && normalized_shape.size() <= shape.size();
+  for (size_t index = 0; matches && index < normalized_shape.size(); ++index)
+    matches = shape[shape.size() - normalized_shape.size() + index] == normalized_shape[index];
+  if (!matches)
+    shape_error(op, "normalized_shape " + shape_string(normalized_shape) +
+                        " must be the last axes of the input's shape " + x.shape_string() +
+                        " (and name at least one)");
+}
+
+void check_affine(const std::optional<Tensor>& parameter, const Shape& shape, const char* op,
+                  const char* role) {
+  if (!parameter) return;
+  if (parameter->shape() != shape)
+    shape_error(op, std::string(role) + " has shape " + parameter->shape_string() + ", expected " +
+                        shape_string(shape));
+}
+
+// weight * x + bias where given.
+Tensor affine(Tensor x, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias) {
+  if (weight) x = x * *weight;
+  if (bias) x = x + *bias;
+  return x;
+}
+
+double machine_epsilon(DType dtype) {
+  if (dtype == dtypes::float64) return std::numeric_limits<double>::epsilon();
+  if (dtype == dtypes::float16) return 0.0009765625;
+  if (dtype == dtypes::bfloat16) return 0.0078125;
+  return std::numeric_limits<float>::epsilon();
+}
+
+// (1, C, 1, ...) for a per-channel parameter of x (N, C, ...).
+Shape channel_shape(const Tensor& x) {
+  Shape shape(x.shape().size(), 1);
+  shape[1] = x.shape()[1];
+  return shape;
+}
+
+void check_channels(const Tensor& x, const char* op) {
+  if (x.ndim() < 2) shape_error(op, "the input must be (N, C, ...), got " + x.shape_string());
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias) {
+  check_float(x, "linear", "the input");
+  if (weight.ndim() != 2 || x.ndim() < 1 || x.shape().back() != weight.shape()[1])
+    shape_error("linear", "the input (..., in) and weight (out, in) do not match: got " +
+                              x.shape_string() + " and " + weight.shape_string());
+  check_affine(bias, {weight.shape()[0]}, "linear", "bias");
+  Tensor result = matmul(x, weight.transpose(0, 1));
+  return bias ? result + *bias : result;
+}
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape,
+                  const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                  double eps) {
+  check_float(x, "layer_norm", "the input");
+  check_trailing_shape(x, normalized_shape, "layer_norm");
+  check_affine(weight, normalized_shape, "layer_norm", "weight");
+  check_affine(bias, normalized_shape, "layer_norm", "bias");
+  const std::vector<int64_t> axes = last_axes(normalized_shape.size());
+  const Tensor value = widened(x);
+  const Tensor centered = value - value.mean(axes, true);
+  const Tensor variance = (centered * centered).mean(axes, true);
+  const Tensor normalized = (centered * (variance + eps).rsqrt()).cast(x.dtype());
+  return affine(normalized, weight, bias);
+}
+
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
+                std::optional<double> eps) {
+  check_float(x, "rms_norm", "the input");
+  check_trailing_shape(x, normalized_shape, "rms_norm");
+  check_affine(weight, normalized_shape, "rms_norm", "weight");
+  const std::vector<int64_t> axes = last_axes(normalized_shape.size());
+  const Tensor value = widened(x);
+  const double epsilon = eps ? *eps : machine_epsilon(x.dtype());
+  const Tensor normalized =
+      (value * ((value * value).mean(axes, true) + epsilon).rsqrt()).cast(x.dtype());
+  return affine(normalized, weight, {});
+}
+
+Tensor group_norm(const Tensor& x, int64_t num_groups, const std::optional<Tensor>& weight,
+                  const std::optional<Tensor>& bias, double eps) {
+  check_float(x, "group_norm", "the input");
+  check_channels(x, "group_norm");
+  const int64_t channels = x.shape()[1];
+  if (num_groups < 1 || channels % num_groups != 0)
+    shape_error("group_norm", "num_groups " + std::to_string(num_groups) +
+                                  " must divide the channels (" + std::to_string(channels) +
+                                  ") of " + x.shape_string());
+  check_affine(weight, {channels}, "group_norm", "weight");
+  check_affine(bias, {channels}, "group_norm", "bias");
+  const Tensor grouped = widened(x).reshape({x.shape()[0], num_groups, -1});
+  const Tensor centered = grouped - grouped.mean(2, true);
+  const Tensor variance = (centered * centered).mean(2, true);
+  const Tensor normalized =
+      (centered * (variance + eps).rsqrt()).reshape(x.shape()).cast(x.dtype());
+  const Shape per_channel = channel_shape(x);
+  return affine(normalized, weight ? std::optional<Tensor>(weight->reshape(per_channel)) : weight,
+                bias ? std::optional<Tensor>(bias->reshape(per_channel)) : bias);
+}
+
+Tensor batch_norm(const Tensor& x, Tensor* running_mean, Tensor* running_var,
+                  const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                  bool training, double momentum, double eps) {
+  check_float(x, "batch_norm", "the input");
+  check_channels(x, "batch_norm");
+  const int64_t channels = x.shape()[1];
+  for (Tensor* running : {running_mean, running_var})
+    if (running) check_affine(*running, {channels}, "batch_norm", "a running statistic");
+  check_affine(weight, {channels}, "batch_norm", "weight");
+  check_affine(bias, {channels}, "batch_norm", "bias");
+  const Shape per_channel = channel_shape(x);
+  const Tensor value = widened(x);
+  Tensor mean, variance;
+  if (training) {
+    std::vector<int64_t> axes = {0};
+    for (int64_t axis = 2; axis < x.ndim(); ++axis) axes.push_back(axis);
+    const int64_t count = x.numel() / std::max<int64_t>(channels, 1);
+    if (count < 2 && running_var)
+      throw ValueError(
+          "[batch_norm] training needs more than one value per channel to update "
+          "the running variance, got " +
+          x.shape_string());
+    mean = value.mean(axes, true);
+    variance = value.var(axes, true, 0);
+    if (running_mean)
+      running_mean->assign(*running_mean * (1 - momentum) +
+                           mean.reshape({channels}).cast(running_mean->dtype()) * momentum);
+    if (running_var) {
+      const double unbiased = static_cast<double>(count) / static_cast<double>(count - 1);
+      running_var->assign(*running_var * (1 - momentum) +
+                          (variance.reshape({channels}) * unbiased).cast(running_var->dtype()) *
+                              momentum);
+    }
+  } else {
+    if (!running_mean || !running_var)
+      throw ValueError(
+          "[batch_norm] evaluation (training = false) normalizes by the running "
+          "statistics: pass running_mean and running_var (C), or training = true");
+    mean = running_mean->cast(value.dtype()).reshape(per_channel);
+    variance = running_var->cast(value.dtype()).reshape(per_channel);
+  }
+  const Tensor normalized = ((value - mean) * (variance + eps).rsqrt()).cast(x.dtype());
+  return affine(normalized, weight ? std::optional<Tensor>(weight->reshape(per_channel)) : weight,
+                bias ? std::optional<Tensor>(bias->reshape(per_channel)) : bias);
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const std::optional<Tensor>& mask, bool is_causal,
+                                    std::optional<double> scale) {
+  const char* op = "scaled_dot_product_attention";
+  for (const Tensor* tensor : {&q, &k, &v}) check_float(*tensor, op, "q, k and v");
+  const auto describe_all = [&] {
+    return "q " + q.shape_string() + ", k " + k.shape_string() + ", v " + v.shape_string();
+  };
+  if (q.ndim() < 2 || k.ndim() != q.ndim() || v.ndim() != q.ndim())
+    shape_error(op, "q, k and v need the same number of axes, at least 2: " + describe_all());
+  const int64_t rank = q.ndim();
+  const Shape &qs = q.shape(), &ks = k.shape(), &vs = v.shape();
+  if (qs[rank - 1] != ks[rank - 1] || ks[rank - 2] != vs[rank - 2])
+    shape_error(op, "q and k need one size E last, k and v one length S: " + describe_all());
+  Tensor keys = k, values = v;
+  if (rank >= 3 && qs[rank - 3] != ks[rank - 3]) {
+    const int64_t query_heads = qs[rank - 3], kv_heads = ks[rank - 3];
+    if (kv_heads < 1 || query_heads % kv_heads != 0 || vs[rank - 3] != kv_heads)
+      shape_error(
+          op, "the query heads must be a multiple of the key and value heads: " + describe_all());
+    keys = repeat_interleave(k, query_heads / kv_heads, rank - 3);
+    values = repeat_interleave(v, query_heads / kv_heads, rank - 3);
+  }
+  if (mask && is_causal)
+    throw ValueError(std::string("[") + op + "] is_causal and an explicit mask are exclusive");
+  const double factor = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(qs[rank - 1]));
+  Tensor scores = matmul(q, keys.transpose(-2, -1)) * factor;
+  const double drop = -std::numeric_limits<double>::infinity();
+  if (is_causal) {
+    const int64_t length = qs[rank - 2], keys_length = ks[rank - 2];
+    const Tensor rows =
+        Tensor::arange(0, length, 1, dtypes::int32, q.device()).reshape({length, 1});
+    const Tensor columns = Tensor::arange(0, keys_length, 1, dtypes::int32, q.device());
+    scores = where(columns <= rows, scores, drop);
+  }
+  if (mask) {
+    scores = mask->dtype().is_bool() ? where(*mask, scores, drop) : scores + *mask;
+  }
+  return matmul(scores.softmax(-1), values);
+}
+
+Tensor one_hot(const Tensor& indices, int64_t num_classes) {
+  detail::check_integer(indices, "one_hot", "indices");
+  if (num_classes < 1)
+    throw ValueError("[one_hot] num_classes must be at least 1, got " +
+                     std::to_string(num_classes));
+  return embedding(indices, Tensor::eye(num_classes, dtypes::int64, indices.device()));
+}
+
+}  // namespace kiln::nn

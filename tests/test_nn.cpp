@@ -1,0 +1,78 @@
+// kiln/nn.h beyond the conformance battery's values: batch_norm's running statistics, the cases
+// PyTorch defines (every target ignored, a fully masked attention row), and typed errors that
+// name the function.
+
+#include <catch2/catch.hpp>
+
+#include <kiln/kiln.h>
+
+#include <cmath>
+
+using namespace kiln;
+
+namespace {
+
+Tensor floats(const std::vector<float>& data, Shape shape) {
+  return Tensor::from_vector<float>(data, std::move(shape), "CPU");
+}
+
+}  // namespace
+
+TEST_CASE("batch_norm updates its running statistics in place when training", "[nn]") {
+  // Two channels over a batch of 2 and length 2: channel 0 holds 1, 2, 3, 4; channel 1 all 5.
+  const Tensor x = floats({1, 2, 5, 5, 3, 4, 5, 5}, {2, 2, 2});
+  Tensor mean = floats({0, 1}, {2}), variance = floats({1, 1}, {2});
+  const void* memory = mean.native_memory().handle;
+  const std::vector<float> y = nn::batch_norm(x, &mean, &variance, {}, {}, true).to_vector<float>();
+  CHECK(mean.native_memory().handle == memory);
+  // 0.9 * old + 0.1 * batch; the variance unbiased (5 / 3 for 1..4).
+  CHECK(mean.to_vector<float>()[0] == Approx(0.25));
+  CHECK(mean.to_vector<float>()[1] == Approx(1.4));
+  CHECK(variance.to_vector<float>()[0] == Approx(0.9 + 0.1 * 5.0 / 3.0));
+  CHECK(variance.to_vector<float>()[1] == Approx(0.9));
+  CHECK(y[0] == Approx(-1.5 / std::sqrt(1.25 + 1e-5)));
+  CHECK(y[2] == 0);
+  // Evaluation reads them and leaves them alone.
+  const float before = mean.to_vector<float>()[0];
+  nn::batch_norm(x, &mean, &variance).realize();
+  CHECK(mean.to_vector<float>()[0] == before);
+}
+
+TEST_CASE("losses and attention where PyTorch defines NaN", "[nn]") {
+  const Tensor logits = floats({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor ignored = Tensor::from_vector<int64_t>({-100, -100}, {2}, "CPU");
+  CHECK(std::isnan(nn::cross_entropy(logits, ignored).item<float>()));
+  CHECK(nn::cross_entropy(logits, ignored, nn::Reduction::Sum).item<float>() == 0);
+  const Tensor q = floats({1, 0, 0, 1}, {2, 2});
+  const Tensor mask = Tensor::from_vector<bool>({true, true, false, false}, {2, 2}, "CPU");
+  const std::vector<float> out = nn::scaled_dot_product_attention(q, q, q, mask).to_vector<float>();
+  CHECK(std::isnan(out[2]));
+  CHECK_FALSE(std::isnan(out[0]));
+}
+
+TEST_CASE("nn functions refuse bad arguments, naming the function and the rule", "[nn][errors]") {
+  const Tensor x = floats({1, 2, 3, 4, 5, 6}, {2, 3});
+  CHECK_THROWS_WITH(nn::linear(x, floats({1, 2}, {1, 2})),
+                    Catch::Contains("[linear]") && Catch::Contains("(2, 3)"));
+  CHECK_THROWS_WITH(nn::layer_norm(x, {2}), Catch::Contains("[layer_norm]"));
+  CHECK_THROWS_WITH(nn::group_norm(x.reshape({1, 3, 2}), 2),
+                    Catch::Contains("[group_norm]") && Catch::Contains("divide"));
+  CHECK_THROWS_AS(nn::batch_norm(x, nullptr, nullptr), ValueError);
+  CHECK_THROWS_AS(nn::layer_norm(x.cast(dtypes::int32), {3}), DTypeError);
+  const Tensor target = Tensor::from_vector<int64_t>({0, 1}, {2}, "CPU");
+  CHECK_THROWS_WITH(nn::cross_entropy(x, target, nn::Reduction::Mean, -100, 1.5),
+                    Catch::Contains("[cross_entropy]") && Catch::Contains("label_smoothing"));
+  CHECK_THROWS_AS(nn::nll_loss(x, target.reshape({1, 2})), ShapeError);
+  CHECK_THROWS_AS(nn::cross_entropy(x, target.cast(dtypes::bool_)), DTypeError);
+  const Tensor q = floats(std::vector<float>(12, 1), {3, 2, 2});
+  const Tensor kv = floats(std::vector<float>(8, 1), {2, 2, 2});
+  CHECK_THROWS_WITH(
+      nn::scaled_dot_product_attention(q, kv, kv),
+      Catch::Contains("[scaled_dot_product_attention]") && Catch::Contains("multiple"));
+  CHECK_THROWS_AS(nn::scaled_dot_product_attention(kv, kv, kv, Tensor::full({2, 2}, 0), true),
+                  ValueError);
+  CHECK_THROWS_AS(nn::one_hot(target, 0), ValueError);
+  CHECK_THROWS_AS(nn::one_hot(Tensor::from_vector<int64_t>({7}, {1}, "CPU"), 3).realize(),
+                  IndexError);
+  CHECK_THROWS_AS(nn::smooth_l1_loss(x, x, nn::Reduction::Mean, -1), ValueError);
+}

@@ -1,0 +1,277 @@
+// nn building blocks (kiln/nn.h): linear, the normalizations, attention, one_hot and the losses,
+// each against a double-precision loop written from PyTorch's definition. Tolerances are
+// relative to a scale of the terms that round: 64 eps of the output dtype times it.
+
+#include <kiln/nn.h>
+
+#include <cmath>
+#include <limits>
+
+#include "tools/conformance/battery.h"
+
+namespace kiln::conformance::detail {
+namespace {
+
+constexpr double kRel = 64;
+
+const std::vector<DType> kNnDtypes = {dtypes::float32, dtypes::float64, dtypes::float16,
+                                      dtypes::bfloat16};
+
+std::vector<double> as_doubles(const HostTensor& tensor) {
+  const HostTensor wide = cast(tensor, dtypes::float64);
+  std::vector<double> values;
+  for (const Scalar& item : wide.data) values.push_back(item.f);
+  return values;
+}
+
+std::vector<int64_t> as_ints(const HostTensor& tensor) {
+  std::vector<int64_t> values;
+  for (const Scalar& item : tensor.data) values.push_back(item.i);
+  return values;
+}
+
+Expected result_of(DType dtype, const Shape& shape, const std::vector<double>& values,
+                   std::vector<double> scale) {
+  HostTensor result(dtype, shape);
+  for (size_t index = 0; index < values.size(); ++index)
+    result.data[index] = make_scalar(dtype, values[index]);
+  return Expected(result, std::move(scale));
+}
+
+// Each line (its elements' offsets) normalized: (x - mean) / sqrt(var + eps), the variance
+// biased; with `rms`, x / sqrt(mean(x^2) + eps).
+void normalize_lines(const std::vector<std::vector<int64_t>>& lines, const std::vector<double>& x,
+                     double eps, bool rms, std::vector<double>& out) {
+  for (const std::vector<int64_t>& line : lines) {
+    const double n = static_cast<double>(line.size());
+    double mean = 0;
+    if (!rms) {
+      for (int64_t at : line) mean += x[at];
+      mean /= n;
+    }
+    double variance = 0;
+    for (int64_t at : line) variance += (x[at] - mean) * (x[at] - mean);
+    variance /= n;
+    for (int64_t at : line) out[at] = (x[at] - mean) / std::sqrt(variance + eps);
+  }
+}
+
+// Lines of a (R, D) layout: each row.
+std::vector<std::vector<int64_t>> rows_of(int64_t rows, int64_t length) {
+  std::vector<std::vector<int64_t>> lines(rows);
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t column = 0; column < length; ++column) lines[row].push_back(row * length + column);
+  return lines;
+}
+
+void add_layers(BatteryBuilder& builder) {
+  for (DType dtype : kNnDtypes) {
+    const Tolerance tolerance = tolerance_for(dtype, 1, kRel);
+    builder.add(make_case(
+        "nn", "linear",
+        {input(dtype, {5, 7}, Values::Small), input(dtype, {3, 7}, Values::Small, 1),
+         input(dtype, {3}, Values::Small, 2)},
+        [](const std::vector<Tensor>& in) { return nn::linear(in[0], in[1], in[2]); },
+        [dtype](const std::vector<HostTensor>& in) {
+          const auto x = as_doubles(in[0]), w = as_doubles(in[1]), b = as_doubles(in[2]);
+          std::vector<double> out(15), scale(15);
+          for (int row = 0; row < 5; ++row)
+            for (int o = 0; o < 3; ++o) {
+              double total = b[o], magnitude = std::fabs(b[o]);
+              for (int j = 0; j < 7; ++j) {
+                total += x[row * 7 + j] * w[o * 7 + j];
+                magnitude += std::fabs(x[row * 7 + j] * w[o * 7 + j]);
+              }
+              out[row * 3 + o] = total;
+              scale[row * 3 + o] = magnitude;
+            }
+          return result_of(dtype, {5, 3}, out, scale);
+        },
+        "nn::linear(x, w, b)", tolerance));
+
+    // Normalizations, with weight and bias: scale |w| (|y| + 1) + |b|.
+    auto affine_scale = [](const std::vector<double>& y, const std::vector<double>& w,
+                           const std::vector<double>& b, const std::vector<int64_t>& channel) {
+      std::vector<double> out(y.size()), scale(y.size());
+      for (size_t at = 0; at < y.size(); ++at) {
+        const int64_t c = channel[at];
+        out[at] = y[at] * w[c] + b[c];
+        scale[at] = std::fabs(w[c]) * (std::fabs(y[at]) + 1) + std::fabs(b[c]);
+      }
+      return std::make_pair(out, scale);
+    };
+    builder.add(make_case(
+        "nn", "layer_norm",
+        {input(dtype, {6, 13}, Values::Small), input(dtype, {13}, Values::Small, 1),
+         input(dtype, {13}, Values::Small, 2)},
+        [](const std::vector<Tensor>& in) { return nn::layer_norm(in[0], {13}, in[1], in[2]); },
+        [dtype, affine_scale](const std::vector<HostTensor>& in) {
+          const auto x = as_doubles(in[0]);
+          std::vector<double> y(x.size());
+          normalize_lines(rows_of(6, 13), x, 1e-5, false, y);
+          std::vector<int64_t> channel(x.size());
+          for (size_t at = 0; at < x.size(); ++at) channel[at] = static_cast<int64_t>(at % 13);
+          const auto [out, scale] = affine_scale(y, as_doubles(in[1]), as_doubles(in[2]), channel);
+          return result_of(dtype, {6, 13}, out, scale);
+        },
+        "nn::layer_norm(x, {13}, w, b)", tolerance));
+    builder.add(make_case(
+        "nn", "rms_norm",
+        {input(dtype, {6, 13}, Values::Small), input(dtype, {13}, Values::Small, 1)},
+        [](const std::vector<Tensor>& in) { return nn::rms_norm(in[0], {13}, in[1]); },
+        [dtype, affine_scale](const std::vector<HostTensor>& in) {
+          const auto x = as_doubles(in[0]);
+          std::vector<double> y(x.size());
+          normalize_lines(rows_of(6, 13), x, epsilon_of(dtype), true, y);
+          std::vector<int64_t> channel(x.size());
+          for (size_t at = 0; at < x.size(); ++at) channel[at] = static_cast<int64_t>(at % 13);
+          const auto [out, scale] =
+              affine_scale(y, as_doubles(in[1]), std::vector<double>(13, 0.0), channel);
+          return result_of(dtype, {6, 13}, out, scale);
+        },
+        "nn::rms_norm(x, {13}, w)", tolerance));
+    // (N, C, L) = (2, 6, 5): group_norm in 3 groups, batch_norm per channel.
+    auto channel_of = [](size_t at) { return static_cast<int64_t>(at / 5 % 6); };
+    builder.add(make_case(
+        "nn", "group_norm",
+        {input(dtype, {2, 6, 5}, Values::Small), input(dtype, {6}, Values::Small, 1),
+         input(dtype, {6}, Values::Small, 2)},
+        [](const std::vector<Tensor>& in) { return nn::group_norm(in[0], 3, in[1], in[2]); },
+        [dtype, affine_scale, channel_of](const std::vector<HostTensor>& in) {
+          const auto x = as_doubles(in[0]);
+          std::vector<double> y(x.size());
+          normalize_lines(rows_of(6, 10), x, 1e-5, false, y);  // a group: 2 channels x 5
+          std::vector<int64_t> channel(x.size());
+          for (size_t at = 0; at < x.size(); ++at) channel[at] = channel_of(at);
+          const auto [out, scale] = affine_scale(y, as_doubles(in[1]), as_doubles(in[2]), channel);
+          return result_of(dtype, {2, 6, 5}, out, scale);
+        },
+        "nn::group_norm(x, 3, w, b)", tolerance));
+    for (const bool training : {true, false}) {
+      builder.add(make_case(
+          "nn", training ? "batch_norm(train)" : "batch_norm(eval)",
+          {input(dtype, {2, 6, 5}, Values::Small), input(dtype, {6}, Values::Small, 1),
+           input(dtype, {6}, Values::Positive, 2), input(dtype, {6}, Values::Small, 3)},
+          [training](const std::vector<Tensor>& in) {
+            Tensor mean = in[1].contiguous().realize(), variance = in[2].contiguous().realize();
+            return nn::batch_norm(in[0], &mean, &variance, in[3], {}, training);
+          },
+          [dtype, training, affine_scale, channel_of](const std::vector<HostTensor>& in) {
+            const auto x = as_doubles(in[0]), running_mean = as_doubles(in[1]),
+                       running_var = as_doubles(in[2]);
+            std::vector<double> y(x.size());
+            std::vector<std::vector<int64_t>> lines(6);
+            for (size_t at = 0; at < x.size(); ++at)
+              lines[channel_of(at)].push_back(static_cast<int64_t>(at));
+            if (training) {
+              normalize_lines(lines, x, 1e-5, false, y);
+            } else {
+              for (size_t at = 0; at < x.size(); ++at) {
+                const int64_t c = channel_of(at);
+                y[at] = (x[at] - running_mean[c]) / std::sqrt(running_var[c] + 1e-5);
+              }
+            }
+            std::vector<int64_t> channel(x.size());
+            for (size_t at = 0; at < x.size(); ++at) channel[at] = channel_of(at);
+            const auto [out, scale] =
+                affine_scale(y, as_doubles(in[3]), std::vector<double>(6, 0.0), channel);
+            return result_of(dtype, {2, 6, 5}, out, scale);
+          },
+          training ? "nn::batch_norm(x, &mean, &var, w, {}, true)"
+                   : "nn::batch_norm(x, &mean, &var, w)",
+          tolerance));
+    }
+  }
+}
+
+// softmax(q k^T / sqrt(E) [masked]) v for q (B, Hq, L, E) and k, v (B, Hk, S, E).
+Expected attention_reference(DType dtype, const std::vector<HostTensor>& in, bool causal,
+                             bool masked) {
+  const Shape& qs = in[0].shape;
+  const int64_t batch = qs[0], heads = qs[1], length = qs[2], width = qs[3];
+  const int64_t kv_heads = in[1].shape[1], keys = in[1].shape[2];
+  const auto q = as_doubles(in[0]), k = as_doubles(in[1]), v = as_doubles(in[2]);
+  const std::vector<int64_t> keep = masked ? as_ints(in[3]) : std::vector<int64_t>();
+  std::vector<double> out(q.size()), scale(q.size());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t kh = h / (heads / kv_heads);
+      for (int64_t i = 0; i < length; ++i) {
+        std::vector<double> scores(keys);
+        double peak = -INFINITY;
+        for (int64_t j = 0; j < keys; ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < width; ++e)
+            dot += q[((b * heads + h) * length + i) * width + e] *
+                   k[((b * kv_heads + kh) * keys + j) * width + e];
+          const bool kept = (!causal || j <= i) && (!masked || keep[i * keys + j]);
+          scores[j] = kept ? dot / std::sqrt(static_cast<double>(width)) : -INFINITY;
+          peak = std::max(peak, scores[j]);
+        }
+        double total = 0;
+        for (double& score : scores) total += (score = std::exp(score - peak));
+        for (int64_t e = 0; e < width; ++e) {
+          double value = 0, magnitude = 0;
+          for (int64_t j = 0; j < keys; ++j) {
+            const double term = scores[j] / total * v[((b * kv_heads + kh) * keys + j) * width + e];
+            value += term;
+            magnitude += std::fabs(v[((b * kv_heads + kh) * keys + j) * width + e]);
+          }
+          out[((b * heads + h) * length + i) * width + e] = value;
+          scale[((b * heads + h) * length + i) * width + e] = magnitude;
+        }
+      }
+    }
+  return result_of(dtype, qs, out, scale);
+}
+
+void add_attention(BatteryBuilder& builder) {
+  for (DType dtype : kNnDtypes) {
+    const Tolerance tolerance = tolerance_for(dtype, 1, kRel);
+    const std::vector<InputSpec> qkv = {input(dtype, {2, 4, 5, 8}, Values::Small),
+                                        input(dtype, {2, 2, 6, 8}, Values::Small, 1),
+                                        input(dtype, {2, 2, 6, 8}, Values::Small, 2)};
+    builder.add(make_case(
+        "nn", "attention(gqa)", qkv,
+        [](const std::vector<Tensor>& in) {
+          return nn::scaled_dot_product_attention(in[0], in[1], in[2]);
+        },
+        [dtype](const std::vector<HostTensor>& in) {
+          return attention_reference(dtype, in, false, false);
+        },
+        "nn::scaled_dot_product_attention(q, k, v)", tolerance));
+    builder.add(make_case(
+        "nn", "attention(causal)", qkv,
+        [](const std::vector<Tensor>& in) {
+          return nn::scaled_dot_product_attention(in[0], in[1], in[2], {}, true);
+        },
+        [dtype](const std::vector<HostTensor>& in) {
+          return attention_reference(dtype, in, true, false);
+        },
+        "nn::scaled_dot_product_attention(q, k, v, {}, true)", tolerance));
+    std::vector<InputSpec> with_mask = qkv;
+    with_mask.push_back(input(dtypes::bool_, {5, 6}, Values::General, 3));
+    builder.add(make_case(
+        "nn", "attention(mask)", with_mask,
+        [](const std::vector<Tensor>& in) {
+          // Column 0 always kept: no row loses every score.
+          const Tensor first = Tensor::arange(0, 6, 1, dtypes::int32, in[3].device()) == 0.0;
+          return nn::scaled_dot_product_attention(in[0], in[1], in[2], in[3] | first);
+        },
+        [dtype](const std::vector<HostTensor>& in) {
+          std::vector<HostTensor> inputs = in;
+          for (int64_t row = 0; row < 5; ++row) inputs[3].data[row * 6].i = 1;
+          return attention_reference(dtype, inputs, false, true);
+        },
+        "nn::scaled_dot_product_attention(q, k, v, mask)", tolerance));
+  }
+}
+
+}  // namespace
+
+void add_nn_layer_cases(BatteryBuilder& builder) {
+  add_layers(builder);
+  add_attention(builder);
+}
+
+}  // namespace kiln::conformance::detail
