@@ -77,8 +77,6 @@ Tensor affine(Tensor x, const std::optional<Tensor>& weight, const std::optional
 
 double machine_epsilon(DType dtype) {
   if (dtype == dtypes::float64) return std::numeric_limits<double>::epsilon();
-  if (dtype == dtypes::float16) return 0.0009765625;
-  if (dtype == dtypes::bfloat16) return 0.0078125;
   return std::numeric_limits<float>::epsilon();
 }
 
@@ -127,7 +125,7 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optio
   check_affine(weight, normalized_shape, "rms_norm", "weight");
   const std::vector<int64_t> axes = last_axes(normalized_shape.size());
   const Tensor value = widened(x);
-  const double epsilon = eps ? *eps : machine_epsilon(x.dtype());
+  const double epsilon = eps ? *eps : machine_epsilon(value.dtype());
   const Tensor normalized =
       (value * ((value * value).mean(axes, true) + epsilon).rsqrt()).cast(x.dtype());
   return affine(normalized, weight, {});
@@ -160,8 +158,12 @@ Tensor batch_norm(const Tensor& x, Tensor* running_mean, Tensor* running_var,
   check_float(x, "batch_norm", "the input");
   check_channels(x, "batch_norm");
   const int64_t channels = x.shape()[1];
-  for (Tensor* running : {running_mean, running_var})
-    if (running) check_affine(*running, {channels}, "batch_norm", "a running statistic");
+  for (Tensor* running : {running_mean, running_var}) {
+    if (!running) continue;
+    check_affine(*running, {channels}, "batch_norm", "a running statistic");
+    check_float(*running, "batch_norm", "a running statistic");
+    check_same_device(x, *running, "batch_norm");
+  }
   check_affine(weight, {channels}, "batch_norm", "weight");
   check_affine(bias, {channels}, "batch_norm", "bias");
   const Shape per_channel = channel_shape(x);
@@ -171,21 +173,28 @@ Tensor batch_norm(const Tensor& x, Tensor* running_mean, Tensor* running_var,
     std::vector<int64_t> axes = {0};
     for (int64_t axis = 2; axis < x.ndim(); ++axis) axes.push_back(axis);
     const int64_t count = x.numel() / std::max<int64_t>(channels, 1);
-    if (count < 2 && running_var)
-      throw ValueError(
-          "[batch_norm] training needs more than one value per channel to update "
-          "the running variance, got " +
-          x.shape_string());
+    if (count < 2)
+      throw ValueError("[batch_norm] training needs more than one value per channel, got " +
+                       x.shape_string());
     mean = value.mean(axes, true);
     variance = value.var(axes, true, 0);
-    if (running_mean)
+    // Both statistics or neither: the mean's old contents are kept until the variance is written.
+    std::optional<Tensor> old_mean;
+    if (running_mean) {
+      old_mean = running_mean->contiguous().realize();
       running_mean->assign(*running_mean * (1 - momentum) +
                            mean.reshape({channels}).cast(running_mean->dtype()) * momentum);
+    }
     if (running_var) {
       const double unbiased = static_cast<double>(count) / static_cast<double>(count - 1);
-      running_var->assign(*running_var * (1 - momentum) +
-                          (variance.reshape({channels}) * unbiased).cast(running_var->dtype()) *
-                              momentum);
+      try {
+        running_var->assign(*running_var * (1 - momentum) +
+                            (variance.reshape({channels}) * unbiased).cast(running_var->dtype()) *
+                                momentum);
+      } catch (...) {
+        if (old_mean) running_mean->assign(*old_mean);
+        throw;
+      }
     }
   } else {
     if (!running_mean || !running_var)
@@ -222,6 +231,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
           op, "the query heads must be a multiple of the key and value heads: " + describe_all());
     keys = repeat_interleave(k, query_heads / kv_heads, rank - 3);
     values = repeat_interleave(v, query_heads / kv_heads, rank - 3);
+  } else if (rank >= 3 && vs[rank - 3] != ks[rank - 3]) {
+    shape_error(op, "k and v need the same heads: " + describe_all());
   }
   if (mask && is_causal)
     throw ValueError(std::string("[") + op + "] is_causal and an explicit mask are exclusive");
@@ -236,9 +247,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     scores = where(columns <= rows, scores, drop);
   }
   if (mask) {
+    if (!mask->dtype().is_bool() && !mask->dtype().is_float())
+      throw DTypeError(std::string("[") + op + "] the mask must be bool (true keeps a score) or " +
+                       "float (added to the scores), got " + describe(*mask));
     scores = mask->dtype().is_bool() ? where(*mask, scores, drop) : scores + *mask;
   }
-  return matmul(scores.softmax(-1), values);
+  // A row with every score dropped attends to nothing: 0, not softmax's NaN.
+  const Tensor dropped = scores.max(-1, true) == drop;
+  return matmul(where(dropped, 0.0, scores.softmax(-1)), values);
 }
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {
@@ -246,7 +262,10 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   if (num_classes < 1)
     throw ValueError("[one_hot] num_classes must be at least 1, got " +
                      std::to_string(num_classes));
-  return embedding(indices, Tensor::eye(num_classes, dtypes::int64, indices.device()));
+  // A negative index is out of range here (PyTorch's error), not counted from the end.
+  const Tensor wide = indices.cast(dtypes::int64);
+  const Tensor positions = where(wide < 0.0, static_cast<double>(num_classes), wide);
+  return embedding(positions, Tensor::eye(num_classes, dtypes::int64, indices.device()));
 }
 
 }  // namespace kiln::nn

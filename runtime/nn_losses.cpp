@@ -49,8 +49,12 @@ void check_same_shape(const Tensor& input, const Tensor& target, const char* op)
 // -log_probs at the target classes (0 where ignored), and which targets count.
 std::pair<Tensor, Tensor> picked_losses(const Tensor& log_probs, const Tensor& target, int64_t axis,
                                         int64_t ignore_index) {
-  const Tensor counted = target != static_cast<double>(ignore_index);
-  const Tensor safe = where(counted, target.cast(dtypes::int64), 0.0);
+  // In int64, where ignore_index cannot wrap into a class of a narrow or unsigned target.
+  const Tensor wide = target.cast(dtypes::int64);
+  const Tensor counted = wide != static_cast<double>(ignore_index);
+  // A negative class is out of range (PyTorch's error), not counted from the end.
+  const double classes = static_cast<double>(log_probs.shape()[axis]);
+  const Tensor safe = where(counted, where(wide < 0.0, classes, wide), 0.0);
   const Tensor picked = log_probs.take_along_axis(safe.unsqueeze(axis), axis).squeeze(axis);
   return {where(counted, -picked, 0.0), counted};
 }
@@ -58,7 +62,9 @@ std::pair<Tensor, Tensor> picked_losses(const Tensor& log_probs, const Tensor& t
 // Sum over the counted targets / how many count (Mean), or the sum, or each.
 Tensor reduced_counted(const Tensor& loss, const Tensor& counted, Reduction reduction) {
   if (reduction != Reduction::Mean) return reduced(loss, reduction);
-  return loss.sum() / counted.cast(loss.dtype()).sum();
+  // Summed in float32 at least: a float16 sum of thousands of losses, or its count, overflows.
+  const Tensor wide = detail::widened(loss);
+  return (wide.sum() / counted.cast(wide.dtype()).sum()).cast(loss.dtype());
 }
 
 }  // namespace
@@ -123,17 +129,20 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   check_float(input, "mse_loss", "the input");
+  check_same_shape(input, target, "mse_loss");
   const Tensor difference = input - target;
   return reduced(difference * difference, reduction);
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   check_float(input, "l1_loss", "the input");
+  check_same_shape(input, target, "l1_loss");
   return reduced((input - target).abs(), reduction);
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
   check_float(input, "smooth_l1_loss", "the input");
+  check_same_shape(input, target, "smooth_l1_loss");
   if (!(beta >= 0))
     throw ValueError("[smooth_l1_loss] beta must be zero or more, got " + std::to_string(beta));
   const Tensor distance = (input - target).abs();

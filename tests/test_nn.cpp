@@ -38,16 +38,45 @@ TEST_CASE("batch_norm updates its running statistics in place when training", "[
   CHECK(mean.to_vector<float>()[0] == before);
 }
 
-TEST_CASE("losses and attention where PyTorch defines NaN", "[nn]") {
+TEST_CASE("losses and attention where PyTorch defines NaN or 0", "[nn]") {
   const Tensor logits = floats({1, 2, 3, 4, 5, 6}, {2, 3});
   const Tensor ignored = Tensor::from_vector<int64_t>({-100, -100}, {2}, "CPU");
   CHECK(std::isnan(nn::cross_entropy(logits, ignored).item<float>()));
   CHECK(nn::cross_entropy(logits, ignored, nn::Reduction::Sum).item<float>() == 0);
   const Tensor q = floats({1, 0, 0, 1}, {2, 2});
   const Tensor mask = Tensor::from_vector<bool>({true, true, false, false}, {2, 2}, "CPU");
+  // A query that may attend to nothing gets 0 (PyTorch's safe softmax).
   const std::vector<float> out = nn::scaled_dot_product_attention(q, q, q, mask).to_vector<float>();
-  CHECK(std::isnan(out[2]));
+  CHECK(out[2] == 0);
+  CHECK(out[3] == 0);
   CHECK_FALSE(std::isnan(out[0]));
+}
+
+TEST_CASE("class losses count every target they should", "[nn]") {
+  // ignore_index -100 does not wrap into class 156 of a uint8 target.
+  const Tensor logits = Tensor::zeros({1, 160}, dtypes::float32, "CPU");
+  const Tensor target = Tensor::from_vector<uint8_t>({156}, {1}, "CPU");
+  CHECK(nn::cross_entropy(logits, target).item<float>() == Approx(std::log(160.0)));
+  // A float16 mean over 40000 losses of log 8 (their sum is past float16's 65504).
+  const Tensor many = Tensor::zeros({40000, 8}, dtypes::float16, "CPU");
+  const Tensor classes = Tensor::zeros({40000}, dtypes::int32, "CPU");
+  CHECK(nn::cross_entropy(many, classes).cast(dtypes::float32).item<float>() ==
+        Approx(std::log(8.0)).epsilon(1e-3));
+  // A negative class is out of range, not the last class.
+  CHECK_THROWS_AS(nn::nll_loss(logits, Tensor::from_vector<int64_t>({-1}, {1}, "CPU")).realize(),
+                  IndexError);
+  CHECK_THROWS_AS(nn::one_hot(Tensor::from_vector<int64_t>({-1}, {1}, "CPU"), 3).realize(),
+                  IndexError);
+}
+
+TEST_CASE("batch_norm changes both running statistics or neither", "[nn]") {
+  const Tensor x = floats({1, 2, 3, 4}, {2, 2});
+  Tensor mean = floats({0, 0}, {2});
+  Tensor variance = floats({1, 1, 1, 1}, {2, 2}).shrink({{0, 1}}).reshape({2});  // not its own
+  CHECK_THROWS(nn::batch_norm(x, &mean, &variance, {}, {}, true));
+  CHECK(mean.to_vector<float>() == std::vector<float>{0, 0});
+  Tensor ints = Tensor::zeros({2}, dtypes::int32, "CPU");
+  CHECK_THROWS_AS(nn::batch_norm(x, &ints, nullptr, {}, {}, true), DTypeError);
 }
 
 TEST_CASE("nn functions refuse bad arguments, naming the function and the rule", "[nn][errors]") {
@@ -75,4 +104,8 @@ TEST_CASE("nn functions refuse bad arguments, naming the function and the rule",
   CHECK_THROWS_AS(nn::one_hot(Tensor::from_vector<int64_t>({7}, {1}, "CPU"), 3).realize(),
                   IndexError);
   CHECK_THROWS_AS(nn::smooth_l1_loss(x, x, nn::Reduction::Mean, -1), ValueError);
+  CHECK_THROWS_WITH(nn::mse_loss(x, x.reshape({3, 2})), Catch::Contains("[mse_loss]"));
+  CHECK_THROWS_AS(
+      nn::scaled_dot_product_attention(kv, kv, kv, Tensor::zeros({2, 2}, dtypes::int32, "CPU")),
+      DTypeError);
 }

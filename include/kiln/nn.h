@@ -24,7 +24,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape,
                   const std::optional<Tensor>& weight = {}, const std::optional<Tensor>& bias = {},
                   double eps = 1e-5);
 // x / sqrt(mean(x^2) + eps) over the last normalized_shape.size() axes, * weight. eps defaults to
-// the machine epsilon of x's dtype (PyTorch's rms_norm).
+// the machine epsilon of the dtype it computes in (float32's for the 16-bit floats, as PyTorch's
+// rms_norm).
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape,
                 const std::optional<Tensor>& weight = {}, std::optional<double> eps = {});
 // x (N, C, ...) in num_groups groups of C / num_groups channels, each normalized over its
@@ -32,26 +33,28 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape,
 Tensor group_norm(const Tensor& x, int64_t num_groups, const std::optional<Tensor>& weight = {},
                   const std::optional<Tensor>& bias = {}, double eps = 1e-5);
 // x (N, C, ...) normalized per channel. training: by the batch's statistics (over N and the
-// trailing axes), and running_mean / running_var (C, when given) updated in place:
-// (1 - momentum) * running + momentum * batch (the variance unbiased). Not training: by the
-// running statistics, which must be given. weight and bias (C) per channel.
+// trailing axes, more than one value per channel), and running_mean / running_var (float (C),
+// realized, on x's device, when given) updated in place: (1 - momentum) * running + momentum *
+// batch (the variance unbiased); both or neither change. Not training: by the running
+// statistics, which must be given. weight and bias (C) per channel.
 Tensor batch_norm(const Tensor& x, Tensor* running_mean, Tensor* running_var,
                   const std::optional<Tensor>& weight = {}, const std::optional<Tensor>& bias = {},
                   bool training = false, double momentum = 0.1, double eps = 1e-5);
 
 // softmax(q k^T * scale + mask) v: q (..., Hq, L, E), k (..., Hk, S, E), v (..., Hk, S, Ev).
 // mask broadcasts to (..., Hq, L, S): bool (true keeps a score; false drops it) or float (added
-// to the scores). is_causal keeps position j for query i where j <= i (the top-left triangle,
-// PyTorch's convention), and is exclusive with a mask. scale defaults to 1 / sqrt(E). Hq may be
-// a multiple of Hk (grouped-query attention): each group of Hq / Hk query heads shares one key
-// and value head. A row with every score dropped is NaN, as in PyTorch.
+// to the scores; another dtype is a DTypeError). is_causal keeps position j for query i where j <=
+// i (the top-left triangle, PyTorch's convention), and is exclusive with a mask. scale defaults to
+// 1 / sqrt(E). Hq may be a multiple of Hk (grouped-query attention): each group of Hq / Hk query
+// heads shares one key and value head. A row with every score dropped is 0 (PyTorch's safe
+// softmax).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const std::optional<Tensor>& mask = {}, bool is_causal = false,
                                     std::optional<double> scale = {});
 
 // Rows of the num_classes x num_classes identity at `indices` (integer, any shape): shape
-// indices.shape() + [num_classes], int64. Indices follow Tensor::gather's rules (an index outside
-// the classes raises IndexError; a negative one counts from the end).
+// indices.shape() + [num_classes], int64. An index outside [0, num_classes) raises IndexError
+// when the result is computed (Tensor::gather's check).
 Tensor one_hot(const Tensor& indices, int64_t num_classes);
 
 enum class Reduction { None, Mean, Sum };
@@ -74,7 +77,8 @@ Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target,
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         Reduction reduction = Reduction::Mean,
                                         const std::optional<Tensor>& pos_weight = {});
-// (x - y)^2, |x - y|, and |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta (beta >= 0; 0 is l1).
+// (x - y)^2, |x - y|, and |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta (beta >= 0; 0 is l1);
+// input and target of one shape (PyTorch broadcasts them with a warning; kiln refuses).
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,

@@ -1,6 +1,6 @@
 // nn building blocks (kiln/nn.h): linear, the normalizations, attention, one_hot and the losses,
 // each against a double-precision loop written from PyTorch's definition. Tolerances are
-// relative to a scale of the terms that round: 64 eps of the output dtype times it.
+// relative to a scale of the terms that round (nn_tolerance).
 
 #include <kiln/nn.h>
 
@@ -8,34 +8,20 @@
 #include <limits>
 
 #include "tools/conformance/battery.h"
+#include "tools/conformance/nn_support.h"
 
 namespace kiln::conformance::detail {
 namespace {
 
-constexpr double kRel = 64;
+using namespace nn_support;
 
 const std::vector<DType> kNnDtypes = {dtypes::float32, dtypes::float64, dtypes::float16,
                                       dtypes::bfloat16};
-
-std::vector<double> as_doubles(const HostTensor& tensor) {
-  const HostTensor wide = cast(tensor, dtypes::float64);
-  std::vector<double> values;
-  for (const Scalar& item : wide.data) values.push_back(item.f);
-  return values;
-}
 
 std::vector<int64_t> as_ints(const HostTensor& tensor) {
   std::vector<int64_t> values;
   for (const Scalar& item : tensor.data) values.push_back(item.i);
   return values;
-}
-
-Expected result_of(DType dtype, const Shape& shape, const std::vector<double>& values,
-                   std::vector<double> scale) {
-  HostTensor result(dtype, shape);
-  for (size_t index = 0; index < values.size(); ++index)
-    result.data[index] = make_scalar(dtype, values[index]);
-  return Expected(result, std::move(scale));
 }
 
 // Each line (its elements' offsets) normalized: (x - mean) / sqrt(var + eps), the variance
@@ -66,7 +52,7 @@ std::vector<std::vector<int64_t>> rows_of(int64_t rows, int64_t length) {
 
 void add_layers(BatteryBuilder& builder) {
   for (DType dtype : kNnDtypes) {
-    const Tolerance tolerance = tolerance_for(dtype, 1, kRel);
+    const Tolerance tolerance = nn_tolerance(dtype);
     builder.add(make_case(
         "nn", "linear",
         {input(dtype, {5, 7}, Values::Small), input(dtype, {3, 7}, Values::Small, 1),
@@ -122,7 +108,9 @@ void add_layers(BatteryBuilder& builder) {
         [dtype, affine_scale](const std::vector<HostTensor>& in) {
           const auto x = as_doubles(in[0]);
           std::vector<double> y(x.size());
-          normalize_lines(rows_of(6, 13), x, epsilon_of(dtype), true, y);
+          // The epsilon of the dtype it computes in: float32's for the 16-bit floats.
+          const double eps = epsilon_of(dtype == dtypes::float64 ? dtype : dtypes::float32);
+          normalize_lines(rows_of(6, 13), x, eps, true, y);
           std::vector<int64_t> channel(x.size());
           for (size_t at = 0; at < x.size(); ++at) channel[at] = static_cast<int64_t>(at % 13);
           const auto [out, scale] =
@@ -227,7 +215,7 @@ Expected attention_reference(DType dtype, const std::vector<HostTensor>& in, boo
 
 void add_attention(BatteryBuilder& builder) {
   for (DType dtype : kNnDtypes) {
-    const Tolerance tolerance = tolerance_for(dtype, 1, kRel);
+    const Tolerance tolerance = nn_tolerance(dtype);
     const std::vector<InputSpec> qkv = {input(dtype, {2, 4, 5, 8}, Values::Small),
                                         input(dtype, {2, 2, 6, 8}, Values::Small, 1),
                                         input(dtype, {2, 2, 6, 8}, Values::Small, 2)};

@@ -9,23 +9,18 @@
 #include <cmath>
 
 #include "tools/conformance/battery.h"
+#include "tools/conformance/nn_support.h"
 
 namespace kiln::conformance::detail {
 namespace {
 
-constexpr double kRel = 64;
+using namespace nn_support;
+
 constexpr int64_t kClasses = 5;
 constexpr int64_t kIgnored = 3;  // the ignore_index of the cases: a class that occurs
 
 const std::vector<DType> kLossDtypes = {dtypes::float32, dtypes::float64, dtypes::float16,
                                         dtypes::bfloat16};
-
-std::vector<double> as_doubles(const HostTensor& tensor) {
-  const HostTensor wide = cast(tensor, dtypes::float64);
-  std::vector<double> values;
-  for (const Scalar& item : wide.data) values.push_back(item.f);
-  return values;
-}
 
 // Class indices from SmallInt values: into [0, kClasses), on both sides.
 int64_t class_of(int64_t value) {
@@ -34,14 +29,6 @@ int64_t class_of(int64_t value) {
 Tensor classes_of(const Tensor& values) {
   return remainder(
       values, Tensor::full({}, static_cast<double>(kClasses), values.dtype(), values.device()));
-}
-
-Expected result_of(DType dtype, const Shape& shape, const std::vector<double>& values,
-                   const std::vector<double>& scale) {
-  HostTensor result(dtype, shape);
-  for (size_t index = 0; index < values.size(); ++index)
-    result.data[index] = make_scalar(dtype, values[index]);
-  return Expected(result, scale);
 }
 
 Expected reduced(DType dtype, const Shape& shape, const std::vector<double>& loss,
@@ -112,7 +99,7 @@ Expected class_loss_reference(DType dtype, const std::vector<HostTensor>& in, in
 
 void add_class_losses(BatteryBuilder& builder) {
   for (DType dtype : kLossDtypes) {
-    const Tolerance tolerance = tolerance_for(dtype, 1, kRel);
+    const Tolerance tolerance = nn_tolerance(dtype);
     for (nn::Reduction reduction : {nn::Reduction::None, nn::Reduction::Mean, nn::Reduction::Sum}) {
       const std::string suffix = std::string("(") + reduction_name(reduction) + ")";
       builder.add(make_case(
@@ -210,34 +197,36 @@ const PairSpec kPairLosses[] = {
        return std::make_pair(d < 0.5 ? d * d : d - 0.25, std::fabs(x) + std::fabs(t) + d * d * 4);
      },
      "nn::smooth_l1_loss(x, t, reduction, 0.5)"},
-    {"binary_cross_entropy", Values::Unit, Values::Unit,
+    // Probabilities and targets |x| / 4 of values in [-4, 4]: finite, in [0, 1], 0 and 1 among
+    // them.
+    {"binary_cross_entropy", Values::Small, Values::Small,
      [](const Tensor& p, const Tensor& t, nn::Reduction r) {
-       return nn::binary_cross_entropy(p.abs(), t.abs(), r);
+       return nn::binary_cross_entropy(p.abs() / 4.0, t.abs() / 4.0, r);
      },
      [](double p, double t) {
-       p = std::fabs(p), t = std::fabs(t);
+       p = std::fabs(p) / 4, t = std::fabs(t) / 4;
        const double a = clamped_log(p), b = clamped_log(1 - p);
-       return std::make_pair(-(t * a + (1 - t) * b), std::fabs(t * a) + std::fabs((1 - t) * b) +
-                                                         std::fabs(t) / std::max(p, 1e-30) + 4);
+       return std::make_pair(-(t * a + (1 - t) * b), std::fabs(t * a) + std::fabs((1 - t) * b) + 4);
      },
-     "nn::binary_cross_entropy(p.abs(), t.abs(), reduction)"},
-    {"bce_with_logits", Values::Small, Values::Unit,
+     "nn::binary_cross_entropy(p.abs() / 4, t.abs() / 4, reduction)"},
+    {"bce_with_logits", Values::Small, Values::Small,
      [](const Tensor& x, const Tensor& t, nn::Reduction r) {
-       return nn::binary_cross_entropy_with_logits(x, t.abs(), r);
+       return nn::binary_cross_entropy_with_logits(x, t.abs() / 4.0, r);
      },
      [](double x, double t) {
-       t = std::fabs(t);
+       t = std::fabs(t) / 4;
        const double softplus_negative = std::log1p(std::exp(-x));
        return std::make_pair((1 - t) * x + softplus_negative, std::fabs(x) + 4);
      },
-     "nn::binary_cross_entropy_with_logits(x, t.abs(), reduction)"},
+     "nn::binary_cross_entropy_with_logits(x, t.abs() / 4, reduction)"},
 };
 
 void add_pair_losses(BatteryBuilder& builder) {
   for (DType dtype : kLossDtypes) {
-    const Tolerance tolerance = tolerance_for(dtype, 1, kRel);
+    const Tolerance tolerance = nn_tolerance(dtype);
     for (const PairSpec& spec : kPairLosses) {
-      for (nn::Reduction reduction : {nn::Reduction::None, nn::Reduction::Mean}) {
+      for (nn::Reduction reduction :
+           {nn::Reduction::None, nn::Reduction::Mean, nn::Reduction::Sum}) {
         const PairSpec copy = spec;
         builder.add(make_case(
             "nn", std::string(spec.name) + "(" + reduction_name(reduction) + ")",
