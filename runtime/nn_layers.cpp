@@ -30,6 +30,12 @@ void shape_error(const char* op, const std::string& what) {
   throw ShapeError(std::string("[") + op + "] " + what);
 }
 
+std::vector<int64_t> last_axes(size_t count) {
+  std::vector<int64_t> axes;
+  for (size_t axis = count; axis > 0; --axis) axes.push_back(-static_cast<int64_t>(axis));
+  return axes;
+}
+
 Tensor widened(const Tensor& x) {
   return x.dtype().is_half() ? x.cast(dtypes::float32) : x;
 }
@@ -39,15 +45,9 @@ Tensor widened(const Tensor& x) {
 namespace {
 
 using detail::check_float;
+using detail::last_axes;
 using detail::shape_error;
 using detail::widened;
-
-// The last `count` axes, as negative positions.
-std::vector<int64_t> last_axes(size_t count) {
-  std::vector<int64_t> axes;
-  for (size_t axis = count; axis > 0; --axis) axes.push_back(-static_cast<int64_t>(axis));
-  return axes;
-}
 
 void check_trailing_shape(const Tensor& x, const Shape& normalized_shape, const char* op) {
   const Shape& shape = x.shape();

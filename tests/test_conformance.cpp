@@ -203,11 +203,11 @@ TEST_CASE("conformance guards: a write past an output block is detected", "[conf
 
 // The families that have a TEST_CASE below.
 const char* const kTestedFamilies[] = {
-    "unary.exact", "unary.math", "activation", "binary", "pow",       "binary.math", "compare",
-    "nn",          "bitwise",    "scalar",     "where",  "broadcast", "promotion",   "cast",
-    "reduce",      "argreduce",  "softmax",    "cumsum", "matmul",    "movement",    "index",
-    "scatter",     "assign",     "layout",     "shapes", "graph",     "creation",    "transfer",
-    "host",        "symbolic",   "regression"};
+    "unary.exact", "unary.math", "activation", "binary",    "pow",    "binary.math", "compare",
+    "nn",          "conv",       "bitwise",    "scalar",    "where",  "broadcast",   "promotion",
+    "cast",        "reduce",     "argreduce",  "softmax",   "cumsum", "matmul",      "movement",
+    "index",       "scatter",    "assign",     "layout",    "shapes", "graph",       "creation",
+    "transfer",    "host",       "symbolic",   "regression"};
 
 TEST_CASE("conformance battery: every case has a unique name and a tested family",
           "[conformance]") {
@@ -298,6 +298,7 @@ KILN_CONFORMANCE_FAMILY("binary")
 KILN_CONFORMANCE_FAMILY("pow")
 KILN_CONFORMANCE_FAMILY("binary.math")
 KILN_CONFORMANCE_FAMILY("nn")
+KILN_CONFORMANCE_FAMILY("conv")
 KILN_CONFORMANCE_FAMILY("compare")
 KILN_CONFORMANCE_FAMILY("bitwise")
 KILN_CONFORMANCE_FAMILY("scalar")

@@ -77,6 +77,7 @@ Sizes quick_sizes() {
   sizes.budget_seconds = 3;
   sizes.embedding_rows = 4096;
   sizes.tokens = 256;
+  sizes.conv_batch = 1;
   return sizes;
 }
 

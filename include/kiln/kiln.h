@@ -10,6 +10,7 @@
 
 #include <kiln/activations.h>
 #include <kiln/capture.h>
+#include <kiln/conv.h>
 #include <kiln/device.h>
 #include <kiln/dtype.h>
 #include <kiln/error.h>

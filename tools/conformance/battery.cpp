@@ -337,6 +337,7 @@ const std::vector<Case>& battery() {
     detail::add_reduce_cases(builder);
     detail::add_nn_layer_cases(builder);
     detail::add_nn_loss_cases(builder);
+    detail::add_conv_cases(builder);
     detail::add_movement_cases(builder);
     detail::add_index_cases(builder);
     detail::add_scatter_cases(builder);
@@ -358,9 +359,9 @@ const std::vector<std::string>& families() {
       "unary.exact", "unary.math", "activation", "binary",   "pow",       "binary.math",
       "compare",     "bitwise",    "scalar",     "where",    "broadcast", "promotion",
       "cast",        "reduce",     "argreduce",  "softmax",  "cumsum",    "matmul",
-      "nn",          "movement",   "index",      "scatter",  "assign",    "layout",
-      "shapes",      "graph",      "creation",   "transfer", "host",      "symbolic",
-      "regression"};
+      "nn",          "conv",       "movement",   "index",    "scatter",   "assign",
+      "layout",      "shapes",     "graph",      "creation", "transfer",  "host",
+      "symbolic",    "regression"};
   return names;
 }
 
@@ -383,6 +384,9 @@ std::vector<std::string> tolerance_notes() {
       "gelu; hardtanh relu6 exact",
       "nn (linear, norms, attention, losses): <= 1 ulp or 64 eps times the sum of the magnitudes "
       "that round (|x w| terms, |w| (|y| + 1) + |b|, |v| over the keys, |loss terms|)",
+      "conv (convolution, average and adaptive pooling, interpolation): <= 1 ulp or 64 eps (8 for "
+      "the 16-bit floats) times the sum of |terms|; max pooling, its indices and the padding "
+      "modes exact",
       "float16 / bfloat16 compute in float32 and round once: 1 ulp where float32 allows any error, "
       "2 where "
       "16-bit intermediates are stored (softmax, var, ...)",
