@@ -205,6 +205,7 @@ int bench_main(const Options& options) {
   run("embedding", [&] { return bench::bench_embedding(harness, copy); });
   run("embedding grad", [&] { return bench::bench_embedding_grad(harness, copy); });
   run("matmul", [&] { return bench::bench_matmul(harness, blas.get(), limits); });
+  run("sort", [&] { return bench::bench_sort(harness, copy); });
   run("conv2d", [&] { return bench::bench_conv2d(harness, blas.get(), limits); });
   run("matmul n", [&] { return bench::bench_matmul_sizes(harness); });
   run("train", [&] { return bench::bench_train(harness); });

@@ -6,6 +6,7 @@
 //   bench_threads.cpp    realizes from several threads at once
 //   bench_indexing.cpp   an embedding lookup and its gradient (computed addresses)
 //   bench_conv.cpp       a 3x3 convolution beside the BLAS on its im2col product
+//   bench_sort.cpp       sorting one line of float32 values
 //   bench_decode.cpp     a decode step of examples/gpt2's decoder, captured over a Variable
 //   bench_check.h        checking a result, recording a measurement
 //   bench_host.cpp       the machine's own limits (memcpy bandwidth, a BLAS loaded at run time)
@@ -98,6 +99,7 @@ struct Sizes {
   int64_t embedding_rows = 50257;          // embedding: the table's rows (of 768 float32)
   int64_t tokens = 2048;                   // embedding: the rows looked up
   int64_t conv_batch = 8;                  // conv2d: images of 64 x 56 x 56
+  int64_t sort = int64_t{1} << 20;         // sort: float32 values in one line
 };
 Sizes default_sizes();
 Sizes quick_sizes();
@@ -193,6 +195,9 @@ Result bench_matmul(Harness& harness, const Blas* blas, const DeviceLimits& limi
 // A 3x3 convolution, 64 -> 64 channels of 56 x 56, padding 1, float32, beside the device's SGEMM
 // (a GPU's) or the host's BLAS on the same im2col product (a CPU's).
 Result bench_conv2d(Harness& harness, const Blas* blas, const DeviceLimits& limits);
+// `sort` float32 values sorted (kiln::sort), beside the copy bandwidth for reading and writing
+// them once.
+Result bench_sort(Harness& harness, const CopyLimit& copy);
 // bfloat16 inputs and output (float32 accumulation) beside the vendor's bfloat16 GEMM.
 Result bench_matmul_bfloat16(Harness& harness, const DeviceLimits& limits);
 Result bench_overhead(Harness& harness, double target_seconds);

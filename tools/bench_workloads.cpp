@@ -78,6 +78,7 @@ Sizes quick_sizes() {
   sizes.embedding_rows = 4096;
   sizes.tokens = 256;
   sizes.conv_batch = 1;
+  sizes.sort = int64_t{1} << 16;
   return sizes;
 }
 

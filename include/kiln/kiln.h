@@ -17,5 +17,6 @@
 #include <kiln/memory.h>
 #include <kiln/nn.h>
 #include <kiln/shape_ops.h>
+#include <kiln/sort.h>
 #include <kiln/tensor.h>
 #include <kiln/variable.h>

@@ -338,6 +338,7 @@ const std::vector<Case>& battery() {
     detail::add_nn_layer_cases(builder);
     detail::add_nn_loss_cases(builder);
     detail::add_conv_cases(builder);
+    detail::add_sort_cases(builder);
     detail::add_movement_cases(builder);
     detail::add_index_cases(builder);
     detail::add_scatter_cases(builder);
@@ -356,12 +357,11 @@ const std::vector<Case>& battery() {
 
 const std::vector<std::string>& families() {
   static const std::vector<std::string> names = {
-      "unary.exact", "unary.math", "activation", "binary",   "pow",       "binary.math",
-      "compare",     "bitwise",    "scalar",     "where",    "broadcast", "promotion",
-      "cast",        "reduce",     "argreduce",  "softmax",  "cumsum",    "matmul",
-      "nn",          "conv",       "movement",   "index",    "scatter",   "assign",
-      "layout",      "shapes",     "graph",      "creation", "transfer",  "host",
-      "symbolic",    "regression"};
+      "unary.exact", "unary.math", "activation", "binary",    "pow",       "binary.math", "compare",
+      "bitwise",     "scalar",     "where",      "broadcast", "promotion", "cast",        "reduce",
+      "argreduce",   "softmax",    "cumsum",     "sort",      "matmul",    "nn",          "conv",
+      "movement",    "index",      "scatter",    "assign",    "layout",    "shapes",      "graph",
+      "creation",    "transfer",   "host",       "symbolic",  "regression"};
   return names;
 }
 
@@ -387,6 +387,8 @@ std::vector<std::string> tolerance_notes() {
       "conv (convolution, average and adaptive pooling, interpolation): <= 1 ulp or 64 eps (8 for "
       "the 16-bit floats) times the sum of |terms|; max pooling, its indices and the padding "
       "modes exact",
+      "sort (sort, argsort, topk, cummax, cummin): exact; cumprod: 4 n eps |prod|; logcumsumexp: "
+      "<= 4 ulp or 8 eps (the terms' spread + log2(n) + 4 + |result|)",
       "float16 / bfloat16 compute in float32 and round once: 1 ulp where float32 allows any error, "
       "2 where "
       "16-bit intermediates are stored (softmax, var, ...)",
