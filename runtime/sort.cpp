@@ -67,7 +67,8 @@ std::pair<Tensor, Tensor> sort_last(const Tensor& x, bool descending) {
   // Each step pairs element t with t ^ half and keeps the one that belongs at t: the first of
   // the two in the order where t is the lower of the pair in a block of `block` sorted upward
   // (or the higher in one sorted downward), else the other. half and block are read from
-  // buffers (Tensor::scalar), so every step runs the same two compiled kernels.
+  // buffers (Tensor::scalar), so every step after the first (which reads the input itself) runs
+  // the same two compiled kernels.
   const Tensor self = positions;
   for (int64_t block = 2; block <= padded; block *= 2) {
     const Tensor block_bit = Tensor::scalar(static_cast<double>(block), dtypes::int64, x.device());
@@ -97,6 +98,7 @@ std::pair<Tensor, Tensor> sort_last(const Tensor& x, bool descending) {
 
 std::pair<Tensor, Tensor> sorted(const Tensor& x, int64_t axis, bool descending, const char* op) {
   if (x.ndim() == 0) {
+    normalize_axis(axis, 1, op);  // 0 or -1, as for a vector
     const auto [values, positions] = sorted(x.reshape({1}), 0, descending, op);
     return {values.reshape(Shape{}), positions.reshape(Shape{})};
   }
@@ -123,7 +125,7 @@ Tensor argsort(const Tensor& x, int64_t axis, bool descending) {
 
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t axis, bool largest) {
   check_defined(x, "topk");
-  const int dim = x.ndim() == 0 ? 0 : sort_axis(x, axis, "topk");
+  const int dim = x.ndim() == 0 ? normalize_axis(axis, 1, "topk") : sort_axis(x, axis, "topk");
   const int64_t size = x.ndim() == 0 ? 1 : x.shape()[static_cast<size_t>(dim)];
   if (k < 0 || k > size)
     throw ValueError("[topk] k = " + std::to_string(k) + " for axis " + std::to_string(axis) +

@@ -88,6 +88,19 @@ void check_symbolic_numel(const SymShape& shape, const char* op);
 // value. Throws DTypeError naming `op` and `operand` otherwise.
 void check_fill_value(double value, DType dtype, const char* op, const std::string& operand);
 
+// 0, 1, ..., n - 1 (int32) along `axis` of the tensor's shape, the other sizes 1: an iota over
+// the axis' (possibly symbolic) size.
+Tensor index_along(const Tensor& tensor, int axis);
+// What the scans (cumsum, cumprod, cummax, ...) reduce over: `moved` (..., n), the scanned axis
+// last, expanded to rows (..., n, n) whose element [..., i, j] is moved[..., j], and `prefix`,
+// true where j <= i (sizes symbolic where the axis is).
+struct PrefixRows {
+  Tensor rows, prefix;
+};
+PrefixRows prefix_rows(const Tensor& moved);
+// Sums and products of bool and integers accumulate in 64 bits, as in PyTorch.
+DType accumulate_dtype(DType dtype);
+
 // Negative axes count from the end; throws ShapeError naming `op` when out of range.
 int normalize_axis(int64_t axis, int64_t ndim, const char* op);
 std::vector<int> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, const char* op);

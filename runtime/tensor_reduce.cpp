@@ -53,13 +53,6 @@ Tensor reduce(const Tensor& tensor, ReduceOp op, const std::vector<int>& axes, b
   return make_tensor(drop_reduced_axes(node, axes, keepdim), tensor.device());
 }
 
-// Sums and products of bool and integers accumulate in 64 bits, as in PyTorch.
-DType accumulate_dtype(DType dtype) {
-  if (dtype.is_bool() || dtype.is_signed_int()) return dtypes::int64;
-  if (dtype.is_unsigned()) return dtypes::uint64;
-  return dtype;
-}
-
 int64_t count_of(const Tensor& tensor, const std::vector<int>& axes) {
   int64_t count = 1;
   for (int axis : axes) count *= tensor.shape()[axis];
@@ -80,17 +73,6 @@ Tensor symbolic_count(const Tensor& tensor, const std::vector<int>& axes, bool k
                       DType dtype) {
   const Tensor ones = make_tensor(const_like(1, dtype, node_of(tensor)), tensor.device());
   return reduce(ones, ReduceOp::Sum, axes, keepdim, dtype);
-}
-
-// 0, 1, ..., n - 1 (int32) along `axis` of the tensor's shape, the other sizes 1: an iota over
-// the axis' (possibly symbolic) size.
-Tensor index_along(const Tensor& tensor, int axis) {
-  const Sym size = node_of(tensor)->sym_shape()[static_cast<size_t>(axis)];
-  const Tensor index = make_tensor(
-      UOp::make_symbolic(Op::Iota, dtypes::int32, {}, {}, SymShape{size}), tensor.device());
-  DimShape shape(static_cast<size_t>(tensor.ndim()), Dim(1));
-  shape[static_cast<size_t>(axis)] = Dim(size);
-  return index.reshape(shape);
 }
 
 Tensor check_not_empty(const Tensor& tensor, const std::vector<int>& axes, const char* op) {
@@ -122,6 +104,31 @@ Tensor first_index(const Tensor& matches, int axis, bool keepdim) {
 }
 
 }  // namespace
+
+DType accumulate_dtype(DType dtype) {
+  if (dtype.is_bool() || dtype.is_signed_int()) return dtypes::int64;
+  if (dtype.is_unsigned()) return dtypes::uint64;
+  return dtype;
+}
+
+Tensor index_along(const Tensor& tensor, int axis) {
+  const Sym size = node_of(tensor)->sym_shape()[static_cast<size_t>(axis)];
+  const Tensor index = make_tensor(
+      UOp::make_symbolic(Op::Iota, dtypes::int32, {}, {}, SymShape{size}), tensor.device());
+  DimShape shape(static_cast<size_t>(tensor.ndim()), Dim(1));
+  shape[static_cast<size_t>(axis)] = Dim(size);
+  return index.reshape(shape);
+}
+
+PrefixRows prefix_rows(const Tensor& moved) {
+  DimShape expanded = moved.dims();
+  expanded.insert(expanded.end() - 1, expanded.back());
+  PrefixRows result;
+  result.rows = moved.unsqueeze(-2).expand(expanded);
+  const int last = static_cast<int>(result.rows.ndim()) - 1;
+  result.prefix = index_along(result.rows, last) <= index_along(result.rows, last - 1);
+  return result;
+}
 
 Tensor Tensor::sum(std::vector<int64_t> axes, bool keepdim) const {
   const std::vector<int> normalized = reduce_axes(*this, axes, "sum");
@@ -231,28 +238,11 @@ Tensor Tensor::logsumexp(int64_t axis, bool keepdim) const {
 
 Tensor Tensor::cumsum(int64_t axis) const {
   const int dim = normalize_axis(axis, ndim(), "cumsum");
-  if (any_symbolic(*this, {dim})) {
-    // The same masked sum over a (.., n, n) expansion, its sizes and indices symbolic.
-    const Tensor moved = transpose(dim, -1);
-    DimShape expanded = moved.dims();
-    const Dim size = expanded.back();
-    expanded.insert(expanded.end() - 1, size);
-    const Tensor rows = moved.unsqueeze(-2).expand(expanded);
-    const Tensor column = index_along(rows, rows.ndim() - 1);
-    const Tensor row = index_along(rows, rows.ndim() - 2);
-    const Tensor result = where(column <= row, rows.cast(accumulate_dtype(dtype())), 0.0).sum({-1});
-    return result.transpose(dim, -1);
-  }
-  const int64_t size = shape()[dim];
-  const Tensor moved = transpose(dim, -1);
-  // out[..., i] = sum_j x[..., j] * (j <= i): a masked sum over an expanded copy.
-  Shape expanded_shape = moved.shape();
-  expanded_shape.insert(expanded_shape.end() - 1, size);
-  const Tensor rows = moved.unsqueeze(-2).expand(expanded_shape);
-  const Tensor index = Tensor::arange(size, device());
-  const Tensor lower = index.reshape({1, size}) <= index.reshape({size, 1});
-  const DType dtype = accumulate_dtype(this->dtype());
-  const Tensor result = where(lower, rows.cast(dtype), 0.0).sum({-1});
+  // out[..., i] = sum_j x[..., j] * (j <= i): a masked sum over an expanded copy, its sizes and
+  // indices symbolic where the axis is.
+  const PrefixRows scan = prefix_rows(transpose(dim, -1));
+  const Tensor result =
+      where(scan.prefix, scan.rows.cast(accumulate_dtype(dtype())), 0.0).sum({-1});
   return result.transpose(dim, -1);
 }
 

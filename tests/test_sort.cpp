@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -68,5 +69,36 @@ TEST_CASE("sorting and scans refuse bad arguments, naming the function", "[sort]
   const Tensor ragged =
       Tensor::rand({2, 8}, 2, "CPU").shrink({{Dim(0), Dim(2)}, {Dim(0), length.bind(3)}});
   CHECK_THROWS_WITH(sort(ragged, 1), Catch::Contains("fixed size"));
-  CHECK_THROWS_WITH(cumprod(ragged, 1), Catch::Contains("fixed size"));
+  CHECK_THROWS_WITH(sort(Tensor::full({}, 1, dtypes::float32, "CPU"), 3),
+                    Catch::Contains("[sort]"));
+}
+
+TEST_CASE("scans run over a variable axis in one kernel for every length", "[sort]") {
+  const Variable length("scan_length", 1, 9);
+  const Tensor all = Tensor::rand({2, 9}, 6, "CPU").realize();
+  for (int64_t count : {4, 9}) {
+    const Tensor part = all.shrink({{Dim(0), Dim(2)}, {Dim(0), length.bind(count)}});
+    const Tensor fixed = all.shrink({{0, 2}, {0, count}});
+    const std::vector<float> got = logcumsumexp(part, 1).to_vector<float>();
+    const std::vector<float> want = logcumsumexp(fixed, 1).to_vector<float>();
+    REQUIRE(got.size() == want.size());
+    for (size_t at = 0; at < got.size(); ++at) CHECK(got[at] == Approx(want[at]).epsilon(1e-6));
+    CHECK(cummax(part, 1).second.to_vector<int64_t>() ==
+          cummax(fixed, 1).second.to_vector<int64_t>());
+  }
+}
+
+TEST_CASE("sort orders signed zeros, NaN and wide unsigned keys as documented", "[sort]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = Tensor::from_vector<float>({0.0f, nan, -0.0f, 1, nan, -1}, {6}, "CPU");
+  // Zeros tie (positions in order); NaN largest, its ties in position order too.
+  CHECK(argsort(x).to_vector<int64_t>() == std::vector<int64_t>{5, 0, 2, 3, 1, 4});
+  CHECK(argsort(x, 0, true).to_vector<int64_t>() == std::vector<int64_t>{1, 4, 3, 0, 2, 5});
+  const std::vector<float> values = sort(x).first.to_vector<float>();
+  CHECK(std::signbit(values[1]) == false);
+  CHECK(std::signbit(values[2]) == true);
+  const Tensor wide =
+      Tensor::from_vector<uint64_t>({uint64_t{1} << 63, 5, ~uint64_t{0}, 0}, {4}, "CPU");
+  CHECK(sort(wide).first.to_vector<uint64_t>() ==
+        std::vector<uint64_t>{0, 5, uint64_t{1} << 63, ~uint64_t{0}});
 }

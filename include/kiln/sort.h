@@ -6,7 +6,9 @@
 // are masked reductions over an (n, n) expansion of the axis, as cumsum: fused and exact, at
 // O(n^2) work per line, for the axis lengths of applications (sequences, vocabularies' tops).
 //
-// Axes may be negative (counted from the end); the axis sorted or scanned must have a fixed size.
+// Axes may be negative (counted from the end); the axis sorted must have a fixed size (a scanned
+// one may be a variable's). Values and positions come from one network: realize them together
+// (kiln::realize({values, positions})), or each realize runs it again.
 // Bad arguments are a ShapeError (ValueError for k) naming the function and the rule broken.
 
 #include <cstdint>
@@ -24,8 +26,8 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t axis = -1, bool descendi
 // sort's positions alone.
 Tensor argsort(const Tensor& x, int64_t axis = -1, bool descending = false);
 // The k largest (or smallest) values along `axis`, in order, and their positions (int64): the
-// first k of a stable sort in that direction (NaN counts as the largest). 0 <= k <= the axis'
-// size.
+// first k of a stable sort in that direction (NaN counts as the largest), which it runs whole.
+// 0 <= k <= the axis' size.
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t axis = -1, bool largest = true);
 
 // out[..., i] = x[..., 0] * ... * x[..., i] along `axis`; integers and bool in int64 (uint64 for

@@ -380,7 +380,7 @@ void add_conv(BatteryBuilder& builder) {
       const std::string op = spec.op;
       const std::string code = "nn::" + op + "(x, w, " + (spec.bias ? "b" : "{}") +
                                ", {.stride = " + ints_code(spec.stride) + ", .padding = " +
-                               (spec.same ? "ConvPadding::same()" : ints_code(spec.padding)) +
+                               (spec.same ? "nn::ConvPadding::same()" : ints_code(spec.padding)) +
                                ", .dilation = " + ints_code(spec.dilation) +
                                ", .groups = " + std::to_string(spec.groups) + "})";
       builder.add(make_case(

@@ -120,20 +120,27 @@ Expected logcumsumexp_reference(const HostTensor& x, int64_t axis) {
   std::vector<double> scale(x.data.size());
   for (const auto& line : lines_along(x.shape, axis)) {
     double peak = -std::numeric_limits<double>::infinity(), total = 0, spread = 0;
+    bool nan = false;
     for (size_t at = 0; at < line.size(); ++at) {
       const double value = x.data[line[at]].f;
-      // The running sum rescaled to each new peak.
-      if (value > peak) {
+      // The running sum of exp(x - peak), rescaled to each new peak; -inf adds nothing, a value
+      // equal to the peak (an infinite one too) adds exactly 1, and a NaN stays.
+      nan = nan || std::isnan(value);
+      if (nan || value == -std::numeric_limits<double>::infinity()) {
+      } else if (value == peak) {
+        total += 1;
+      } else if (value > peak) {
         total = total * std::exp(peak - value) + 1;
         peak = value;
       } else {
         total += std::exp(value - peak);
       }
-      spread = std::max(spread, std::fabs(value - peak));
-      result.data[line[at]] = make_scalar(x.dtype, std::log(total) + peak);
+      if (std::isfinite(value) && std::isfinite(peak)) spread = std::max(spread, peak - value);
+      const double result_value = nan ? std::nan("") : std::log(total) + peak;
+      result.data[line[at]] = make_scalar(x.dtype, result_value);
       // The error of log-sum-exp in the dtype: its terms' spread and the length's logarithm.
-      scale[line[at]] =
-          spread + std::log2(static_cast<double>(at + 1)) + 4 + std::fabs(std::log(total) + peak);
+      scale[line[at]] = spread + std::log2(static_cast<double>(at + 1)) + 4 +
+                        (std::isfinite(result_value) ? std::fabs(result_value) : 0);
     }
   }
   return Expected(result, scale);
@@ -236,11 +243,16 @@ void add_scans(BatteryBuilder& builder) {
               exact_tolerance(true), "axis=" + at));
         }
       if (!dtype.is_float()) continue;
-      builder.add(make_case(
-          "sort", "logcumsumexp", {input(dtype, shape, Values::Small)},
-          [=](const std::vector<Tensor>& in) { return logcumsumexp(in[0], axis); },
-          [=](const std::vector<HostTensor>& in) { return logcumsumexp_reference(in[0], axis); },
-          "kiln::logcumsumexp(x, " + at + ")", tolerance_for(dtype, 4, 8, 0, true), "axis=" + at));
+      // Small values, and for float32 every edge value (NaN, +-inf, extremes) too.
+      for (Values values : {Values::Small, Values::General}) {
+        if (values == Values::General && dtype != dtypes::float32) continue;
+        builder.add(make_case(
+            "sort", "logcumsumexp", {input(dtype, shape, values)},
+            [=](const std::vector<Tensor>& in) { return logcumsumexp(in[0], axis); },
+            [=](const std::vector<HostTensor>& in) { return logcumsumexp_reference(in[0], axis); },
+            "kiln::logcumsumexp(x, " + at + ")", tolerance_for(dtype, 4, 8, 0, true),
+            "axis=" + at + (values == Values::General ? " edges" : "")));
+      }
     }
 }
 
