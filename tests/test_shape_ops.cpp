@@ -180,3 +180,33 @@ TEST_CASE("shape helpers refuse bad arguments, naming the helper and the rule",
   CHECK(split(symbolic, 2, 1).size() == 2);
   CHECK(tril(symbolic).shape() == Shape{6, 4});
 }
+
+TEST_CASE("einsum contracts as torch.einsum, two operands in one kernel", "[shape_ops]") {
+  const Tensor a = Tensor::rand({4, 5}, 1, "CPU").realize();
+  const Tensor b = Tensor::rand({5, 3}, 2, "CPU").realize();
+  const std::shared_ptr<DeviceContext> context = open_device("CPU");
+  const int64_t before = context->stats().launches;
+  const Tensor product = einsum("ij,jk->ik", {a, b});
+  product.realize();
+  CHECK(context->stats().launches - before == 1);
+  const std::vector<float> got = product.to_vector<float>(), want = a.matmul(b).to_vector<float>();
+  for (size_t at = 0; at < got.size(); ++at) CHECK(got[at] == Approx(want[at]));
+  // Implicit output: letters named once, alphabetically; a repeated letter is a trace.
+  CHECK(einsum("ji", {a}).shape() == Shape{5, 4});
+  const Tensor square = counting({3, 3});
+  CHECK(einsum("ii", {square}).item<float>() == 12);
+  CHECK(einsum(" i i -> i ", {square}).to_vector<float>() == std::vector<float>{0, 4, 8});
+}
+
+TEST_CASE("einsum refuses bad equations, naming the rule", "[shape_ops][errors]") {
+  const Tensor a = counting({2, 3});
+  CHECK_THROWS_WITH(einsum("ij,jk->ik", {a}),
+                    Catch::Contains("[einsum]") && Catch::Contains("1 operands"));
+  CHECK_THROWS_WITH(einsum("ijk->i", {a}), Catch::Contains("names 3 axes"));
+  CHECK_THROWS_WITH(einsum("ij,jk->ik", {a, counting({4, 2})}),
+                    Catch::Contains("label 'j' has sizes 3 and 4"));
+  CHECK_THROWS_WITH(einsum("ij->iz", {a}), Catch::Contains("'z', which no operand has"));
+  CHECK_THROWS_WITH(einsum("ij->ii", {a}), Catch::Contains("twice"));
+  CHECK_THROWS_WITH(einsum("i1->i", {a}), Catch::Contains("'1'"));
+  CHECK_THROWS_WITH(einsum("ii->i", {a}), Catch::Contains("sizes 2 and 3"));
+}

@@ -1,14 +1,15 @@
 #pragma once
 // Shape helpers: splitting a tensor into parts, giving an axis more axes, tiling and repeating,
-// rolling, and the triangles of matrices. Each is built from movement ops (shrink, reshape,
-// expand, cat) or a select against positions, so it is lazy like them and fuses into what reads
-// it; none copies data by itself.
+// rolling, the triangles of matrices, and einsum. Each is built from movement ops (shrink,
+// reshape, expand, cat) or a select against positions (einsum from products and sums), so it is
+// lazy like them and fuses into what reads it; none copies data by itself.
 //
 // Axes may be negative (counted from the end). The axes these helpers split, repeat or roll must
 // have fixed sizes; other axes may be symbolic. Bad arguments are a ShapeError naming the helper,
 // the shape and what would be valid; nothing is built then.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <kiln/tensor.h>
@@ -56,5 +57,14 @@ Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t axis1 = 0, int64_t 
 // diagonal and zeros elsewhere. Of a matrix: its diagonal (diagonal(x, offset)). Other ranks are
 // a ShapeError.
 Tensor diag(const Tensor& x, int64_t offset = 0);
+
+// Einstein summation, as torch.einsum: "ij,jk->ik" is a matmul, "ii->i" a diagonal, "ij->" a
+// sum, "...ij,...jk->...ik" a batched matmul (the axes "..." stands for broadcast). Without "->"
+// the output is the "..." axes then the letters named once, alphabetically. Letters name axes of
+// one size wherever they appear; a letter repeated in one operand takes its diagonal. The
+// operands multiply in their promoted dtype, pairwise from the left, each product summed over
+// the letters nothing later needs, so two operands are one reduction (as matmul); the result
+// keeps that dtype.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
 }  // namespace kiln

@@ -339,6 +339,7 @@ const std::vector<Case>& battery() {
     detail::add_nn_loss_cases(builder);
     detail::add_conv_cases(builder);
     detail::add_sort_cases(builder);
+    detail::add_einsum_cases(builder);
     detail::add_movement_cases(builder);
     detail::add_index_cases(builder);
     detail::add_scatter_cases(builder);

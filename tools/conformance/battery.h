@@ -60,6 +60,8 @@ void add_nn_loss_cases(BatteryBuilder& builder);
 void add_conv_cases(BatteryBuilder& builder);
 // kiln/sort.h: sort, argsort, topk and the scans (battery_sort.cpp).
 void add_sort_cases(BatteryBuilder& builder);
+// einsum, in the matmul family (battery_einsum.cpp).
+void add_einsum_cases(BatteryBuilder& builder);
 void add_movement_cases(BatteryBuilder& builder);
 // gather and index_select (battery_index.cpp).
 // The indexing families' axis: signed indices in [-8, 8] (Values::SmallInt) fit it either way;
