@@ -26,6 +26,8 @@ KILN_SIMD double cos(double);
 #define KILN_FLOAT(x) ((float)(x))
 static inline float KILN_AS_FLOAT(unsigned int bits) { union { unsigned int u; float f; } v; v.u = bits; return v.f; }
 static inline unsigned int KILN_AS_BITS(float value) { union { unsigned int u; float f; } v; v.f = value; return v.u; }
+static inline double KILN_AS_DOUBLE(unsigned long long bits) { union { unsigned long long u; double f; } v; v.u = bits; return v.f; }
+static inline unsigned long long KILN_AS_BITS64(double value) { union { unsigned long long u; double f; } v; v.f = value; return v.u; }
 )";
 
 // After the half conversions.

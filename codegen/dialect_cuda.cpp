@@ -18,6 +18,8 @@ const char* const kHalfMacros = R"(#define KILN_FN static __device__ __forceinli
 #define KILN_FLOAT(x) ((float)(x))
 #define KILN_AS_FLOAT(x) __uint_as_float(x)
 #define KILN_AS_BITS(x) __float_as_uint(x)
+#define KILN_AS_DOUBLE(x) __longlong_as_double((long long)(x))
+#define KILN_AS_BITS64(x) ((unsigned long long)__double_as_longlong(x))
 )";
 
 const char* const kIndexHelpers =

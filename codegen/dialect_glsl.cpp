@@ -34,6 +34,8 @@ const char* const kHeader = R"(#version 450
 #define KILN_FLOAT(x) float(x)
 #define KILN_AS_FLOAT(x) uintBitsToFloat(x)
 #define KILN_AS_BITS(x) floatBitsToUint(x)
+#define KILN_AS_DOUBLE(x) kiln_bits_double(x)
+#define KILN_AS_BITS64(x) kiln_double_bits(x)
 )";
 
 // C semantics where GLSL's differ or are missing (between the float32 and float64 math

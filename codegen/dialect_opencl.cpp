@@ -27,6 +27,8 @@ const char* const kHalfMacros = R"(#define KILN_FN
 #define KILN_FLOAT(x) ((float)(x))
 #define KILN_AS_FLOAT(x) as_float(x)
 #define KILN_AS_BITS(x) as_uint(x)
+#define KILN_AS_DOUBLE(x) as_double(x)
+#define KILN_AS_BITS64(x) as_ulong(x)
 )";
 
 const char* const kIndexHelpers =

@@ -55,8 +55,9 @@ enum class LinOp : uint8_t {
   // index arithmetic (Sym) then uses like a loop's: a computed address (a Gather's position
   // along its axis).
   IndexOf,
-  // srcs[0]'s bits as `dtype`: a half type's value (a float, rounded to the half type) as its 16
-  // bits (uint16), or 16 bits as the half type's value.
+  // srcs[0]'s bits as `dtype`, between a float dtype and the unsigned integer of its size: a half
+  // type's value (a float, rounded to the half type) as its 16 bits (uint16) or back, float32 and
+  // uint32, float64 and uint64 (LinearBuilder::bitcast_to reaches the other pairs by casts).
   Bitcast,
 };
 

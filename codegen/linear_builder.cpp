@@ -82,6 +82,21 @@ int LinearBuilder::cast_to(int value, DType dtype) {
   return emit(std::move(instr));
 }
 
+int LinearBuilder::bitcast_to(int value, DType dtype) {
+  const DType from = program_.instrs[value].dtype;
+  if (from == dtype) return value;
+  const int size = dtype.itemsize();
+  const DType word = size == 2 ? dtypes::uint16 : size == 4 ? dtypes::uint32 : dtypes::uint64;
+  auto reinterpret = [&](int source, DType target) {
+    LinInstr instr{LinOp::Bitcast, target};
+    instr.srcs = {source};
+    return emit(std::move(instr));
+  };
+  // Integers of one size share their bits through a cast, which wraps.
+  const int bits = from.is_float() ? reinterpret(value, word) : cast_to(value, word);
+  return dtype.is_float() ? reinterpret(bits, dtype) : cast_to(bits, dtype);
+}
+
 std::optional<int> LinearBuilder::folded(Op op, DType dtype, const std::vector<int>& srcs) {
   std::vector<TypedConst> operands;
   for (int src : srcs) {

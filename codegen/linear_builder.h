@@ -47,6 +47,8 @@ class LinearBuilder {
   // The integer value of an index expression, converted to `dtype`.
   int index_value(const Sym& index, DType dtype);
   int cast_to(int value, DType dtype);
+  // `value`'s bits as `dtype` (of the same size): through the unsigned integer of that size.
+  int bitcast_to(int value, DType dtype);
   int alu(Op op, DType dtype, std::vector<int> srcs);
   // value where `valid` holds, else zero of the value's dtype.
   int masked(int value, const Sym& valid, DType dtype);

@@ -235,6 +235,9 @@ std::vector<int> Lowerer::lower_uncached(const UOpRef& node, const Lanes& lanes)
     case Op::Cast:
       for (int src : lower(node->src(), lanes)) values.push_back(cast_to(src, dtype));
       return values;
+    case Op::Bitcast:
+      for (int src : lower(node->src(), lanes)) values.push_back(bitcast_to(src, dtype));
+      return values;
     default:
       break;
   }

@@ -324,6 +324,10 @@ class Renderer {
     if (from == dtypes::uint16 && to.is_half())
       return (to == dtypes::float16 ? dialect_.half_to_float : dialect_.bfloat16_to_float) + "(" +
              value + ")";
+    if (from == dtypes::float32 && to == dtypes::uint32) return "KILN_AS_BITS(" + value + ")";
+    if (from == dtypes::uint32 && to == dtypes::float32) return "KILN_AS_FLOAT(" + value + ")";
+    if (from == dtypes::float64 && to == dtypes::uint64) return "KILN_AS_BITS64(" + value + ")";
+    if (from == dtypes::uint64 && to == dtypes::float64) return "KILN_AS_DOUBLE(" + value + ")";
     throw InternalError(std::string("[render_kernel] no bit cast from ") + from.name() + " to " +
                         to.name());
   }

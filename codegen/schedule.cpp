@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "codegen/bound_reduce.h"
+#include "codegen/kernel_size.h"
 #include "codegen/row_fusion.h"
 #include "codegen/schedule_builder.h"
 #include "core/const_fold.h"
@@ -18,16 +19,11 @@ namespace {
 constexpr int64_t kSplitReductionThreshold = 1 << 15;
 // The first kernel leaves this many partial results (or fewer, see choose_split).
 constexpr int64_t kMaxSplits = 256;
-// A kernel fuses at most this many ops; past it, the node is realized and its users start a new
-// kernel. Compilers take time that grows faster than linearly with a kernel's length (gcc: 2 s
-// for 5,000 chained adds, 30 s for 20,000); a graph built by an unrolled loop (100,000 chained
-// ops) then compiles as a run of equal kernels, which the kernel cache compiles once. A kernel
-// also binds at most KernelLimits::max_buffers buffers (drivers limit kernel arguments: Vulkan's
-// lavapipe to 32): past that, the node's sources are realized.
-constexpr int64_t kMaxFusedOps = 1000;
-// kiln's own limit on the buffers a kernel binds (a device may allow fewer).
+// A kernel also binds at most KernelLimits::max_buffers buffers (drivers limit kernel arguments:
+// Vulkan's lavapipe to 32): past that, the node's sources are realized (kMaxFusedOps, the other
+// limit, is in codegen/kernel_size.h). kiln's own limit on the buffers a kernel binds (a device
+// may allow fewer):
 constexpr int64_t kMaxKernelBuffers = 128;
-constexpr int64_t kMaxCountedBuffers = 1 << 20;  // caps the estimate below against overflow
 // Every device binds at least this many buffers per kernel (Vulkan guarantees 4 storage buffers
 // per stage), so smaller kernels need not look up the device's limit.
 constexpr int64_t kMinKernelBuffers = 4;
@@ -110,56 +106,6 @@ UOpRef flatten_rule(const UOpRef& node) {
       UOp::make(Op::Reduce, node->dtype(), {flat}, ReduceArg{node->reduce_arg().op, {0}}, {1});
   ShapeTracker back = ShapeTracker::contiguous({Sym(1)}).reshape(to_sym_shape(node->shape()));
   return make_view(reduce, back, node->shape());
-}
-
-// How much a kernel computing a node would hold: ops fused into it and buffers it reads. Counted
-// over sources as a tree (a shared source counts once per distinct user edge), so an estimate
-// from above; capped so that the sums cannot overflow.
-// Sources up to this many are checked for repeats by scanning them, not with a set.
-constexpr size_t kLinearSourceScan = 8;
-
-struct KernelSize {
-  int64_t ops = 0;
-  int64_t buffers = 0;
-  int64_t arithmetic = 0;  // of the ops, the elementwise ones: the work per element
-};
-
-KernelSize kernel_size(const UOp& node, const std::unordered_set<const UOp*>& realized,
-                       const std::unordered_map<const UOp*, KernelSize>& size_of) {
-  KernelSize size;
-  if (node.op() == Op::Const || node.op() == Op::Iota) return size;
-  if (node.op() == Op::Buffer) return {0, 1, 0};
-  size.ops = 1;
-  size.arithmetic = is_elementwise(node.op()) ? 1 : 0;
-  // A Gather's or Scatter's kernel binds a buffer for its index errors (counted per Gather: an
-  // upper bound).
-  if (node.op() == Op::Gather || node.op() == Op::Scatter) size.buffers = 1;
-  const std::vector<UOpRef>& srcs = node.srcs();
-  // A source read twice (x * x) counts once. Sources are few (a scan finds a repeat), but a cat
-  // may have thousands: those are looked up in a set.
-  std::unordered_set<const UOp*> seen;
-  const bool many = srcs.size() > kLinearSourceScan;
-  for (size_t at = 0; at < srcs.size(); ++at) {
-    const UOpRef& src = srcs[at];
-    bool repeated = false;
-    if (many) {
-      repeated = !seen.insert(src.get()).second;
-    } else {
-      for (size_t before = 0; before < at && !repeated; ++before)
-        repeated = srcs[before].get() == src.get();
-    }
-    if (repeated) continue;
-    if (realized.count(src.get())) {
-      size.buffers += 1;
-      continue;
-    }
-    auto found = size_of.find(src.get());
-    const KernelSize part = found != size_of.end() ? found->second : kernel_size(*src, {}, {});
-    size.ops = std::min(size.ops + part.ops, kMaxFusedOps + 1);
-    size.arithmetic = std::min(size.arithmetic + part.arithmetic, kMaxFusedOps + 1);
-    size.buffers = std::min(size.buffers + part.buffers, kMaxCountedBuffers);
-  }
-  return size;
 }
 
 // The device a node is computed on, as create_schedule decides it: a Copy's target, a Buffer's
@@ -518,9 +464,9 @@ const std::string& place(const UOp& node, std::unordered_map<const UOp*, std::st
 KernelSize fit_buffers(const UOp& node, int64_t max_buffers,
                        std::unordered_set<const UOp*>& realized,
                        std::unordered_map<const UOp*, KernelSize>& size_of) {
-  KernelSize size = kernel_size(node, realized, size_of);
   const int64_t max_inputs =
       std::max<int64_t>(max_buffers - 1, static_cast<int64_t>(node.srcs().size()));
+  KernelSize size = measured_size(node, max_inputs, realized, size_of);
   if (size.buffers <= kMinKernelBuffers - 1 || size.buffers <= max_inputs) return size;
   std::vector<const UOp*> sources;
   for (const UOpRef& src : node.srcs()) {
@@ -533,7 +479,7 @@ KernelSize fit_buffers(const UOp& node, int64_t max_buffers,
             [&](const UOp* a, const UOp* b) { return size_of[a].buffers > size_of[b].buffers; });
   for (const UOp* src : sources) {
     realized.insert(src);
-    size = kernel_size(node, realized, size_of);
+    size = measured_size(node, max_inputs, realized, size_of);
     if (size.buffers <= max_inputs) break;
   }
   return size;

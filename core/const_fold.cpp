@@ -367,6 +367,8 @@ std::optional<ConstArg> fold_constant(Op op, DType result,
   if (operands.empty()) return std::nullopt;
   const TypedConst& a = operands[0];
   if (op == Op::Cast) return fold_cast(a, result);
+  // Left to the kernel, which reads the bits as the device holds them.
+  if (op == Op::Bitcast) return std::nullopt;
   if (op == Op::Where) {
     if (operands.size() != 3) return std::nullopt;
     return fold_cast(is_true(a) ? operands[1] : operands[2], result);

@@ -268,13 +268,14 @@ int64_t UOp::numel() const {
 
 const char* op_name(Op op) {
   static const char* const kNames[] = {
-      "BUFFER", "CONST", "IOTA",  "VIEW",   "NEG",        "NOT",   "ABS",    "RECIP",    "SQRT",
-      "EXP",    "EXP2",  "LOG",   "LOG2",   "SIN",        "COS",   "TAN",    "TANH",     "ERF",
-      "ASIN",   "ACOS",  "ATAN",  "SINH",   "COSH",       "ASINH", "ACOSH",  "ATANH",    "LOG10",
-      "LOG1P",  "EXPM1", "FLOOR", "CEIL",   "ROUND",      "TRUNC", "ADD",    "SUB",      "MUL",
-      "DIV",    "MOD",   "MAX",   "MIN",    "POW",        "ATAN2", "HYPOT",  "COPYSIGN", "CMPLT",
-      "CMPLE",  "CMPGT", "CMPGE", "CMPEQ",  "CMPNE",      "AND",   "OR",     "XOR",      "SHL",
-      "SHR",    "WHERE", "CAST",  "REDUCE", "CONTIGUOUS", "COPY",  "GATHER", "SCATTER",  "ASSIGN"};
+      "BUFFER", "CONST",   "IOTA",   "VIEW",       "NEG",   "NOT",    "ABS",     "RECIP",
+      "SQRT",   "EXP",     "EXP2",   "LOG",        "LOG2",  "SIN",    "COS",     "TAN",
+      "TANH",   "ERF",     "ASIN",   "ACOS",       "ATAN",  "SINH",   "COSH",    "ASINH",
+      "ACOSH",  "ATANH",   "LOG10",  "LOG1P",      "EXPM1", "FLOOR",  "CEIL",    "ROUND",
+      "TRUNC",  "ADD",     "SUB",    "MUL",        "DIV",   "MOD",    "MAX",     "MIN",
+      "POW",    "ATAN2",   "HYPOT",  "COPYSIGN",   "CMPLT", "CMPLE",  "CMPGT",   "CMPGE",
+      "CMPEQ",  "CMPNE",   "AND",    "OR",         "XOR",   "SHL",    "SHR",     "WHERE",
+      "CAST",   "BITCAST", "REDUCE", "CONTIGUOUS", "COPY",  "GATHER", "SCATTER", "ASSIGN"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Op::Assign) + 1,
                 "a name for every Op");
   return kNames[static_cast<int>(op)];
@@ -309,7 +310,7 @@ bool is_comparison(Op op) {
   return op >= Op::CmpLt && op <= Op::CmpNe;
 }
 bool is_elementwise(Op op) {
-  return is_unary(op) || is_binary(op) || op == Op::Where || op == Op::Cast;
+  return is_unary(op) || is_binary(op) || op == Op::Where || op == Op::Cast || op == Op::Bitcast;
 }
 
 std::string UOp::to_string() const {

@@ -91,6 +91,9 @@ enum class Op : uint8_t {
   Where,
   // Changes the dtype (values convert; float to int truncates toward zero).
   Cast,
+  // The source's bits read as the node's dtype, of the same size (a half type's value through its
+  // 16 bits).
+  Bitcast,
   // arg: ReduceArg.
   Reduce,
   // Forces its source to be realized into a buffer of its own.

@@ -38,24 +38,6 @@ bool is_buffer_view(const UOp& node) {
   return node.op() == Op::Buffer || (node.op() == Op::View && node.src()->op() == Op::Buffer);
 }
 
-// A counter-based hash (the "lowbias32" mix, twice, keyed by both halves of the seed): the same
-// integer ops on every device, so every device draws the same numbers.
-UOpRef hash_uint32(UOpRef value, uint64_t seed, const Shape& shape) {
-  const DType u32 = dtypes::uint32;
-  auto constant = [&](uint64_t number) {
-    return const_node(static_cast<double>(number), u32, shape);
-  };
-  auto mix = [&](UOpRef x) {
-    x = alu_node(Op::Xor, u32, {x, alu_node(Op::Shr, u32, {x, constant(16)})});
-    x = alu_node(Op::Mul, u32, {x, constant(0x7feb352du)});
-    x = alu_node(Op::Xor, u32, {x, alu_node(Op::Shr, u32, {x, constant(15)})});
-    x = alu_node(Op::Mul, u32, {x, constant(0x846ca68bu)});
-    return alu_node(Op::Xor, u32, {x, alu_node(Op::Shr, u32, {x, constant(16)})});
-  };
-  value = mix(alu_node(Op::Xor, u32, {value, constant(seed & 0xffffffffu)}));
-  return mix(alu_node(Op::Xor, u32, {value, constant((seed >> 32) ^ 0x9e3779b9u)}));
-}
-
 }  // namespace
 
 Tensor make_tensor(UOpRef node, const std::string& device) {
@@ -279,20 +261,6 @@ Tensor Tensor::arange(const Dim& stop, DType dtype, const std::string& device) {
   arange(0, size.vmax(), 1, dtype, device);
   return make_tensor(UOp::make_symbolic(Op::Iota, dtype, {}, {}, SymShape{size}),
                      resolve_device(device));
-}
-
-Tensor Tensor::rand(Shape shape, uint64_t seed, const std::string& device) {
-  check_shape(shape, "rand");
-  const std::string name = resolve_device(device);
-  const int64_t numel = numel_of(shape);
-  UOpRef index = UOp::make(Op::Iota, dtypes::uint32, {}, {}, {numel});
-  UOpRef bits = hash_uint32(index, seed, {numel});
-  // The top 24 bits, scaled to [0, 1): exactly representable in float32.
-  UOpRef top = alu_node(Op::Shr, dtypes::uint32, {bits, const_node(8, dtypes::uint32, {numel})});
-  UOpRef uniform = alu_node(
-      Op::Mul, dtypes::float32,
-      {cast_node(top, dtypes::float32), const_node(1.0 / 16777216.0, dtypes::float32, {numel})});
-  return make_tensor(reshape_node(uniform, shape), name);
 }
 
 Tensor Tensor::eye(int64_t n, DType dtype, const std::string& device) {

@@ -450,4 +450,17 @@ Tensor Tensor::cast(DType dtype) const {
   return make_tensor(cast_node(node_of(*this), dtype), device());
 }
 
+Tensor Tensor::bitcast(DType dtype) const {
+  const DType from = this->dtype();
+  if (from.is_bool() || dtype.is_bool() || from.itemsize() != dtype.itemsize())
+    throw DTypeError(std::string("[bitcast] ") + describe(*this) + " cannot be read as " +
+                         dtype.name() + ": bitcast needs two non-bool dtypes of one size (" +
+                         std::to_string(from.itemsize()) + " bytes here, " +
+                         std::to_string(dtype.itemsize()) + " asked)",
+                     dtype);
+  if (dtype == from) return *this;
+  const UOpRef node = node_of(*this);
+  return make_tensor(UOp::make(Op::Bitcast, dtype, {node}, {}, node->shape()), device());
+}
+
 }  // namespace kiln

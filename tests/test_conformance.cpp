@@ -203,11 +203,11 @@ TEST_CASE("conformance guards: a write past an output block is detected", "[conf
 
 // The families that have a TEST_CASE below.
 const char* const kTestedFamilies[] = {
-    "unary.exact", "unary.math", "activation", "binary",    "pow",       "binary.math", "compare",
-    "nn",          "conv",       "sort",       "bitwise",   "scalar",    "where",       "broadcast",
-    "promotion",   "cast",       "reduce",     "argreduce", "softmax",   "cumsum",      "matmul",
-    "movement",    "index",      "scatter",    "assign",    "layout",    "shapes",      "graph",
-    "creation",    "transfer",   "host",       "symbolic",  "regression"};
+    "unary.exact", "unary.math", "activation", "binary",  "pow",       "binary.math", "compare",
+    "nn",          "conv",       "sort",       "random",  "bitwise",   "scalar",      "where",
+    "broadcast",   "promotion",  "cast",       "reduce",  "argreduce", "softmax",     "cumsum",
+    "matmul",      "movement",   "index",      "scatter", "assign",    "layout",      "shapes",
+    "graph",       "creation",   "transfer",   "host",    "symbolic",  "regression"};
 
 TEST_CASE("conformance battery: every case has a unique name and a tested family",
           "[conformance]") {
@@ -311,6 +311,7 @@ KILN_CONFORMANCE_FAMILY("argreduce")
 KILN_CONFORMANCE_FAMILY("softmax")
 KILN_CONFORMANCE_FAMILY("cumsum")
 KILN_CONFORMANCE_FAMILY("sort")
+KILN_CONFORMANCE_FAMILY("random")
 KILN_CONFORMANCE_FAMILY("matmul")
 KILN_CONFORMANCE_FAMILY("movement")
 KILN_CONFORMANCE_FAMILY("index")

@@ -16,6 +16,7 @@
 #include <kiln/error.h>
 #include <kiln/memory.h>
 #include <kiln/nn.h>
+#include <kiln/random.h>
 #include <kiln/shape_ops.h>
 #include <kiln/sort.h>
 #include <kiln/tensor.h>

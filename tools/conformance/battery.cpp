@@ -206,7 +206,7 @@ void add_creation_cases(BatteryBuilder& builder) {
         },
         "Tensor::arange(" + args + ")"));
   }
-  // rand: no reference values (they are kiln's own hash), but properties every device must share.
+  // rand: its properties here; the random family checks its generator's numbers exactly.
   Case rand = creation_case(
       "rand", dtypes::float32, {4099},
       [](const std::string& device) { return Tensor::rand({4099}, 1234, device); }, nullptr,
@@ -339,6 +339,7 @@ const std::vector<Case>& battery() {
     detail::add_nn_loss_cases(builder);
     detail::add_conv_cases(builder);
     detail::add_sort_cases(builder);
+    detail::add_random_cases(builder);
     detail::add_einsum_cases(builder);
     detail::add_movement_cases(builder);
     detail::add_index_cases(builder);
@@ -360,9 +361,9 @@ const std::vector<std::string>& families() {
   static const std::vector<std::string> names = {
       "unary.exact", "unary.math", "activation", "binary",    "pow",       "binary.math", "compare",
       "bitwise",     "scalar",     "where",      "broadcast", "promotion", "cast",        "reduce",
-      "argreduce",   "softmax",    "cumsum",     "sort",      "matmul",    "nn",          "conv",
-      "movement",    "index",      "scatter",    "assign",    "layout",    "shapes",      "graph",
-      "creation",    "transfer",   "host",       "symbolic",  "regression"};
+      "argreduce",   "softmax",    "cumsum",     "sort",      "random",    "matmul",      "nn",
+      "conv",        "movement",   "index",      "scatter",   "assign",    "layout",      "shapes",
+      "graph",       "creation",   "transfer",   "host",      "symbolic",  "regression"};
   return names;
 }
 
@@ -388,6 +389,10 @@ std::vector<std::string> tolerance_notes() {
       "conv (convolution, average and adaptive pooling, interpolation): <= 1 ulp or 64 eps (8 for "
       "the 16-bit floats) times the sum of |terms|; max pooling, its indices and the padding "
       "modes exact",
+      "random (against Threefry-2x32-20 run on the host): uniform, randint, randperm, bernoulli "
+      "exact; uniform's other bounds <= 2 ulp or 2 eps (|low| + |high - low|); dropout <= 2 ulp; "
+      "normal <= 2 ulp or 16 eps (2 |radius| "
+      "+ 1); multinomial by its properties",
       "sort (sort, argsort, topk, cummax, cummin): exact; cumprod: 4 n eps |prod|; logcumsumexp: "
       "<= 4 ulp or 8 eps (the terms' spread + log2(n) + 4 + |result|)",
       "float16 / bfloat16 compute in float32 and round once: 1 ulp where float32 allows any error, "

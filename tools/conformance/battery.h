@@ -60,6 +60,8 @@ void add_nn_loss_cases(BatteryBuilder& builder);
 void add_conv_cases(BatteryBuilder& builder);
 // kiln/sort.h: sort, argsort, topk and the scans (battery_sort.cpp).
 void add_sort_cases(BatteryBuilder& builder);
+// kiln/random.h: every draw against the generator run on the host (battery_random.cpp).
+void add_random_cases(BatteryBuilder& builder);
 // einsum, in the matmul family (battery_einsum.cpp).
 void add_einsum_cases(BatteryBuilder& builder);
 void add_movement_cases(BatteryBuilder& builder);

@@ -1,5 +1,5 @@
 // Elementwise math built from other ops (kiln/tensor.h): lerp, isclose, shifts by a host amount
-// and bitwise not, against references written from their definitions.
+// and bitwise not, and bitcast, against references written from their definitions.
 
 #include <cmath>
 
@@ -129,12 +129,45 @@ void add_bit_ops(BatteryBuilder& builder) {
   }
 }
 
+// x's bits (a float's as the dtype holds it, an integer's two's complement) read as `to`.
+Expected bitcast_reference(const HostTensor& x, DType to) {
+  HostTensor result(to, x.shape);
+  for (size_t index = 0; index < x.data.size(); ++index) {
+    const Scalar& value = x.data[index];
+    const uint64_t bits =
+        x.dtype.is_float() ? float_bits(x.dtype, value.f) : static_cast<uint64_t>(value.i);
+    if (to.is_float())
+      result.data[index].f = float_from_bits(to, bits);
+    else
+      result.data[index].i = wrap(to, bits);
+  }
+  return Expected(result);
+}
+
+void add_bitcasts(BatteryBuilder& builder) {
+  const std::vector<std::vector<DType>> sizes = {
+      {dtypes::float16, dtypes::bfloat16, dtypes::int16, dtypes::uint16},
+      {dtypes::float32, dtypes::int32, dtypes::uint32},
+      {dtypes::float64, dtypes::int64, dtypes::uint64}};
+  for (const std::vector<DType>& group : sizes)
+    for (DType from : group)
+      for (DType to : group) {
+        if (from == to) continue;
+        builder.add(make_case(
+            "cast", std::string("bitcast:") + to.name(), {input(from, kMain)},
+            [to](const std::vector<Tensor>& in) { return in[0].bitcast(to); },
+            [to](const std::vector<HostTensor>& in) { return bitcast_reference(in[0], to); },
+            std::string("a.bitcast(dtypes::") + to.name() + ")", exact_tolerance(true)));
+      }
+}
+
 }  // namespace
 
 void add_math_composite_cases(BatteryBuilder& builder) {
   add_lerp(builder);
   add_isclose(builder);
   add_bit_ops(builder);
+  add_bitcasts(builder);
 }
 
 }  // namespace kiln::conformance::detail
