@@ -3,6 +3,7 @@
 #include <kiln/nn.h>
 
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -46,9 +47,52 @@ void check_same_shape(const Tensor& input, const Tensor& target, const char* op)
                         " and " + target.shape_string());
 }
 
-// -log_probs at the target classes (0 where ignored), and which targets count.
-std::pair<Tensor, Tensor> picked_losses(const Tensor& log_probs, const Tensor& target, int64_t axis,
-                                        int64_t ignore_index) {
+// The class weights (C) of a loss over `scores` (N, C, ...) or (C), checked, in the scores'
+// dtype.
+Tensor class_weights(const Tensor& weight, const Tensor& scores, int64_t axis, const char* op) {
+  check_defined(weight, op);
+  check_same_device(weight, scores, op);
+  const int64_t classes = scores.shape()[axis];
+  if (weight.ndim() != 1 || weight.shape()[0] != classes)
+    shape_error(op, "weight must hold one value per class, shape (" + std::to_string(classes) +
+                        ") for the input " + scores.shape_string() + "; got " +
+                        weight.shape_string());
+  return weight.cast(scores.dtype());
+}
+
+// `weight` (C) shaped to broadcast along the class axis of scores of `ndim` axes.
+Tensor along_classes(const Tensor& weight, int64_t ndim, int64_t axis) {
+  Shape shape(static_cast<size_t>(ndim - axis), 1);
+  shape[0] = weight.shape()[0];
+  return weight.reshape(shape);
+}
+
+// The element weights of a pairwise loss, checked to broadcast to the input's shape.
+Tensor element_weights(const Tensor& weight, const Tensor& input, const char* op) {
+  check_defined(weight, op);
+  check_same_device(weight, input, op);
+  const Shape& shape = input.shape();
+  const Shape& given = weight.shape();
+  bool fits = given.size() <= shape.size();
+  for (size_t at = 0; fits && at < given.size(); ++at) {
+    const int64_t size = given[given.size() - 1 - at];
+    fits = size == 1 || size == shape[shape.size() - 1 - at];
+  }
+  if (!fits)
+    shape_error(op, "weight " + weight.shape_string() + " must broadcast to the input's shape " +
+                        input.shape_string());
+  return weight.cast(input.dtype());
+}
+
+struct PickedLosses {
+  Tensor loss;     // -log_probs at the target class, times its weight (0 where ignored)
+  Tensor counted;  // bool: the target is not ignore_index
+  Tensor weight;   // each target's weight in the Mean: 1 or its class's weight, 0 where ignored
+};
+
+PickedLosses picked_losses(const Tensor& log_probs, const Tensor& target, int64_t axis,
+                           int64_t ignore_index, const std::optional<Tensor>& weight,
+                           const char* op) {
   // In int64, where ignore_index cannot wrap into a class of a narrow or unsigned target.
   const Tensor wide = target.cast(dtypes::int64);
   const Tensor counted = wide != static_cast<double>(ignore_index);
@@ -56,30 +100,36 @@ std::pair<Tensor, Tensor> picked_losses(const Tensor& log_probs, const Tensor& t
   const double classes = static_cast<double>(log_probs.shape()[axis]);
   const Tensor safe = where(counted, where(wide < 0.0, classes, wide), 0.0);
   const Tensor picked = log_probs.take_along_axis(safe.unsqueeze(axis), axis).squeeze(axis);
-  return {where(counted, -picked, 0.0), counted};
+  if (!weight) return {where(counted, -picked, 0.0), counted, counted.cast(log_probs.dtype())};
+  const Tensor target_weight = where(counted, taken(*weight, 0, safe, op), 0.0);
+  return {where(counted, -picked * target_weight, 0.0), counted, target_weight};
 }
 
-// Sum over the counted targets / how many count (Mean), or the sum, or each.
-Tensor reduced_counted(const Tensor& loss, const Tensor& counted, Reduction reduction) {
+// Sum over the counted targets / their total weight (Mean), or the sum, or each.
+Tensor reduced_counted(const Tensor& loss, const Tensor& target_weight, Reduction reduction) {
   if (reduction != Reduction::Mean) return reduced(loss, reduction);
   // Summed in float32 at least: a float16 sum of thousands of losses, or its count, overflows.
   const Tensor wide = detail::widened(loss);
-  return (wide.sum() / counted.cast(wide.dtype()).sum()).cast(loss.dtype());
+  return (wide.sum() / target_weight.cast(wide.dtype()).sum()).cast(loss.dtype());
 }
 
 }  // namespace
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reduction,
-                int64_t ignore_index) {
+                int64_t ignore_index, const std::optional<Tensor>& weight) {
   check_float(log_probs, "nll_loss", "log_probs");
   detail::check_integer(target, "nll_loss", "the target (class indices)");
   const int64_t axis = class_axis(log_probs, target, "nll_loss");
-  const auto [loss, counted] = picked_losses(log_probs, target, axis, ignore_index);
-  return reduced_counted(loss, counted, reduction);
+  std::optional<Tensor> weights;
+  if (weight) weights = class_weights(*weight, log_probs, axis, "nll_loss");
+  const PickedLosses picked =
+      picked_losses(log_probs, target, axis, ignore_index, weights, "nll_loss");
+  return reduced_counted(picked.loss, picked.weight, reduction);
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction,
-                     int64_t ignore_index, double label_smoothing) {
+                     int64_t ignore_index, double label_smoothing,
+                     const std::optional<Tensor>& weight) {
   check_float(logits, "cross_entropy", "the logits");
   if (!(label_smoothing >= 0 && label_smoothing <= 1))
     throw ValueError("[cross_entropy] label_smoothing must be in [0, 1], got " +
@@ -87,35 +137,46 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
   if (logits.ndim() < 1) shape_error("cross_entropy", "the logits need a class axis");
   const int64_t axis = logits.ndim() >= 2 ? 1 : 0;
   const double classes = static_cast<double>(logits.shape()[axis]);
+  std::optional<Tensor> weights;
+  if (weight) weights = class_weights(*weight, logits, axis, "cross_entropy");
   const Tensor log_probs = logits.log_softmax(axis);
+  // Each class's log-probability times its weight, for the sums over the classes.
+  const Tensor weighted_log_probs =
+      weights ? log_probs * along_classes(*weights, logits.ndim(), axis) : log_probs;
   if (target.dtype().is_float()) {
     check_same_shape(logits, target, "cross_entropy");
     const Tensor smoothed = target * (1 - label_smoothing) + label_smoothing / classes;
-    return reduced(-(smoothed * log_probs).sum(axis), reduction);
+    return reduced(-(smoothed * weighted_log_probs).sum(axis), reduction);
   }
   detail::check_integer(target, "cross_entropy", "the target (class indices or probabilities)");
   class_axis(logits, target, "cross_entropy");
-  auto [loss, counted] = picked_losses(log_probs, target, axis, ignore_index);
+  const PickedLosses picked =
+      picked_losses(log_probs, target, axis, ignore_index, weights, "cross_entropy");
+  Tensor loss = picked.loss;
   if (label_smoothing > 0) {
-    const Tensor uniform = where(counted, -log_probs.sum(axis) / classes, 0.0);
+    const Tensor uniform = where(picked.counted, -weighted_log_probs.sum(axis) / classes, 0.0);
     loss = loss * (1 - label_smoothing) + uniform * label_smoothing;
   }
-  return reduced_counted(loss, counted, reduction);
+  return reduced_counted(loss, picked.weight, reduction);
 }
 
-Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction reduction) {
+Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction reduction,
+                            const std::optional<Tensor>& weight) {
   check_float(probs, "binary_cross_entropy", "the probabilities");
   check_same_shape(probs, target, "binary_cross_entropy");
   const Tensor t = target.cast(probs.dtype());
   const double inf = std::numeric_limits<double>::infinity();
   const Tensor log_p = probs.log().clamp(-100, inf);
   const Tensor log_not_p = (-probs).log1p().clamp(-100, inf);
-  return reduced(-(t * log_p + (1.0 - t) * log_not_p), reduction);
+  const Tensor loss = -(t * log_p + (1.0 - t) * log_not_p);
+  if (!weight) return reduced(loss, reduction);
+  return reduced(loss * element_weights(*weight, probs, "binary_cross_entropy"), reduction);
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         Reduction reduction,
-                                        const std::optional<Tensor>& pos_weight) {
+                                        const std::optional<Tensor>& pos_weight,
+                                        const std::optional<Tensor>& weight) {
   check_float(logits, "binary_cross_entropy_with_logits", "the logits");
   check_same_shape(logits, target, "binary_cross_entropy_with_logits");
   const Tensor t = target.cast(logits.dtype());
@@ -124,7 +185,10 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
       where(logits < 0.0, -logits, 0.0) + (-logits.abs()).exp().log1p();
   const Tensor weighted =
       pos_weight ? ((*pos_weight - 1.0) * t + 1.0) * softplus_negative : softplus_negative;
-  return reduced((1.0 - t) * logits + weighted, reduction);
+  const Tensor loss = (1.0 - t) * logits + weighted;
+  if (!weight) return reduced(loss, reduction);
+  return reduced(loss * element_weights(*weight, logits, "binary_cross_entropy_with_logits"),
+                 reduction);
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {

@@ -69,6 +69,34 @@ TEST_CASE("class losses count every target they should", "[nn]") {
                   IndexError);
 }
 
+TEST_CASE("class weights scale each target and the Mean's divisor, as PyTorch's", "[nn]") {
+  // Two targets of classes 0 and 2 (weights 1 and 3) and one ignored: uniform logits give each
+  // loss log 3, so the weighted mean is (1 + 3) log 3 / (1 + 3) and the sum 4 log 3.
+  const Tensor logits = Tensor::zeros({3, 3}, dtypes::float32, "CPU");
+  const Tensor target = Tensor::from_vector<int64_t>({0, 2, -100}, {3}, "CPU");
+  const Tensor weight = Tensor::from_vector<float>({1, 2, 3}, {3}, "CPU");
+  CHECK(nn::cross_entropy(logits, target, nn::Reduction::Mean, -100, 0, weight).item<float>() ==
+        Approx(std::log(3.0)));
+  CHECK(
+      nn::nll_loss(logits.log_softmax(1), target, nn::Reduction::Sum, -100, weight).item<float>() ==
+      Approx(4 * std::log(3.0)));
+  const std::vector<float> each =
+      nn::cross_entropy(logits, target, nn::Reduction::None, -100, 0, weight).to_vector<float>();
+  CHECK(each[1] == Approx(3 * std::log(3.0)));
+  CHECK(each[2] == 0.0f);
+  // Element weights of binary cross entropy broadcast along the rows.
+  const Tensor half_probs = Tensor::full({2, 3}, 0.5, dtypes::float32, "CPU");
+  CHECK(
+      nn::binary_cross_entropy(half_probs, half_probs, nn::Reduction::Sum, weight).item<float>() ==
+      Approx(12 * std::log(2.0)));
+  CHECK_THROWS_WITH(nn::cross_entropy(logits, target, nn::Reduction::Mean, -100, 0,
+                                      Tensor::ones({2}, dtypes::float32, "CPU")),
+                    Catch::Contains("[cross_entropy]") && Catch::Contains("one value per class"));
+  CHECK_THROWS_WITH(nn::binary_cross_entropy(half_probs, half_probs, nn::Reduction::Mean,
+                                             Tensor::ones({2}, dtypes::float32, "CPU")),
+                    Catch::Contains("[binary_cross_entropy]") && Catch::Contains("broadcast"));
+}
+
 TEST_CASE("batch_norm changes both running statistics or neither", "[nn]") {
   const Tensor x = floats({1, 2, 3, 4}, {2, 2});
   Tensor mean = floats({0, 0}, {2});

@@ -62,21 +62,30 @@ enum class Reduction { None, Mean, Sum };
 // Cross entropy of logits (N, C, ...) or (C) against class indices (N, ...) or () of an integer
 // dtype, or probabilities of the logits' shape. label_smoothing in [0, 1] mixes the target with
 // the uniform distribution. With indices, targets equal to ignore_index contribute nothing and
-// Mean divides by the targets not ignored (NaN where every one is).
+// Mean divides by the targets not ignored (NaN where every one is). `weight` (C), as PyTorch's,
+// scales each class's term: with indices a target's loss (and its smoothing term's classes), and
+// Mean divides by the sum of the counted targets' weights; with probabilities each class's term,
+// Mean dividing by the number of targets.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      Reduction reduction = Reduction::Mean, int64_t ignore_index = -100,
-                     double label_smoothing = 0.0);
-// -log_probs at the target classes: log_probs (N, C, ...) or (C), target indices (N, ...) or ().
+                     double label_smoothing = 0.0, const std::optional<Tensor>& weight = {});
+// -log_probs at the target classes: log_probs (N, C, ...) or (C), target indices (N, ...) or ();
+// `weight` (C) as cross_entropy's.
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target,
-                Reduction reduction = Reduction::Mean, int64_t ignore_index = -100);
+                Reduction reduction = Reduction::Mean, int64_t ignore_index = -100,
+                const std::optional<Tensor>& weight = {});
 // -(t log p + (1 - t) log(1 - p)), each log clamped to >= -100 (PyTorch's): p in [0, 1].
+// `weight` (broadcast to p's shape) scales each element's loss; Mean still divides by the
+// element count.
 Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target,
-                            Reduction reduction = Reduction::Mean);
+                            Reduction reduction = Reduction::Mean,
+                            const std::optional<Tensor>& weight = {});
 // binary_cross_entropy of sigmoid(logits), computed without its overflow; pos_weight (broadcast
-// to the last axis) weights the positive term.
+// to the last axis) weights the positive term, `weight` each element's loss as above.
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         Reduction reduction = Reduction::Mean,
-                                        const std::optional<Tensor>& pos_weight = {});
+                                        const std::optional<Tensor>& pos_weight = {},
+                                        const std::optional<Tensor>& weight = {});
 // (x - y)^2, |x - y|, and |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta (beta >= 0; 0 is l1);
 // input and target of one shape (PyTorch broadcasts them with a warning; kiln refuses).
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);

@@ -1,7 +1,7 @@
 // Losses (kiln/nn.h) against double-precision loops from PyTorch's definitions: cross entropy
-// with class indices (ignored ones, label smoothing, a trailing axis) and with probabilities,
-// nll, binary cross entropy (with logits and pos_weight), mse, l1 and smooth l1, in each
-// reduction; one_hot.
+// with class indices (ignored ones, label smoothing, a trailing axis, class weights) and with
+// probabilities, nll, binary cross entropy (with logits, pos_weight and element weights), mse, l1
+// and smooth l1, in each reduction; one_hot.
 
 #include <kiln/nn.h>
 
@@ -54,11 +54,13 @@ const char* reduction_name(nn::Reduction reduction) {
 }
 
 // Cross entropy of logits (N, C, D) against class indices (N, D) or probabilities (N, C, D), or
-// nll of log-probabilities (as given) with `nll`.
+// nll of log-probabilities (as given) with `nll`; class weights in[2] where `weighted`.
 Expected class_loss_reference(DType dtype, const std::vector<HostTensor>& in, int64_t trailing,
                               bool probabilities, bool nll, double smoothing,
-                              nn::Reduction reduction) {
+                              nn::Reduction reduction, bool weighted = false) {
   const auto logits = as_doubles(in[0]);
+  std::vector<double> weights(kClasses, 1.0);
+  if (weighted) weights = as_doubles(in[2]);
   const int64_t rows = in[0].shape[0];
   std::vector<double> loss, scale;
   double counted = 0;
@@ -76,18 +78,21 @@ Expected class_loss_reference(DType dtype, const std::vector<HostTensor>& in, in
         const auto target = as_doubles(in[1]);
         for (int64_t c = 0; c < kClasses; ++c) {
           const double t = target[at(c)] * (1 - smoothing) + smoothing / kClasses;
-          value -= t * log_prob(c);
-          magnitude += std::fabs(t) * (std::fabs(log_prob(c)) + std::fabs(peak) + 4);
+          value -= weights[c] * t * log_prob(c);
+          magnitude += std::fabs(weights[c] * t) * (std::fabs(log_prob(c)) + std::fabs(peak) + 4);
         }
         counted += 1;
       } else {
         const int64_t target = class_of(in[1].data[n * trailing + d].i);
         if (target != kIgnored) {
-          double uniform = 0;
-          for (int64_t c = 0; c < kClasses; ++c) uniform -= log_prob(c) / kClasses;
-          value = -log_prob(target) * (1 - smoothing) + uniform * smoothing;
-          magnitude += std::fabs(log_prob(target)) + std::fabs(uniform);
-          counted += 1;
+          double uniform = 0, uniform_magnitude = 0;
+          for (int64_t c = 0; c < kClasses; ++c) {
+            uniform -= weights[c] * log_prob(c) / kClasses;
+            uniform_magnitude += std::fabs(weights[c] * log_prob(c)) / kClasses;
+          }
+          value = -weights[target] * log_prob(target) * (1 - smoothing) + uniform * smoothing;
+          magnitude += std::fabs(weights[target] * log_prob(target)) + uniform_magnitude;
+          counted += weights[target];
         }
       }
       loss.push_back(value);
@@ -147,6 +152,42 @@ void add_class_losses(BatteryBuilder& builder) {
           return class_loss_reference(dtype, in, 1, true, false, 0.2, nn::Reduction::Mean);
         },
         "nn::cross_entropy(x, probs, mean, -100, 0.2)", tolerance));
+    // Class weights (PyTorch's `weight`): Mean divides by the counted targets' weights.
+    const InputSpec class_weight = input(dtype, {kClasses}, Values::Positive, 2);
+    builder.add(make_case(
+        "nn", "cross_entropy(weight)",
+        {input(dtype, {6, kClasses}, Values::Small), input(dtypes::int64, {6}, Values::SmallInt, 1),
+         class_weight},
+        [](const std::vector<Tensor>& in) {
+          return nn::cross_entropy(in[0], classes_of(in[1]), nn::Reduction::Mean, kIgnored, 0.1,
+                                   in[2]);
+        },
+        [dtype](const std::vector<HostTensor>& in) {
+          return class_loss_reference(dtype, in, 1, false, false, 0.1, nn::Reduction::Mean, true);
+        },
+        "nn::cross_entropy(x, t, mean, 3, 0.1, w)", tolerance));
+    builder.add(make_case(
+        "nn", "nll_loss(weight)",
+        {input(dtype, {2, kClasses, 3}, Values::Small),
+         input(dtypes::int32, {2, 3}, Values::SmallInt, 1), class_weight},
+        [](const std::vector<Tensor>& in) {
+          return nn::nll_loss(in[0], classes_of(in[1]), nn::Reduction::Mean, kIgnored, in[2]);
+        },
+        [dtype](const std::vector<HostTensor>& in) {
+          return class_loss_reference(dtype, in, 3, false, true, 0, nn::Reduction::Mean, true);
+        },
+        "nn::nll_loss(x, t, mean, 3, w)", tolerance));
+    builder.add(make_case(
+        "nn", "cross_entropy(probs,weight)",
+        {input(dtype, {6, kClasses}, Values::Small),
+         input(dtype, {6, kClasses}, Values::Positive, 1), class_weight},
+        [](const std::vector<Tensor>& in) {
+          return nn::cross_entropy(in[0], in[1], nn::Reduction::Sum, -100, 0.2, in[2]);
+        },
+        [dtype](const std::vector<HostTensor>& in) {
+          return class_loss_reference(dtype, in, 1, true, false, 0.2, nn::Reduction::Sum, true);
+        },
+        "nn::cross_entropy(x, probs, sum, -100, 0.2, w)", tolerance));
   }
   builder.add(make_case(
       "nn", "one_hot", {input(dtypes::int32, {4, 3}, Values::SmallInt)},
@@ -268,6 +309,28 @@ void add_pair_losses(BatteryBuilder& builder) {
           return result_of(dtype, {6, kClasses}, loss, scale);
         },
         "nn::binary_cross_entropy_with_logits(x, t.abs(), none, w)", tolerance));
+    // An element weight broadcast along the rows.
+    builder.add(make_case(
+        "nn", "binary_cross_entropy(weight)",
+        {input(dtype, {6, kClasses}, Values::Small), input(dtype, {6, kClasses}, Values::Small, 1),
+         input(dtype, {kClasses}, Values::Positive, 2)},
+        [](const std::vector<Tensor>& in) {
+          return nn::binary_cross_entropy(in[0].abs() / 4.0, in[1].abs() / 4.0, nn::Reduction::Mean,
+                                          in[2]);
+        },
+        [dtype](const std::vector<HostTensor>& in) {
+          const auto x = as_doubles(in[0]), t = as_doubles(in[1]), w = as_doubles(in[2]);
+          std::vector<double> loss, scale;
+          for (size_t at = 0; at < x.size(); ++at) {
+            const double p = std::fabs(x[at]) / 4, target = std::fabs(t[at]) / 4;
+            const double weight = w[at % kClasses];
+            const double a = clamped_log(p), b = clamped_log(1 - p);
+            loss.push_back(-weight * (target * a + (1 - target) * b));
+            scale.push_back(weight * (std::fabs(target * a) + std::fabs((1 - target) * b) + 4));
+          }
+          return reduced(dtype, {6, kClasses}, loss, scale, nn::Reduction::Mean);
+        },
+        "nn::binary_cross_entropy(p.abs() / 4, t.abs() / 4, mean, w)", tolerance));
   }
 }
 
