@@ -85,6 +85,8 @@ int LinearBuilder::cast_to(int value, DType dtype) {
 int LinearBuilder::bitcast_to(int value, DType dtype) {
   const DType from = program_.instrs[value].dtype;
   if (from == dtype) return value;
+  // Integers of one size share their bits through a cast, which wraps (int8 <-> uint8 too).
+  if (!from.is_float() && !dtype.is_float()) return cast_to(value, dtype);
   const int size = dtype.itemsize();
   const DType word = size == 2 ? dtypes::uint16 : size == 4 ? dtypes::uint32 : dtypes::uint64;
   auto reinterpret = [&](int source, DType target) {
@@ -92,7 +94,6 @@ int LinearBuilder::bitcast_to(int value, DType dtype) {
     instr.srcs = {source};
     return emit(std::move(instr));
   };
-  // Integers of one size share their bits through a cast, which wraps.
   const int bits = from.is_float() ? reinterpret(value, word) : cast_to(value, word);
   return dtype.is_float() ? reinterpret(bits, dtype) : cast_to(bits, dtype);
 }

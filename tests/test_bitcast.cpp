@@ -49,7 +49,7 @@ TEST_CASE("bitcast reads the bits as another dtype of the same size", "[bitcast]
               .bitcast(dtypes::bfloat16)
               .cast(dtypes::float32)
               .item<float>() == 1.0f);
-    // Integers of one size: the two's complement bits.
+    // Integers of one size: the two's complement bits (no wider integer in the kernel).
     CHECK(Tensor::from_vector<int8_t>({-1, 5}, {2}, device)
               .bitcast(dtypes::uint8)
               .to_vector<uint8_t>() == std::vector<uint8_t>{255, 5});

@@ -197,9 +197,9 @@ class Tensor {
   // The same bits read as `dtype`, of the same size (NumPy's view(dtype), PyTorch's
   // Tensor.view(dtype) for equal sizes): float32 <-> int32 / uint32, float64 <-> int64 / uint64,
   // float16 / bfloat16 <-> int16 / uint16 and each other, integers of one size; lazy and fused
-  // like any elementwise op. A 16-bit float NaN's payload is not kept (its value passes through
-  // float32 in a kernel: any NaN becomes the quiet NaN of its sign). bool, or dtypes of two
-  // sizes, is a DTypeError.
+  // like any elementwise op. A float16 NaN's payload is not kept (its value passes through
+  // float32 in a kernel: any NaN becomes the quiet NaN of its sign); a bfloat16 NaN keeps its
+  // payload with the quiet bit set. bool, or dtypes of two sizes, is a DTypeError.
   Tensor bitcast(DType dtype) const;
 
   // ---- movement (metadata only) ----

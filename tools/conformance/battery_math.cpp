@@ -146,6 +146,7 @@ Expected bitcast_reference(const HostTensor& x, DType to) {
 
 void add_bitcasts(BatteryBuilder& builder) {
   const std::vector<std::vector<DType>> sizes = {
+      {dtypes::int8, dtypes::uint8},
       {dtypes::float16, dtypes::bfloat16, dtypes::int16, dtypes::uint16},
       {dtypes::float32, dtypes::int32, dtypes::uint32},
       {dtypes::float64, dtypes::int64, dtypes::uint64}};
