@@ -85,7 +85,9 @@ Tensor element_weights(const Tensor& weight, const Tensor& input, const char* op
 }
 
 struct PickedLosses {
-  Tensor loss;     // -log_probs at the target class, times its weight (0 where ignored)
+  // -log_probs at the target class, times its weight (0 where ignored): weighted, in float32 at
+  // least, where a float16 product of a large loss and weight would overflow before the Mean.
+  Tensor loss;
   Tensor counted;  // bool: the target is not ignore_index
   Tensor weight;   // each target's weight in the Mean: 1 or its class's weight, 0 where ignored
 };
@@ -102,15 +104,17 @@ PickedLosses picked_losses(const Tensor& log_probs, const Tensor& target, int64_
   const Tensor picked = log_probs.take_along_axis(safe.unsqueeze(axis), axis).squeeze(axis);
   if (!weight) return {where(counted, -picked, 0.0), counted, counted.cast(log_probs.dtype())};
   const Tensor target_weight = where(counted, taken(*weight, 0, safe, op), 0.0);
-  return {where(counted, -picked * target_weight, 0.0), counted, target_weight};
+  const Tensor wide_weight = detail::widened(target_weight);
+  return {where(counted, -detail::widened(picked) * wide_weight, 0.0), counted, wide_weight};
 }
 
-// Sum over the counted targets / their total weight (Mean), or the sum, or each.
-Tensor reduced_counted(const Tensor& loss, const Tensor& target_weight, Reduction reduction) {
-  if (reduction != Reduction::Mean) return reduced(loss, reduction);
+// Sum over the counted targets / their total weight (Mean), or the sum, or each, in `dtype`.
+Tensor reduced_counted(const Tensor& loss, const Tensor& target_weight, Reduction reduction,
+                       DType dtype) {
+  if (reduction != Reduction::Mean) return reduced(loss, reduction).cast(dtype);
   // Summed in float32 at least: a float16 sum of thousands of losses, or its count, overflows.
   const Tensor wide = detail::widened(loss);
-  return (wide.sum() / target_weight.cast(wide.dtype()).sum()).cast(loss.dtype());
+  return (wide.sum() / target_weight.cast(wide.dtype()).sum()).cast(dtype);
 }
 
 }  // namespace
@@ -124,7 +128,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reducti
   if (weight) weights = class_weights(*weight, log_probs, axis, "nll_loss");
   const PickedLosses picked =
       picked_losses(log_probs, target, axis, ignore_index, weights, "nll_loss");
-  return reduced_counted(picked.loss, picked.weight, reduction);
+  return reduced_counted(picked.loss, picked.weight, reduction, log_probs.dtype());
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction,
@@ -155,9 +159,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
   Tensor loss = picked.loss;
   if (label_smoothing > 0) {
     const Tensor uniform = where(picked.counted, -weighted_log_probs.sum(axis) / classes, 0.0);
-    loss = loss * (1 - label_smoothing) + uniform * label_smoothing;
+    loss = loss * (1 - label_smoothing) + uniform.cast(loss.dtype()) * label_smoothing;
   }
-  return reduced_counted(loss, picked.weight, reduction);
+  return reduced_counted(loss, picked.weight, reduction, logits.dtype());
 }
 
 Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction reduction,
