@@ -94,13 +94,18 @@ bool reached_along_rows(const UOpRef& ast, const UOp* buffer) {
 
 bool broadcasts_row_value(const UOp& node) {
   if (node.op() != Op::View || node.tracker().is_injective()) return false;
+  // Each value once: an elementwise graph may reach one value by many paths (a hash's rounds
+  // reuse every value twice), which a walk of the paths would take exponentially long to tell.
   std::vector<const UOp*> stack{node.src().get()};
+  std::unordered_set<const UOp*> seen{node.src().get()};
   while (!stack.empty()) {
     const UOp& value = *stack.back();
     stack.pop_back();
     if (value.op() == Op::Reduce) return true;
     if (!is_elementwise(value.op())) continue;
-    for (const UOpRef& src : value.srcs()) stack.push_back(src.get());
+    for (const UOpRef& src : value.srcs()) {
+      if (seen.insert(src.get()).second) stack.push_back(src.get());
+    }
   }
   return false;
 }
