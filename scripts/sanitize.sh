@@ -17,7 +17,8 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # The elementwise conformance families (unary, activation, binary, pow, compare, bitwise, scalar,
 # promotion, cast) run the host path the other families run (build a graph, compile, launch,
 # compare), once per op and dtype; the sanitizers watch host code only (kernels compiled at run
-# time are not instrumented), so those families add time and no coverage here. They run in the
-# plain build.
+# time are not instrumented), so those families add time and no coverage here. So do the
+# families of ops composed from others (nn, conv, sort, random), whose host code their own unit
+# tests (test_nn, test_conv, test_sort, test_random) run here. They all run in the plain build.
 ctest --test-dir build-sanitize --output-on-failure -j2 \
-  -E 'install_and_build|conformance: (unary|activation|binary|pow|compare|bitwise|scalar|promotion|cast)'
+  -E 'install_and_build|conformance: (unary|activation|binary|pow|compare|bitwise|scalar|promotion|cast|nn|conv|sort|random)'
