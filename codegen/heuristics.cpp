@@ -96,9 +96,13 @@ class Chooser {
 
   OptChoice run() {
     if (item_.ast->numel() == 0) return {};  // at every value: a symbolic size counts its largest
-    // A Scatter's work items each own lines: how many, and their workgroups.
-    if (axes_.scatter) {
-      if (!target_.is_gpu) choose_scatter_lanes();
+    // A Scatter's or an Attention's work items each own lines: how many, and their workgroups.
+    if (axes_.owns_lines) {
+      if (item_.ast->op() == Op::Attention) {
+        choose_attention_rows();
+      } else if (!target_.is_gpu) {
+        choose_scatter_lanes();
+      }
       if (!target_.loop_launch) choose_workgroup();
       return std::move(choice_);
     }
@@ -492,6 +496,24 @@ class Chooser {
   // On a CPU a scatter's work item takes neighbouring lines (along the last axis, where that is
   // not the scattered one): each step of its loops then loads and stores a vector's worth of
   // neighbours, not one element a cache line. Enough work items stay for every core.
+  // An Attention's work item reads each key and value once for all its query rows: neighbouring
+  // rows per work item share those loads, where enough work items remain.
+  void choose_attention_rows() {
+    if (axes_.output.size() < 2) return;
+    const int rows = static_cast<int>(axes_.output.size()) - 2;
+    if (axes_.is_symbolic(rows)) return;
+    int64_t lines = 1;
+    for (int64_t size : axes_.output) lines *= size;
+    const int64_t wanted = 2 * target_.compute_units * (target_.is_gpu ? 64 : 1);
+    for (int64_t amount : {4, 2}) {
+      if (axes_.output[rows] % amount != 0 || lines / amount < wanted) continue;
+      add({OptKind::Upcast, rows, amount},
+          "neighbouring query rows per work item share each key and value: " +
+              std::to_string(amount));
+      return;
+    }
+  }
+
   void choose_scatter_lanes() {
     if (axes_.output.empty()) return;
     const int last = static_cast<int>(axes_.output.size()) - 1;

@@ -24,7 +24,7 @@ std::string KernelAxes::to_string() const {
     text += " | " + std::string(reduce_op_name(reduce_op)) + " " + reduce_dtype.name();
     for (size_t at = 0; at < reduce.size(); ++at) text += " " + sym_sizes[output.size() + at].key();
   }
-  if (scatter) text += " | SCATTER";
+  if (owns_lines) text += " | LINES";
   return text + "]";
 }
 
@@ -176,11 +176,12 @@ KernelAxes kernel_axes(const UOpRef& ast) {
   KernelAxes axes;
   axes.output = ast->shape();
   axes.sym_sizes = ast->sym_shape();
-  if (ast->op() == Op::Scatter) {
-    const int axis = ast->scatter_arg().axis;
+  if (ast->op() == Op::Scatter || ast->op() == Op::Attention) {
+    const int axis = ast->op() == Op::Scatter ? ast->scatter_arg().axis
+                                              : static_cast<int>(axes.output.size()) - 1;
     axes.output[axis] = 1;
     axes.sym_sizes[axis] = Sym(1);
-    axes.scatter = true;
+    axes.owns_lines = true;
   }
   if (const UOpRef reduce = kernel_reduce(ast)) {
     const ReduceArg& arg = reduce->reduce_arg();

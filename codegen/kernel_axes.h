@@ -48,10 +48,11 @@ struct KernelAxes {
   std::vector<ReduceInput> reduce_inputs;
   // The buffers the kernel binds: its output and each distinct buffer it reads.
   int64_t buffers = 1;
-  // A Scatter's kernel (codegen/lower_scatter.cpp): each work item owns a line of the output
-  // along the Scatter's axis, whose size is 1 among the output axes here; only LOCAL and UPCAST
-  // (neighbouring lines per work item) apply.
-  bool scatter = false;
+  // A Scatter's kernel (codegen/lower_scatter.cpp) or an Attention's (lower_attention.cpp): each
+  // work item owns a line of the output along the Scatter's axis (the Attention's last), whose
+  // size is 1 among the output axes here; only LOCAL and UPCAST (neighbouring lines per work
+  // item) apply.
+  bool owns_lines = false;
 
   int rank() const { return static_cast<int>(output.size() + reduce.size()); }
   bool is_reduce_axis(int axis) const { return axis >= static_cast<int>(output.size()); }

@@ -58,6 +58,10 @@ LinearProgram Lowerer::run() {
     lower_scatter();
     return std::move(program_);
   }
+  if (item_.ast->op() == Op::Attention) {
+    lower_attention();
+    return std::move(program_);
+  }
 
   // Each work item covers a tile of outputs (tile_lanes).
   LaunchIndex launched = index_launch(plan_, tile_counts(shape), program_);

@@ -97,6 +97,10 @@ class Lowerer : public LinearBuilder {
   // order, storing (or reducing) each value where its index points: a work item's stores are in
   // program order, and no other work item writes its lines.
   void lower_scatter();
+  // An Attention's kernel (codegen/lower_attention.cpp): each work item owns query rows and walks
+  // the keys once, with a running maximum, sum and weighted sum per row (online softmax); the
+  // scores never leave its registers.
+  void lower_attention();
 
   // One loop nest for every lane: each lane has its accumulator. Long float sums add into block
   // accumulators first (see plan_blocked_sum), so their rounding error grows like sqrt(n). The

@@ -47,7 +47,7 @@ class OptChecker {
     for (const Opt& opt : opts_) {
       opt_ = &opt;
       if (opt.amount < 2) refuse("the amount must be at least 2 (1 changes nothing)");
-      if (axes_.scatter && opt.kind != OptKind::Local && opt.kind != OptKind::Upcast)
+      if (axes_.owns_lines && opt.kind != OptKind::Local && opt.kind != OptKind::Upcast)
         refuse(
             "a scatter's work items each own lines of the output: only LOCAL and UPCAST "
             "apply");

@@ -152,8 +152,9 @@ int fuse_row_reductions(Schedule& schedule, int64_t max_lanes, int64_t max_buffe
     const Shape& shape = item.output->shape();
     if (shape.empty() || row_lanes(shape.back(), max_lanes) == 0) continue;
     // A kernel with a reduction of its own (a matmul of normalized rows) keeps its opts; a
-    // Scatter's work items own lines, not rows.
-    if (kernel_reduce(item.ast) || item.ast->op() == Op::Scatter) continue;
+    // Scatter's or an Attention's work items own lines, not rows.
+    if (kernel_reduce(item.ast) || item.ast->op() == Op::Scatter || item.ast->op() == Op::Attention)
+      continue;
     bool again = true;
     while (again) {
       again = false;

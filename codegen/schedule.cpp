@@ -9,6 +9,7 @@
 #include "codegen/kernel_size.h"
 #include "codegen/row_fusion.h"
 #include "codegen/schedule_builder.h"
+#include "codegen/unfused_attention.h"
 #include "core/const_fold.h"
 #include "core/rewrite.h"
 
@@ -209,6 +210,9 @@ struct KernelLimits {
   // The heuristics share a full reduction between workgroups (GRID): a large one is not split in
   // two kernels, where GRID applies to it (32- and 64-bit results, not a float product).
   bool grid_reductions = false;
+  // Attention runs as its own kernel (codegen/lower_attention.cpp) on a device with workgroups,
+  // where its walk over the keys fits the loop limit; elsewhere as reductions.
+  bool attention_kernels = false;
 };
 
 KernelLimits limits_on(const ScheduleTarget& scheduled) {
@@ -221,6 +225,7 @@ KernelLimits limits_on(const ScheduleTarget& scheduled) {
   // Only where the heuristics choose the opts: other policies may leave a reduction that is not
   // split to a single work item.
   limits.grid_reductions = scheduled.heuristics && target.prefers_grid();
+  limits.attention_kernels = !target.loop_launch;
   return limits;
 }
 
@@ -295,6 +300,13 @@ std::vector<UOpRef> rewrite_reductions(const std::vector<UOpRef>& input_roots,
       [&](const UOpRef& node) -> UOpRef {
         if (node->op() == Op::Scatter)
           return bound_scatter_length(node, limits(device_of_node(node)).max_reduce_length);
+        if (node->op() == Op::Attention) {
+          const KernelLimits& node_limits = limits(device_of_node(node));
+          const int64_t keys = node->src(1)->sym_shape()[node->src(1)->shape().size() - 2].vmax();
+          const bool fits =
+              node_limits.max_reduce_length <= 0 || keys <= node_limits.max_reduce_length;
+          return node_limits.attention_kernels && fits ? nullptr : unfused_attention(node);
+        }
         if (node->op() != Op::Reduce) return nullptr;
         if (UOpRef folded = fold_constant_reduce(node)) return folded;
         const bool one_kernel =
@@ -392,6 +404,18 @@ Uses find_uses(const std::vector<UOpRef>& order, const std::vector<UOpRef>& root
     }
     // A Scatter's kernel stores into its own buffer (codegen/lower_scatter.cpp).
     if (node->op() == Op::Scatter) uses.must_realize.insert(node);
+    // An Attention's kernel too (codegen/lower_attention.cpp). It reads each key and value once
+    // per query row: a computed source is realized first (its Views, which only address it, stay
+    // fused), so that its arithmetic is not repeated per read.
+    if (node->op() == Op::Attention) {
+      uses.must_realize.insert(node);
+      for (const UOpRef& src : node->srcs()) {
+        const UOp* computed = src.get();
+        while (computed->op() == Op::View) computed = computed->src().get();
+        if (computed->op() != Op::Buffer && computed->op() != Op::Const)
+          uses.must_realize.insert(computed);
+      }
+    }
     // An Assign computes its value into its target's buffer (through the target's view, where it
     // writes a region): where the value reads that buffer other than element by element (through
     // another view, a reduction, a gather), it is computed into a buffer of its own first, so

@@ -38,6 +38,10 @@ size_t hash_arg(const Arg& arg) {
                                  scatter.reduce ? static_cast<size_t>(*scatter.reduce) + 1 : 0);
       return hash_combine(seed, std::hash<std::string>()(scatter.op));
     }
+    size_t operator()(const AttentionArg& attention) const {
+      return hash_combine(std::hash<double>()(attention.scale),
+                          static_cast<size_t>(attention.causal));
+    }
   };
   return std::visit(Visitor{}, arg) + arg.index();
 }
@@ -103,6 +107,13 @@ std::shared_ptr<const SymShape> derived_sym_shape(Op op, const std::vector<UOpRe
   if (op == Op::Scatter || op == Op::Assign)
     return srcs[0]->is_symbolic() ? std::make_shared<const SymShape>(srcs[0]->sym_shape())
                                   : nullptr;
+  // Attention has q's leading sizes and v's last.
+  if (op == Op::Attention) {
+    if (!srcs[0]->is_symbolic() && !srcs[2]->is_symbolic()) return nullptr;
+    SymShape shape = srcs[0]->sym_shape();
+    shape.back() = srcs[2]->sym_shape().back();
+    return all_const(shape) ? nullptr : std::make_shared<const SymShape>(std::move(shape));
+  }
   const bool symbolic =
       std::any_of(srcs.begin(), srcs.end(), [](const UOpRef& src) { return src->is_symbolic(); });
   if (!symbolic) return nullptr;
@@ -275,7 +286,8 @@ const char* op_name(Op op) {
       "TRUNC",  "ADD",     "SUB",    "MUL",        "DIV",   "MOD",    "MAX",     "MIN",
       "POW",    "ATAN2",   "HYPOT",  "COPYSIGN",   "CMPLT", "CMPLE",  "CMPGT",   "CMPGE",
       "CMPEQ",  "CMPNE",   "AND",    "OR",         "XOR",   "SHL",    "SHR",     "WHERE",
-      "CAST",   "BITCAST", "REDUCE", "CONTIGUOUS", "COPY",  "GATHER", "SCATTER", "ASSIGN"};
+      "CAST",   "BITCAST", "REDUCE", "CONTIGUOUS", "COPY",  "GATHER", "SCATTER", "ATTENTION",
+      "ASSIGN"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Op::Assign) + 1,
                 "a name for every Op");
   return kNames[static_cast<int>(op)];
@@ -354,6 +366,9 @@ std::string UOp::to_string() const {
     void operator()(const ScatterArg& scatter) const {
       out << " axis=" << scatter.axis << " "
           << (scatter.reduce ? reduce_op_name(*scatter.reduce) : "REPLACE") << " " << scatter.op;
+    }
+    void operator()(const AttentionArg& attention) const {
+      out << " scale=" << attention.scale << (attention.causal ? " causal" : "");
     }
   };
   std::visit(Visitor{text, dtype_}, arg_);

@@ -115,6 +115,16 @@ enum class Op : uint8_t {
   // device gets the same result. Index semantics as a Gather's. Always realized into a buffer of
   // its own (one a Scatter it is the only user of may update in place). arg: ScatterArg.
   Scatter,
+  // Scaled dot-product attention over the last two axes, in one kernel that never stores the
+  // scores: for each query row i, out[..., i, :] = sum_j w_ij v[..., j, :] where w_i is the softmax
+  // over j of s_ij = scale * (q[..., i, :] . k[..., j, :]), plus srcs[3][..., i, j] where a float
+  // mask is given, and -inf where a bool mask is false or (causal) j > i. A row whose scores are
+  // all -inf is 0. srcs: q (..., L, E), k (..., S, E), v (..., S, Ev) and an optional mask
+  // (..., L, S), all of the node's leading sizes; the node is (..., L, Ev) in q's dtype. Scores,
+  // the running maximum and sum and the weighted sum are kept in float32 (float64 for float64):
+  // one pass over the keys rescales what it has summed when the maximum grows (online softmax).
+  // Always realized into a buffer of its own. arg: AttentionArg.
+  Attention,
   // Writes srcs[1] (the node's shape and dtype) into srcs[0], a realized Buffer, in place; the
   // node's value is then that buffer. Only Tensor::assign makes one, and realizes it at once.
   Assign,
@@ -150,6 +160,14 @@ struct ScatterArg {
   }
 };
 
+struct AttentionArg {
+  double scale = 1;
+  bool causal = false;  // drop key j for query i where j > i
+  bool operator==(const AttentionArg& other) const {
+    return scale == other.scale && causal == other.causal;
+  }
+};
+
 // Realized device memory. The runtime derives its buffers from this; core only holds them.
 class Storage {
  public:
@@ -166,8 +184,9 @@ class Storage {
   std::atomic<uint64_t> version_{0};
 };
 
-using Arg = std::variant<std::monostate, ConstArg, ShapeTracker, ReduceArg,
-                         std::shared_ptr<Storage>, std::string, GatherArg, ScatterArg>;
+using Arg =
+    std::variant<std::monostate, ConstArg, ShapeTracker, ReduceArg, std::shared_ptr<Storage>,
+                 std::string, GatherArg, ScatterArg, AttentionArg>;
 
 class UOp;
 using UOpRef = std::shared_ptr<const UOp>;
@@ -207,6 +226,7 @@ class UOp {
   const std::string& device_arg() const { return std::get<std::string>(arg_); }
   const GatherArg& gather_arg() const { return std::get<GatherArg>(arg_); }
   const ScatterArg& scatter_arg() const { return std::get<ScatterArg>(arg_); }
+  const AttentionArg& attention_arg() const { return std::get<AttentionArg>(arg_); }
 
   // One line: op, dtype, shape and argument.
   std::string to_string() const;

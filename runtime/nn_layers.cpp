@@ -237,24 +237,78 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (mask && is_causal)
     throw ValueError(std::string("[") + op + "] is_causal and an explicit mask are exclusive");
   const double factor = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(qs[rank - 1]));
-  Tensor scores = matmul(q, keys.transpose(-2, -1)) * factor;
-  const double drop = -std::numeric_limits<double>::infinity();
-  if (is_causal) {
-    const int64_t length = qs[rank - 2], keys_length = ks[rank - 2];
-    const Tensor rows =
-        Tensor::arange(0, length, 1, dtypes::int32, q.device()).reshape({length, 1});
-    const Tensor columns = Tensor::arange(0, keys_length, 1, dtypes::int32, q.device());
-    scores = where(columns <= rows, scores, drop);
-  }
+  Tensor mask_value;
   if (mask) {
     if (!mask->dtype().is_bool() && !mask->dtype().is_float())
       throw DTypeError(std::string("[") + op + "] the mask must be bool (true keeps a score) or " +
                        "float (added to the scores), got " + describe(*mask));
-    scores = mask->dtype().is_bool() ? where(*mask, scores, drop) : scores + *mask;
+    if (mask->ndim() > rank)
+      shape_error(op, "the mask " + mask->shape_string() + " has more axes than the scores (" +
+                          std::to_string(rank) + ")");
+    mask_value = *mask;
+    while (mask_value.ndim() < rank) mask_value = mask_value.unsqueeze(0);
+    check_same_device(q, mask_value, op);
   }
-  // A row with every score dropped attends to nothing: 0, not softmax's NaN.
-  const Tensor dropped = scores.max(-1, true) == drop;
-  return matmul(where(dropped, 0.0, scores.softmax(-1)), values);
+  for (const Tensor* tensor : {&k, &v}) check_same_device(q, *tensor, op);
+  // Every source expanded to the leading sizes they broadcast to (a size of 1 repeats).
+  Shape lead(qs.begin(), qs.end() - 2);
+  const auto leading = [&](const Tensor& tensor) {
+    return Shape(tensor.shape().begin(), tensor.shape().end() - 2);
+  };
+  lead = broadcast_shapes(lead, leading(keys), op);
+  lead = broadcast_shapes(lead, leading(values), op);
+  if (mask) lead = broadcast_shapes(lead, leading(mask_value), op);
+  const auto expanded = [&](const Tensor& tensor, const Dim& row, const Dim& column) {
+    DimShape shape;
+    const DimShape dims = tensor.dims();
+    for (size_t axis = 0; axis < lead.size(); ++axis) {
+      // A size the sources share keeps its Dim (a bound variable stays symbolic).
+      Dim size(lead[axis]);
+      for (const Tensor* source : std::initializer_list<const Tensor*>{&q, &keys, &values}) {
+        if (source->shape()[axis] == lead[axis]) {
+          size = source->dims()[axis];
+          break;
+        }
+      }
+      shape.push_back(size);
+    }
+    shape.push_back(row);
+    shape.push_back(column);
+    for (size_t axis = 0; axis < shape.size(); ++axis) {
+      if (!(dims[axis].sym() == shape[axis].sym())) return tensor.expand(shape);
+    }
+    return tensor;
+  };
+  const DType dtype = promote_types(promote_types(q.dtype(), k.dtype()), v.dtype());
+  const DimShape q_dims = q.dims(), k_dims = keys.dims(), v_dims = values.dims();
+  const Dim length = q_dims[rank - 2], keys_length = k_dims[rank - 2];
+  std::vector<UOpRef> sources = {
+      node_of(expanded(q.cast(dtype), length, q_dims[rank - 1])),
+      node_of(expanded(keys.cast(dtype), keys_length, k_dims[rank - 1])),
+      node_of(expanded(values.cast(dtype), keys_length, v_dims[rank - 1]))};
+  if (mask) {
+    const DimShape mask_dims = mask_value.dims();
+    const auto sized = [](const Dim& given, const Dim& wanted) {
+      return given.is_symbolic() || given.value() != 1 ? given : wanted;
+    };
+    if ((mask_value.shape()[rank - 2] != 1 &&
+         mask_value.shape()[rank - 2] != q.shape()[rank - 2]) ||
+        (mask_value.shape()[rank - 1] != 1 &&
+         mask_value.shape()[rank - 1] != keys.shape()[rank - 2]))
+      shape_error(op, "the mask " + mask->shape_string() + " must broadcast to the scores (L " +
+                          std::to_string(q.shape()[rank - 2]) + ", S " +
+                          std::to_string(keys.shape()[rank - 2]) + "): " + describe_all());
+    sources.push_back(node_of(expanded(mask_value, sized(mask_dims[rank - 2], length),
+                                       sized(mask_dims[rank - 1], keys_length))));
+  }
+  // One Attention node: a device with workgroups computes it in one kernel, the scores never
+  // stored; the CPU as two products and a softmax (codegen/unfused_attention.h).
+  Shape out_shape = lead;
+  out_shape.push_back(qs[rank - 2]);
+  out_shape.push_back(vs[rank - 1]);
+  return make_tensor(UOp::make(Op::Attention, dtype, std::move(sources),
+                               AttentionArg{factor, is_causal}, out_shape),
+                     q.device());
 }
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {

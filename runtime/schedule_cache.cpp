@@ -45,6 +45,11 @@ size_t hash_node(const UOp& node, int leaf, const int* srcs, size_t src_count, b
       return hash_combine(hash, std::hash<std::string>()(node.device_arg()));
     case Op::Gather:
       return hash_combine(hash, static_cast<size_t>(node.gather_arg().axis));
+    case Op::Attention: {
+      const AttentionArg& attention = node.attention_arg();
+      hash = hash_combine(hash, std::hash<double>()(attention.scale));
+      return hash_combine(hash, static_cast<size_t>(attention.causal));
+    }
     case Op::Scatter: {
       const ScatterArg& scatter = node.scatter_arg();
       hash = hash_combine(hash, static_cast<size_t>(scatter.axis));

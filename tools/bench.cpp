@@ -207,6 +207,7 @@ int bench_main(const Options& options) {
   run("matmul", [&] { return bench::bench_matmul(harness, blas.get(), limits); });
   run("sort", [&] { return bench::bench_sort(harness, copy); });
   run("conv2d", [&] { return bench::bench_conv2d(harness, blas.get(), limits); });
+  run("attention", [&] { return bench::bench_attention(harness, copy); });
   run("matmul n", [&] { return bench::bench_matmul_sizes(harness); });
   run("train", [&] { return bench::bench_train(harness); });
   run("decode", [&] { return bench::bench_decode(harness); });

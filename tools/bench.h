@@ -7,6 +7,7 @@
 //   bench_indexing.cpp   an embedding lookup and its gradient (computed addresses)
 //   bench_conv.cpp       a 3x3 convolution beside the BLAS on its im2col product
 //   bench_sort.cpp       sorting one line of float32 values
+//   bench_attention.cpp  causal attention at a GPT-2-small shape
 //   bench_decode.cpp     a decode step of examples/gpt2's decoder, captured over a Variable
 //   bench_check.h        checking a result, recording a measurement
 //   bench_host.cpp       the machine's own limits (memcpy bandwidth, a BLAS loaded at run time)
@@ -100,6 +101,7 @@ struct Sizes {
   int64_t tokens = 2048;                   // embedding: the rows looked up
   int64_t conv_batch = 8;                  // conv2d: images of 64 x 56 x 56
   int64_t sort = int64_t{1} << 20;         // sort: float32 values in one line
+  int64_t attention = 1024;                // attention: the sequence (batch 4, 8 heads of 64)
 };
 Sizes default_sizes();
 Sizes quick_sizes();
@@ -198,6 +200,9 @@ Result bench_conv2d(Harness& harness, const Blas* blas, const DeviceLimits& limi
 // `sort` float32 values sorted (kiln::sort), beside the copy bandwidth for reading and writing
 // them once.
 Result bench_sort(Harness& harness, const CopyLimit& copy);
+// Causal scaled_dot_product_attention, batch 4, 8 heads of 64, over `attention` positions: q, k, v
+// and the output moved once per run, beside the copy bandwidth (bench_attention.cpp).
+Result bench_attention(Harness& harness, const CopyLimit& copy);
 // bfloat16 inputs and output (float32 accumulation) beside the vendor's bfloat16 GEMM.
 Result bench_matmul_bfloat16(Harness& harness, const DeviceLimits& limits);
 Result bench_overhead(Harness& harness, double target_seconds);

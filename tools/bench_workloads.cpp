@@ -79,6 +79,7 @@ Sizes quick_sizes() {
   sizes.tokens = 256;
   sizes.conv_batch = 1;
   sizes.sort = int64_t{1} << 16;
+  sizes.attention = 256;
   return sizes;
 }
 

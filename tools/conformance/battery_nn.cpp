@@ -5,6 +5,7 @@
 #include <kiln/nn.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "tools/conformance/battery.h"
@@ -172,45 +173,61 @@ void add_layers(BatteryBuilder& builder) {
   }
 }
 
-// softmax(q k^T / sqrt(E) [masked]) v for q (B, Hq, L, E) and k, v (B, Hk, S, E).
-Expected attention_reference(DType dtype, const std::vector<HostTensor>& in, bool causal,
-                             bool masked) {
+// softmax(scale q k^T + bias) v for q (B, Hq, L, E), k (B, Hk, S, E) and v (B, Hk, S, Ev), where
+// `bias(b, h, i, j)` is 0, a float mask's value or -inf (a dropped score); a row whose scores are
+// all -inf is 0.
+using AttentionBias = std::function<double(int64_t, int64_t, int64_t, int64_t)>;
+
+Expected attention_reference(DType dtype, const std::vector<HostTensor>& in, double scale,
+                             const AttentionBias& bias) {
   const Shape& qs = in[0].shape;
   const int64_t batch = qs[0], heads = qs[1], length = qs[2], width = qs[3];
-  const int64_t kv_heads = in[1].shape[1], keys = in[1].shape[2];
+  const int64_t kv_heads = in[1].shape[1], keys = in[1].shape[2], value_width = in[2].shape[3];
   const auto q = as_doubles(in[0]), k = as_doubles(in[1]), v = as_doubles(in[2]);
-  const std::vector<int64_t> keep = masked ? as_ints(in[3]) : std::vector<int64_t>();
-  std::vector<double> out(q.size()), scale(q.size());
+  const Shape out_shape = {batch, heads, length, value_width};
+  std::vector<double> out(static_cast<size_t>(batch * heads * length * value_width));
+  std::vector<double> magnitudes(out.size());
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < heads; ++h) {
       const int64_t kh = h / (heads / kv_heads);
+      const auto v_at = [&](int64_t j, int64_t e) {
+        return v[static_cast<size_t>(((b * kv_heads + kh) * keys + j) * value_width + e)];
+      };
       for (int64_t i = 0; i < length; ++i) {
-        std::vector<double> scores(keys);
+        std::vector<double> scores(static_cast<size_t>(keys));
         double peak = -INFINITY;
         for (int64_t j = 0; j < keys; ++j) {
           double dot = 0;
           for (int64_t e = 0; e < width; ++e)
-            dot += q[((b * heads + h) * length + i) * width + e] *
-                   k[((b * kv_heads + kh) * keys + j) * width + e];
-          const bool kept = (!causal || j <= i) && (!masked || keep[i * keys + j]);
-          scores[j] = kept ? dot / std::sqrt(static_cast<double>(width)) : -INFINITY;
+            dot += q[static_cast<size_t>(((b * heads + h) * length + i) * width + e)] *
+                   k[static_cast<size_t>(((b * kv_heads + kh) * keys + j) * width + e)];
+          scores[j] = dot * scale + bias(b, h, i, j);
           peak = std::max(peak, scores[j]);
         }
         double total = 0;
-        for (double& score : scores) total += (score = std::exp(score - peak));
-        for (int64_t e = 0; e < width; ++e) {
+        if (peak != -INFINITY) {
+          for (double& score : scores) total += (score = std::exp(score - peak));
+        }
+        for (int64_t e = 0; e < value_width; ++e) {
           double value = 0, magnitude = 0;
-          for (int64_t j = 0; j < keys; ++j) {
-            const double term = scores[j] / total * v[((b * kv_heads + kh) * keys + j) * width + e];
-            value += term;
-            magnitude += std::fabs(v[((b * kv_heads + kh) * keys + j) * width + e]);
+          for (int64_t j = 0; j < keys && total > 0; ++j) {
+            value += scores[j] / total * v_at(j, e);
+            magnitude += std::fabs(v_at(j, e));
           }
-          out[((b * heads + h) * length + i) * width + e] = value;
-          scale[((b * heads + h) * length + i) * width + e] = magnitude;
+          const size_t at = static_cast<size_t>(((b * heads + h) * length + i) * value_width + e);
+          out[at] = value;
+          magnitudes[at] = magnitude;
         }
       }
     }
-  return result_of(dtype, qs, out, scale);
+  return result_of(dtype, out_shape, out, magnitudes);
+}
+
+// The bias of a causal attention (j > i dropped), or of none.
+AttentionBias causal_bias(bool causal) {
+  return [causal](int64_t, int64_t, int64_t i, int64_t j) {
+    return causal && j > i ? -INFINITY : 0.0;
+  };
 }
 
 void add_attention(BatteryBuilder& builder) {
@@ -219,13 +236,14 @@ void add_attention(BatteryBuilder& builder) {
     const std::vector<InputSpec> qkv = {input(dtype, {2, 4, 5, 8}, Values::Small),
                                         input(dtype, {2, 2, 6, 8}, Values::Small, 1),
                                         input(dtype, {2, 2, 6, 8}, Values::Small, 2)};
+    const double scale = 1 / std::sqrt(8.0);
     builder.add(make_case(
         "nn", "attention(gqa)", qkv,
         [](const std::vector<Tensor>& in) {
           return nn::scaled_dot_product_attention(in[0], in[1], in[2]);
         },
-        [dtype](const std::vector<HostTensor>& in) {
-          return attention_reference(dtype, in, false, false);
+        [dtype, scale](const std::vector<HostTensor>& in) {
+          return attention_reference(dtype, in, scale, causal_bias(false));
         },
         "nn::scaled_dot_product_attention(q, k, v)", tolerance));
     builder.add(make_case(
@@ -233,8 +251,8 @@ void add_attention(BatteryBuilder& builder) {
         [](const std::vector<Tensor>& in) {
           return nn::scaled_dot_product_attention(in[0], in[1], in[2], {}, true);
         },
-        [dtype](const std::vector<HostTensor>& in) {
-          return attention_reference(dtype, in, true, false);
+        [dtype, scale](const std::vector<HostTensor>& in) {
+          return attention_reference(dtype, in, scale, causal_bias(true));
         },
         "nn::scaled_dot_product_attention(q, k, v, {}, true)", tolerance));
     std::vector<InputSpec> with_mask = qkv;
@@ -242,16 +260,57 @@ void add_attention(BatteryBuilder& builder) {
     builder.add(make_case(
         "nn", "attention(mask)", with_mask,
         [](const std::vector<Tensor>& in) {
-          // Column 0 always kept: no row loses every score.
+          // Column 0 dropped from row 1 and kept in the others; row 1 keeps nothing else.
+          const Tensor rows =
+              Tensor::arange(0, 5, 1, dtypes::int32, in[3].device()).reshape({5, 1});
           const Tensor first = Tensor::arange(0, 6, 1, dtypes::int32, in[3].device()) == 0.0;
-          return nn::scaled_dot_product_attention(in[0], in[1], in[2], in[3] | first);
+          return nn::scaled_dot_product_attention(in[0], in[1], in[2],
+                                                  (in[3] | first) & (rows != 1.0));
+        },
+        [dtype, scale](const std::vector<HostTensor>& in) {
+          const std::vector<int64_t> keep = as_ints(in[3]);
+          return attention_reference(
+              dtype, in, scale, [keep](int64_t, int64_t, int64_t i, int64_t j) {
+                const bool kept = i != 1 && (j == 0 || keep[static_cast<size_t>(i * 6 + j)]);
+                return kept ? 0.0 : -INFINITY;
+              });
+        },
+        "nn::scaled_dot_product_attention(q, k, v, (mask | column == 0) & row != 1): row 1 keeps "
+        "no score, so it is 0",
+        tolerance));
+    // A float mask added to the scores (per batch, broadcast over heads), an explicit scale,
+    // and values of another width than the keys.
+    const std::vector<InputSpec> float_mask = {
+        input(dtype, {2, 3, 5, 8}, Values::Small), input(dtype, {2, 3, 7, 8}, Values::Small, 1),
+        input(dtype, {2, 3, 7, 3}, Values::Small, 2), input(dtype, {2, 1, 5, 7}, Values::Small, 3)};
+    builder.add(make_case(
+        "nn", "attention(float mask, scale)", float_mask,
+        [](const std::vector<Tensor>& in) {
+          return nn::scaled_dot_product_attention(in[0], in[1], in[2], in[3], false, 0.7);
         },
         [dtype](const std::vector<HostTensor>& in) {
-          std::vector<HostTensor> inputs = in;
-          for (int64_t row = 0; row < 5; ++row) inputs[3].data[row * 6].i = 1;
-          return attention_reference(dtype, inputs, false, true);
+          const std::vector<double> mask = as_doubles(in[3]);
+          return attention_reference(dtype, in, 0.7,
+                                     [mask](int64_t b, int64_t, int64_t i, int64_t j) {
+                                       return mask[static_cast<size_t>((b * 5 + i) * 7 + j)];
+                                     });
         },
-        "nn::scaled_dot_product_attention(q, k, v, mask)", tolerance));
+        "nn::scaled_dot_product_attention(q, k, v, mask (B, 1, L, S) float, false, 0.7)",
+        tolerance));
+    // Longer and odd lengths (a kernel's rows per work item do not divide them), causal.
+    const std::vector<InputSpec> longer = {input(dtype, {1, 2, 33, 16}, Values::Small),
+                                           input(dtype, {1, 2, 67, 16}, Values::Small, 1),
+                                           input(dtype, {1, 2, 67, 16}, Values::Small, 2)};
+    builder.add(make_case(
+        "nn", "attention(causal, L 33, S 67)", longer,
+        [](const std::vector<Tensor>& in) {
+          return nn::scaled_dot_product_attention(in[0], in[1], in[2], {}, true);
+        },
+        [dtype](const std::vector<HostTensor>& in) {
+          return attention_reference(dtype, in, 0.25, causal_bias(true));
+        },
+        "nn::scaled_dot_product_attention(q, k, v, {}, true) over 33 queries and 67 keys",
+        tolerance));
   }
 }
 
