@@ -502,6 +502,9 @@ class Chooser {
     if (axes_.output.size() < 2) return;
     const int rows = static_cast<int>(axes_.output.size()) - 2;
     if (axes_.is_symbolic(rows)) return;
+    // Each row holds its query and sums in registers: wide heads get one row per work item.
+    const int64_t widths = item_.ast->src(0)->shape().back() + item_.ast->shape().back();
+    if (widths > 256) return;
     int64_t lines = 1;
     for (int64_t size : axes_.output) lines *= size;
     const int64_t wanted = 2 * target_.compute_units * (target_.is_gpu ? 64 : 1);

@@ -98,7 +98,7 @@ void Lowerer::lower_attention() {
                               as_acc(lower_one(key, at(key_row, last, Sym(feature))))});
         dot = dot < 0 ? term : alu(Op::Add, acc_dtype, {dot, term});
       }
-      int score = features == 0 ? zero : alu(Op::Mul, acc_dtype, {dot, scale});
+      int score = alu(Op::Mul, acc_dtype, {features == 0 ? zero : dot, scale});
       if (mask) {
         const int mask_value = lower_one(mask, at(lanes[lane], last, step));
         score = mask->dtype().is_bool()
@@ -119,13 +119,17 @@ void Lowerer::lower_attention() {
       const int weight = alu(Op::Exp, acc_dtype, {alu(Op::Sub, acc_dtype, {score, base})});
       const int total =
           alu(Op::Add, acc_dtype, {alu(Op::Mul, acc_dtype, {state.total, rescale}), weight});
+      const int unweighted = alu(Op::CmpEq, dtypes::bool_, {weight, zero});
       std::vector<int> weighted;
       for (int64_t feature = 0; feature < value_features; ++feature) {
         const int value_at = as_acc(lower_one(value, at(key_row, last, Sym(feature))));
         const int kept = state.weighted[static_cast<size_t>(feature)];
-        weighted.push_back(alu(Op::Add, acc_dtype,
-                               {alu(Op::Mul, acc_dtype, {kept, rescale}),
-                                alu(Op::Mul, acc_dtype, {weight, value_at})}));
+        // A key of weight 0 (dropped, or too small to count) adds nothing, even where its value
+        // is inf or NaN (a cache's unused slots behind a mask).
+        const int term = alu(Op::Where, acc_dtype,
+                             {unweighted, zero, alu(Op::Mul, acc_dtype, {weight, value_at})});
+        weighted.push_back(
+            alu(Op::Add, acc_dtype, {alu(Op::Mul, acc_dtype, {kept, rescale}), term}));
       }
       set(state.maximum, maximum);
       set(state.total, total);

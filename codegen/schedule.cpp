@@ -279,6 +279,23 @@ UOpRef bound_scatter_length(const UOpRef& node, int64_t limit) {
   return result;
 }
 
+// An Attention's kernel holds a query row's E values and Ev sums per lane, unrolled: it runs as
+// one where those are fixed and few (a head's 64 or 128) and its walk over the keys fits the
+// device's loop limit.
+constexpr int64_t kMaxAttentionWidth = 256;
+
+bool runs_as_kernel(const UOp& attention, const KernelLimits& limits) {
+  if (!limits.attention_kernels) return false;
+  const SymShape key_shape = attention.src(1)->sym_shape();
+  const Sym features = key_shape.back(), keys = key_shape[key_shape.size() - 2];
+  const Sym value_features = attention.src(2)->sym_shape().back();
+  if (!features.is_const() || !value_features.is_const()) return false;
+  if (features.const_value() > kMaxAttentionWidth ||
+      value_features.const_value() > kMaxAttentionWidth)
+    return false;
+  return limits.max_reduce_length <= 0 || keys.vmax() <= limits.max_reduce_length;
+}
+
 // One pass: values realized before (by another graph that shares these nodes) are read, not
 // computed, long scatters are chained, and long reductions are split (a replacement's new nodes are
 // rewritten too, so a split's parts are bounded).
@@ -300,13 +317,9 @@ std::vector<UOpRef> rewrite_reductions(const std::vector<UOpRef>& input_roots,
       [&](const UOpRef& node) -> UOpRef {
         if (node->op() == Op::Scatter)
           return bound_scatter_length(node, limits(device_of_node(node)).max_reduce_length);
-        if (node->op() == Op::Attention) {
-          const KernelLimits& node_limits = limits(device_of_node(node));
-          const int64_t keys = node->src(1)->sym_shape()[node->src(1)->shape().size() - 2].vmax();
-          const bool fits =
-              node_limits.max_reduce_length <= 0 || keys <= node_limits.max_reduce_length;
-          return node_limits.attention_kernels && fits ? nullptr : unfused_attention(node);
-        }
+        if (node->op() == Op::Attention)
+          return runs_as_kernel(*node, limits(device_of_node(node))) ? nullptr
+                                                                     : unfused_attention(node);
         if (node->op() != Op::Reduce) return nullptr;
         if (UOpRef folded = fold_constant_reduce(node)) return folded;
         const bool one_kernel =

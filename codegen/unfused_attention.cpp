@@ -86,11 +86,15 @@ UOpRef unfused_attention(const UOpRef& attention) {
                                 binary(Op::Div, acc, exponent, total));
   // (..., L, S, 1) * (..., 1, S, Ev) summed over S.
   const SymShape weighted_shape = with_tail(lead, {length, keys, value_features});
-  const UOpRef weighted = binary(
-      Op::Mul, acc,
-      expand_node(reshape_node(weights, with_tail(lead, {length, keys, Sym(1)})), weighted_shape),
-      expand_node(reshape_node(value, with_tail(lead, {Sym(1), keys, value_features})),
-                  weighted_shape));
+  // A key of weight 0 adds nothing, even where its value is inf or NaN (as in the kernel).
+  const UOpRef spread_weights =
+      expand_node(reshape_node(weights, with_tail(lead, {length, keys, Sym(1)})), weighted_shape);
+  const UOpRef weighted = select(
+      binary(Op::CmpEq, dtypes::bool_, spread_weights, const_like(0, acc, spread_weights)),
+      const_like(0, acc, spread_weights),
+      binary(Op::Mul, acc, spread_weights,
+             expand_node(reshape_node(value, with_tail(lead, {Sym(1), keys, value_features})),
+                         weighted_shape)));
   const UOpRef result = reshape_node(reduce_node(weighted, ReduceOp::Sum, {rank + 1}),
                                      with_tail(lead, {length, value_features}));
   return cast(result, dtype);

@@ -72,9 +72,12 @@ std::vector<double> reference(const Problem& p, const std::vector<float>& q,
           for (double& score : scores) total += (score = std::exp(score - peak));
         for (int64_t e = 0; e < p.value_width; ++e) {
           double value = 0;
-          for (int64_t j = 0; j < p.keys && total > 0; ++j)
+          // A key of weight 0 (dropped) adds nothing, whatever its value.
+          for (int64_t j = 0; j < p.keys && total > 0; ++j) {
+            if (scores[j] == 0) continue;
             value +=
                 scores[j] / total * v[((b * p.kv_heads + kh) * p.keys + j) * p.value_width + e];
+          }
           out[((b * p.heads + h) * p.length + i) * p.value_width + e] = value;
         }
       }
@@ -133,6 +136,21 @@ TEST_CASE("attention is one kernel on a device with workgroups, reductions on th
   // A walk over 96 keys past a device's loop limit is split as reductions are.
   const Schedule limited = schedule_of(out, workgroup_target(4 * 32));
   for (const ScheduleItem& item : limited.items) CHECK(item.ast->op() != Op::Attention);
+  // Heads wider than a kernel's registers hold, or of a variable width, are reductions too.
+  const Tensor wide = Tensor::rand({1, 2, 8, 300}, 4, "CPU").realize();
+  for (const ScheduleItem& item :
+       schedule_of(nn::scaled_dot_product_attention(wide, wide, wide), workgroup_target()).items)
+    CHECK(item.ast->op() != Op::Attention);
+  const Variable width("width", 1, 16);
+  const Tensor narrowed = Tensor::rand({1, 2, 8, 16}, 5, "CPU")
+                              .realize()
+                              .shrink(std::vector<std::pair<Dim, Dim>>{
+                                  {0, 1}, {0, 2}, {0, 8}, {Dim(0), width.bind(12)}});
+  for (const ScheduleItem& item :
+       schedule_of(nn::scaled_dot_product_attention(narrowed, narrowed, narrowed),
+                   workgroup_target())
+           .items)
+    CHECK(item.ast->op() != Op::Attention);
 }
 
 TEST_CASE("attention matches a double reference on every device", "[attention][devices]") {
@@ -173,6 +191,7 @@ TEST_CASE("attention matches a double reference on every device", "[attention][d
       {"one element", single},
       {"odd sizes, causal", odd, true},
       {"a NaN in a query row", Problem{}, false, {}, Mask::None, true},
+      {"inf and NaN values at keys no row keeps", Problem{}, true},
   };
   for (const std::string& device : kiln::devices()) {
     for (const Variant& variant : variants) {
@@ -180,8 +199,13 @@ TEST_CASE("attention matches a double reference on every device", "[attention][d
         const Problem& p = variant.problem;
         std::vector<float> q = values_for(p.batch * p.heads * p.length * p.width, 1);
         const std::vector<float> k = values_for(p.batch * p.kv_heads * p.keys * p.width, 2);
-        const std::vector<float> v = values_for(p.batch * p.kv_heads * p.keys * p.value_width, 3);
+        std::vector<float> v = values_for(p.batch * p.kv_heads * p.keys * p.value_width, 3);
         if (variant.nan_row) q[p.width * 3 + 1] = NAN;  // batch 0, head 0, row 3
+        if (variant.what.rfind("inf and NaN", 0) == 0) {
+          // Keys 5 and 6 lie past every row (causal, 5 rows): like a cache's unused slots.
+          v[5 * p.value_width] = INFINITY;
+          v[6 * p.value_width + 1] = NAN;
+        }
         // The mask (L, S): drops (or adds) by position; row 2 loses every key.
         std::vector<float> mask_values;
         std::vector<uint8_t> keep;

@@ -47,9 +47,10 @@ Tensor batch_norm(const Tensor& x, Tensor* running_mean, Tensor* running_var,
 // i (the top-left triangle, PyTorch's convention), and is exclusive with a mask. scale defaults to
 // 1 / sqrt(E). Hq may be a multiple of Hk (grouped-query attention): each group of Hq / Hk query
 // heads shares one key and value head. A row with every score dropped is 0 (PyTorch's safe
-// softmax). Scores and sums are float32 (float64 for float64), the result in the promoted dtype
-// of q, k and v. On a device with workgroups it is one kernel that never stores the scores (an
-// online softmax over the keys); on the CPU two matrix products and a softmax.
+// softmax), and a dropped key adds nothing even where its value is inf or NaN (a cache's unused
+// slots behind a mask). Scores and sums are float32 (float64 for float64), the result in the
+// promoted dtype of q, k and v. On a device with workgroups it is one kernel that never stores the
+// scores (an online softmax over the keys); on the CPU two matrix products and a softmax.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const std::optional<Tensor>& mask = {}, bool is_causal = false,
                                     std::optional<double> scale = {});

@@ -211,6 +211,7 @@ Expected attention_reference(DType dtype, const std::vector<HostTensor>& in, dou
         for (int64_t e = 0; e < value_width; ++e) {
           double value = 0, magnitude = 0;
           for (int64_t j = 0; j < keys && total > 0; ++j) {
+            if (scores[j] == 0) continue;  // a key of weight 0 adds nothing, whatever its value
             value += scores[j] / total * v_at(j, e);
             magnitude += std::fabs(v_at(j, e));
           }
