@@ -120,6 +120,9 @@ void Lowerer::lower_attention() {
       const int total =
           alu(Op::Add, acc_dtype, {alu(Op::Mul, acc_dtype, {state.total, rescale}), weight});
       const int unweighted = alu(Op::CmpEq, dtypes::bool_, {weight, zero});
+      // Sums the new maximum makes weigh 0 are 0, even inf ones (their keys' final weights are 0,
+      // which add nothing: the same values in any order of the keys).
+      const int outweighed = alu(Op::CmpEq, dtypes::bool_, {rescale, zero});
       std::vector<int> weighted;
       for (int64_t feature = 0; feature < value_features; ++feature) {
         const int value_at = as_acc(lower_one(value, at(key_row, last, Sym(feature))));
@@ -128,8 +131,9 @@ void Lowerer::lower_attention() {
         // is inf or NaN (a cache's unused slots behind a mask).
         const int term = alu(Op::Where, acc_dtype,
                              {unweighted, zero, alu(Op::Mul, acc_dtype, {weight, value_at})});
-        weighted.push_back(
-            alu(Op::Add, acc_dtype, {alu(Op::Mul, acc_dtype, {kept, rescale}), term}));
+        const int rescaled =
+            alu(Op::Where, acc_dtype, {outweighed, zero, alu(Op::Mul, acc_dtype, {kept, rescale})});
+        weighted.push_back(alu(Op::Add, acc_dtype, {rescaled, term}));
       }
       set(state.maximum, maximum);
       set(state.total, total);

@@ -288,16 +288,17 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       node_of(expanded(values.cast(dtype), keys_length, v_dims[rank - 1]))};
   if (mask) {
     const DimShape mask_dims = mask_value.dims();
+    // A plain 1 broadcasts; any other size (a variable bound to 1 too) must be the scores'.
+    const auto fits = [](const Dim& given, const Dim& wanted) {
+      return (!given.is_symbolic() && given.value() == 1) || given.sym() == wanted.sym();
+    };
     const auto sized = [](const Dim& given, const Dim& wanted) {
       return given.is_symbolic() || given.value() != 1 ? given : wanted;
     };
-    if ((mask_value.shape()[rank - 2] != 1 &&
-         mask_value.shape()[rank - 2] != q.shape()[rank - 2]) ||
-        (mask_value.shape()[rank - 1] != 1 &&
-         mask_value.shape()[rank - 1] != keys.shape()[rank - 2]))
+    if (!fits(mask_dims[rank - 2], length) || !fits(mask_dims[rank - 1], keys_length))
       shape_error(op, "the mask " + mask->shape_string() + " must broadcast to the scores (L " +
-                          std::to_string(q.shape()[rank - 2]) + ", S " +
-                          std::to_string(keys.shape()[rank - 2]) + "): " + describe_all());
+                          length.to_string() + ", S " + keys_length.to_string() +
+                          "): " + describe_all());
     sources.push_back(node_of(expanded(mask_value, sized(mask_dims[rank - 2], length),
                                        sized(mask_dims[rank - 1], keys_length))));
   }

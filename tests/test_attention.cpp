@@ -250,6 +250,28 @@ TEST_CASE("attention matches a double reference on every device", "[attention][d
   }
 }
 
+TEST_CASE("attention: a key whose weight is 0 adds nothing, in any order of the keys",
+          "[attention][devices]") {
+  // Scores 0 and 1000: the first key's weight, exp(-1000), is 0, so its inf value adds nothing
+  // (not inf * 0), whether it comes before the larger score or after it.
+  for (const std::string& device : kiln::devices()) {
+    for (const bool outweighed_first : {true, false}) {
+      DYNAMIC_SECTION(device << (outweighed_first ? ": small score first" : ": large first")) {
+        const std::vector<float> keys =
+            outweighed_first ? std::vector<float>{0, 1000} : std::vector<float>{1000, 0};
+        const std::vector<float> values =
+            outweighed_first ? std::vector<float>{INFINITY, 3} : std::vector<float>{3, INFINITY};
+        const auto on_device = [&](const std::vector<float>& data, Shape shape) {
+          return Tensor::from_vector(data, std::move(shape), "CPU").to(device);
+        };
+        const Tensor out = nn::scaled_dot_product_attention(
+            on_device({1}, {1, 1, 1}), on_device(keys, {1, 2, 1}), on_device(values, {1, 2, 1}));
+        CHECK(out.to(std::string("CPU")).to_vector<float>() == std::vector<float>{3});
+      }
+    }
+  }
+}
+
 TEST_CASE("attention over a variable number of keys: one kernel for every length",
           "[attention][variables]") {
   const Variable n("keys", 1, 64);
@@ -298,6 +320,14 @@ TEST_CASE("attention's errors name the op and the shapes", "[attention][errors]"
       nn::scaled_dot_product_attention(q, kv, kv,
                                        Tensor::zeros({1, 2, 4, 5, 6}, dtypes::bool_, "CPU")),
       Catch::Contains("[scaled_dot_product_attention]") && Catch::Contains("more axes"));
+  // A variable bound to 1 is not a broadcast 1.
+  const Variable rows("rows", 1, 8);
+  const Tensor one_row =
+      Tensor::zeros({2, 6}, dtypes::bool_, "CPU")
+          .shrink(std::vector<std::pair<Dim, Dim>>{{Dim(0), rows.bind(1)}, {Dim(0), Dim(6)}});
+  CHECK_THROWS_WITH(
+      nn::scaled_dot_product_attention(q, kv, kv, one_row),
+      Catch::Contains("[scaled_dot_product_attention]") && Catch::Contains("must broadcast"));
   CHECK_THROWS_AS(
       nn::scaled_dot_product_attention(q, Tensor::zeros({3, 4, 6, 8}, dtypes::float32, "CPU"),
                                        Tensor::zeros({3, 4, 6, 8}, dtypes::float32, "CPU")),
