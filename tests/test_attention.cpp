@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <kiln/capture.h>
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
 
@@ -332,4 +333,27 @@ TEST_CASE("attention's errors name the op and the shapes", "[attention][errors]"
       nn::scaled_dot_product_attention(q, Tensor::zeros({3, 4, 6, 8}, dtypes::float32, "CPU"),
                                        Tensor::zeros({3, 4, 6, 8}, dtypes::float32, "CPU")),
       ShapeError);
+}
+
+TEST_CASE("attention in a captured step replays on new inputs", "[attention][capture]") {
+  for (const std::string& device : kiln::devices()) {
+    DYNAMIC_SECTION(device) {
+      CapturedStep step([](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{nn::scaled_dot_product_attention(in[0], in[1], in[2], {}, true)};
+      });
+      for (uint64_t seed = 1; seed <= 4; ++seed) {
+        std::vector<Tensor> inputs;
+        for (uint64_t part = 0; part < 3; ++part)
+          inputs.push_back(
+              Tensor::rand({2, 3, 9, 8}, seed * 10 + part, "CPU").to(device).realize());
+        const std::vector<float> replayed =
+            step(inputs)[0].to(std::string("CPU")).to_vector<float>();
+        const std::vector<float> direct =
+            nn::scaled_dot_product_attention(inputs[0], inputs[1], inputs[2], {}, true)
+                .to(std::string("CPU"))
+                .to_vector<float>();
+        CHECK(replayed == direct);
+      }
+    }
+  }
 }
