@@ -157,6 +157,49 @@ TEST_CASE("realizes go on while another thread clears and trims the caches",
   CHECK(wrong == 0);
 }
 
+TEST_CASE("a kernel loaded again while its last copy is released runs, on every device",
+          "[threads][resources]") {
+  // With the kernel cache held to one program and cleared all the time, each realize loads its
+  // kernel again from the disk cache while a dropped copy of the same binary may still be on
+  // its way out in another thread. (PoCL keeps a program's files in a directory named by the
+  // binary and removes it on release: two live programs of one binary lost their files.)
+  const size_t kernel_limit = kernel_cache_limit();
+  for (const std::string& device : devices()) {
+    INFO(device);
+    std::atomic<bool> done{false};
+    std::atomic<int> wrong{0};
+    std::thread clearer([&] {
+      while (!done) {
+        clear_cache(device);
+        set_kernel_cache_limit(1);
+        std::this_thread::yield();
+      }
+    });
+    std::vector<std::thread> workers;
+    for (int thread = 0; thread < 3; ++thread) {
+      workers.emplace_back([&, thread] {
+        try {
+          for (int step = 0; step < 150; ++step) {
+            const float start = 1.0f + static_cast<float>(thread);
+            const Tensor values = Tensor::from_vector(std::vector<float>(29, start), {29}, device);
+            const Tensor result = step % 2 ? values * 3.0f : values + 2.0f;
+            const double expected = step % 2 ? start * 3.0 : start + 2.0;
+            for (const float got : result.to_vector<float>())
+              if (!close_to(got, expected)) ++wrong;
+          }
+        } catch (...) {
+          ++wrong;
+        }
+      });
+    }
+    for (std::thread& worker : workers) worker.join();
+    done = true;
+    clearer.join();
+    set_kernel_cache_limit(kernel_limit);
+    CHECK(wrong == 0);
+  }
+}
+
 TEST_CASE("a realize in one thread runs while another thread's realize is under way",
           "[threads][runtime]") {
   // Under one process-wide realize lock, the small realizes could finish only between the large

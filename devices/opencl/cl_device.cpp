@@ -184,7 +184,7 @@ class QueuesFinishedAtExit {
 
 class ClKernelProgram : public Program {
  public:
-  ClKernelProgram(ClProgram program, ClKernel kernel, cl_command_queue queue,
+  ClKernelProgram(std::shared_ptr<const ClProgram> program, ClKernel kernel, cl_command_queue queue,
                   size_t kernel_group_size, std::string name)
       : program_(std::move(program)),
         kernel_(std::move(kernel)),
@@ -250,8 +250,8 @@ class ClKernelProgram : public Program {
   }
 
  private:
-  ClProgram program_;
-  ClKernel kernel_;
+  std::shared_ptr<const ClProgram> program_;
+  ClKernel kernel_;  // released first: the program's last release is BinaryPrograms' own
   cl_command_queue queue_;
   size_t kernel_group_size_;
   std::string name_;
@@ -333,6 +333,8 @@ class ClDevice : public Device {
                                  " | device: " + device_name + " | driver: " + driver_version +
                                  " | options: " + build_options_;
     compiler_ = make_cl_compiler(context_.get(), device_id_, identity, build_options_);
+    programs_ =
+        std::make_unique<BinaryPrograms>(context_.get(), device_id_, queue_.get(), build_options_);
     const auto largest_allocation =
         KILN_CL_DEVICE_VALUE(cl_ulong, device_id_, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
     properties_.memory_bytes =
@@ -385,9 +387,8 @@ class ClDevice : public Device {
 
   std::unique_ptr<Program> load_program(const std::vector<uint8_t>& binary,
                                         const std::string& kernel_name) override {
-    ClProgram program =
-        load_binary(context_.get(), device_id_, binary, build_options_, kernel_name);
-    ClKernel kernel(KILN_CL_CREATE(clCreateKernel, program.get(), kernel_name.c_str()));
+    std::shared_ptr<const ClProgram> program = programs_->load(binary, kernel_name);
+    ClKernel kernel(KILN_CL_CREATE(clCreateKernel, program->get(), kernel_name.c_str()));
     size_t kernel_group_size = 1;
     KILN_CL_CHECK(clGetKernelWorkGroupInfo(kernel.get(), device_id_, CL_KERNEL_WORK_GROUP_SIZE,
                                            sizeof(kernel_group_size), &kernel_group_size, nullptr));
@@ -417,6 +418,7 @@ class ClDevice : public Device {
   Dialect dialect_;
   std::string build_options_;
   std::unique_ptr<Compiler> compiler_;
+  std::unique_ptr<BinaryPrograms> programs_;
   std::unique_ptr<ClAllocator> allocator_;
 };
 
