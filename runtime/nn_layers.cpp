@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/autograd.h"
+#include "runtime/nn_attention_backward.h"
 #include "runtime/nn_checks.h"
 #include "runtime/tensor_internal.h"
 
@@ -282,10 +284,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const DType dtype = promote_types(promote_types(q.dtype(), k.dtype()), v.dtype());
   const DimShape q_dims = q.dims(), k_dims = keys.dims(), v_dims = values.dims();
   const Dim length = q_dims[rank - 2], keys_length = k_dims[rank - 2];
-  std::vector<UOpRef> sources = {
-      node_of(expanded(q.cast(dtype), length, q_dims[rank - 1])),
-      node_of(expanded(keys.cast(dtype), keys_length, k_dims[rank - 1])),
-      node_of(expanded(values.cast(dtype), keys_length, v_dims[rank - 1]))};
+  std::vector<Tensor> operands = {expanded(q.cast(dtype), length, q_dims[rank - 1]),
+                                  expanded(keys.cast(dtype), keys_length, k_dims[rank - 1]),
+                                  expanded(values.cast(dtype), keys_length, v_dims[rank - 1])};
   if (mask) {
     const DimShape mask_dims = mask_value.dims();
     // A plain 1 broadcasts; any other size (a variable bound to 1 too) must be the scores'.
@@ -299,17 +300,26 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       shape_error(op, "the mask " + mask->shape_string() + " must broadcast to the scores (L " +
                           length.to_string() + ", S " + keys_length.to_string() +
                           "): " + describe_all());
-    sources.push_back(node_of(expanded(mask_value, sized(mask_dims[rank - 2], length),
-                                       sized(mask_dims[rank - 1], keys_length))));
+    operands.push_back(expanded(mask_value, sized(mask_dims[rank - 2], length),
+                                sized(mask_dims[rank - 1], keys_length)));
   }
+  std::vector<UOpRef> sources;
+  for (const Tensor& operand : operands) sources.push_back(node_of(operand));
   // One Attention node: a device with workgroups computes it in one kernel, the scores never
   // stored; the CPU as two products and a softmax (codegen/unfused_attention.h).
   Shape out_shape = lead;
   out_shape.push_back(qs[rank - 2]);
   out_shape.push_back(vs[rank - 1]);
-  return make_tensor(UOp::make(Op::Attention, dtype, std::move(sources),
-                               AttentionArg{factor, is_causal}, out_shape),
-                     q.device());
+  Tensor attended = make_tensor(UOp::make(Op::Attention, dtype, std::move(sources),
+                                          AttentionArg{factor, is_causal}, out_shape),
+                                q.device());
+  const Tensor none;
+  return recorded(
+      std::move(attended), op,
+      [operands, factor, is_causal](const Tensor& gradient) {
+        return detail::attention_gradients(operands, factor, is_causal, gradient);
+      },
+      operands[0], operands[1], operands[2], operands.size() > 3 ? operands[3] : none);
 }
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {

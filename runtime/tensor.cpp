@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/const_fold.h"
+#include "runtime/autograd.h"
 #include "runtime/buffer.h"
 #include "runtime/realize.h"
 #include "runtime/registry.h"
@@ -349,11 +350,16 @@ T Tensor::item() const {
 Tensor Tensor::to(const std::string& device) const {
   const std::string name = resolve_device(device);
   if (name == state("device").device()) return *this;
-  return make_tensor(UOp::make(Op::Copy, dtype(), {node()}, name, shape()), name);
+  const Tensor& x = *this;
+  return recorded(
+      make_tensor(UOp::make(Op::Copy, dtype(), {node()}, name, shape()), name), "to",
+      [x](const Tensor& gradient) { return std::vector<Tensor>{gradient.to(x.device())}; }, x);
 }
 
 Tensor Tensor::contiguous() const {
-  return make_tensor(UOp::make(Op::Contiguous, dtype(), {node()}, {}, shape()), device());
+  return recorded(
+      make_tensor(UOp::make(Op::Contiguous, dtype(), {node()}, {}, shape()), device()),
+      "contiguous", [](const Tensor& gradient) { return std::vector<Tensor>{gradient}; }, *this);
 }
 
 std::string Tensor::graph() const {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "runtime/autograd.h"
 #include "runtime/tensor_internal.h"
 
 namespace kiln {
@@ -29,12 +30,14 @@ void check_operand_dtype(Op op, DType dtype, const char* name, const Describe& o
 
 Tensor unary(Op op, const Tensor& tensor, DType dtype) {
   UOpRef src = cast_node(node_of(tensor), dtype);
-  return make_tensor(alu_node(op, dtype, {src}), tensor.device());
-}
-
-// A float-only math function: integer and bool inputs compute in float32.
-Tensor float_unary(Op op, const Tensor& tensor) {
-  return unary(op, tensor, float_dtype_for(tensor.dtype()));
+  Tensor result = make_tensor(alu_node(op, dtype, {src}), tensor.device());
+  return recorded(
+      std::move(result), op_name(op),
+      [op, tensor, dtype](const Tensor& gradient) {
+        return std::vector<Tensor>{
+            unary_gradient(op, tensor.cast(dtype), gradient).cast(tensor.dtype())};
+      },
+      tensor);
 }
 
 Tensor full_like(const Tensor& tensor, double value, DType dtype) {
@@ -66,6 +69,10 @@ std::vector<UOpRef> broadcast_operands(const Shape& shape, const std::vector<UOp
 
 }  // namespace
 
+Tensor float_unary(Op op, const Tensor& tensor) {
+  return unary(op, tensor, float_dtype_for(tensor.dtype()));
+}
+
 Tensor binary_op(Op op, const Tensor& a, const Tensor& b, const char* name) {
   check_same_device(a, b, name);
   DType dtype = promote_types(a.dtype(), b.dtype());
@@ -75,7 +82,13 @@ Tensor binary_op(Op op, const Tensor& a, const Tensor& b, const char* name) {
   std::vector<UOpRef> operands =
       broadcast_operands(shape, {cast_node(node_of(a), dtype), cast_node(node_of(b), dtype)}, name);
   const DType result = is_comparison(op) ? dtypes::bool_ : dtype;
-  return make_tensor(alu_node(op, result, std::move(operands)), a.device());
+  return recorded(
+      make_tensor(alu_node(op, result, std::move(operands)), a.device()), name,
+      [op, a, b, dtype](const Tensor& gradient) {
+        const auto [to_a, to_b] = binary_gradient(op, a.cast(dtype), b.cast(dtype), gradient);
+        return std::vector<Tensor>{gradient_for(a, to_a), gradient_for(b, to_b)};
+      },
+      a, b);
 }
 
 DType scalar_result_dtype(DType tensor_dtype, double scalar) {
@@ -92,7 +105,16 @@ Tensor scalar_op(Op op, const Tensor& a, double scalar, bool scalar_first, const
   const DType result = is_comparison(op) ? dtypes::bool_ : dtype;
   std::vector<UOpRef> srcs =
       scalar_first ? std::vector<UOpRef>{constant, tensor} : std::vector<UOpRef>{tensor, constant};
-  return make_tensor(alu_node(op, result, std::move(srcs)), a.device());
+  return recorded(
+      make_tensor(alu_node(op, result, std::move(srcs)), a.device()), name,
+      [op, a, scalar, scalar_first, dtype](const Tensor& gradient) {
+        const Tensor x = a.cast(dtype);
+        const Tensor value = Tensor::full(Shape{}, scalar, dtype, a.device());
+        const auto [first, second] = scalar_first ? binary_gradient(op, value, x, gradient)
+                                                  : binary_gradient(op, x, value, gradient);
+        return std::vector<Tensor>{gradient_for(a, scalar_first ? second : first)};
+      },
+      a);
 }
 
 Tensor operator+(const Tensor& a, const Tensor& b) {
@@ -273,8 +295,14 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   std::vector<UOpRef> operands = broadcast_operands(
       shape, {node_of(condition), cast_node(node_of(a), dtype), cast_node(node_of(b), dtype)},
       "where");
-  return make_tensor(UOp::make(Op::Where, dtype, std::move(operands), {}, shape),
-                     condition.device());
+  return recorded(
+      make_tensor(UOp::make(Op::Where, dtype, std::move(operands), {}, shape), condition.device()),
+      "where",
+      [condition, a, b](const Tensor& gradient) {
+        return std::vector<Tensor>{gradient_for(a, where(condition, gradient, 0.0)),
+                                   gradient_for(b, where(condition, 0.0, gradient))};
+      },
+      a, b);
 }
 
 Tensor where(const Tensor& condition, double a, const Tensor& b) {
@@ -447,7 +475,10 @@ Tensor Tensor::pow(double exponent) const {
 
 Tensor Tensor::cast(DType dtype) const {
   if (dtype == this->dtype()) return *this;
-  return make_tensor(cast_node(node_of(*this), dtype), device());
+  const Tensor& x = *this;
+  return recorded(
+      make_tensor(cast_node(node_of(*this), dtype), device()), "cast",
+      [x](const Tensor& gradient) { return std::vector<Tensor>{gradient.cast(x.dtype())}; }, x);
 }
 
 Tensor Tensor::bitcast(DType dtype) const {

@@ -5,6 +5,7 @@
 #include <kiln/error.h>
 #include <kiln/tensor.h>
 
+#include "runtime/autograd.h"
 #include "runtime/tensor_internal.h"
 
 namespace kiln {
@@ -37,10 +38,24 @@ Tensor gathered(const Tensor& source, int axis, const Tensor& index, const char*
   // Narrow integers are read as int32, which holds every value they take.
   Tensor position = index;
   if (index.dtype().itemsize() < 4) position = index.cast(dtypes::int32);
-  const Tensor cut = source.shrink(extent);
-  UOpRef node = UOp::make(Op::Gather, source.dtype(), {node_of(cut), node_of(position)},
-                          GatherArg{axis, op}, index.shape());
-  return make_tensor(std::move(node), source.device());
+  Tensor gathered_values;
+  {
+    NoGradGuard recorded_below;  // the gather's own rule takes the gradient past the cut
+    const Tensor cut = source.shrink(extent);
+    gathered_values =
+        make_tensor(UOp::make(Op::Gather, source.dtype(), {node_of(cut), node_of(position)},
+                              GatherArg{axis, op}, index.shape()),
+                    source.device());
+  }
+  // The gradient of a gather: each value's gradient added back where it was read.
+  return recorded(
+      std::move(gathered_values), "gather",
+      [source, axis, position](const Tensor& gradient) {
+        // Negative positions count from the end here too (scatter follows gather's rules).
+        const Tensor zeros = Tensor::zeros(source.dims(), source.dtype(), source.device());
+        return std::vector<Tensor>{zeros.scatter_add(axis, position, gradient)};
+      },
+      source);
 }
 
 }  // namespace

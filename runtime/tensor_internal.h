@@ -4,6 +4,7 @@
 
 #include <kiln/tensor.h>
 
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -14,6 +15,8 @@
 #include "core/uop.h"
 
 namespace kiln {
+
+struct GradNode;  // runtime/autograd.h
 
 // What a handle and its copies share. The node changes once, when the value is realized (from
 // the graph to its buffer), possibly while another thread reads it through a copy of the handle:
@@ -50,6 +53,37 @@ class TensorState {
   DType dtype() const { return dtype_; }
   const std::string& device() const { return device_; }
 
+  // Gradients (runtime/autograd.cpp). `requires_grad` is read by every op, without the lock.
+  bool requires_grad() const { return requires_grad_.load(std::memory_order_relaxed); }
+  void set_requires_grad(bool on) { requires_grad_.store(on); }
+  // The recorded op that made this tensor; null for a leaf (and once a backward freed it).
+  std::shared_ptr<GradNode> grad_fn() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return grad_fn_;
+  }
+  void set_grad_fn(std::shared_ptr<GradNode> node) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    grad_fn_ = std::move(node);
+  }
+  // A backward pass freed the recorded op that made this tensor.
+  bool graph_freed() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return graph_freed_;
+  }
+  void free_graph() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    grad_fn_.reset();
+    graph_freed_ = true;
+  }
+  Tensor grad() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return grad_;
+  }
+  void set_grad(Tensor gradient) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    grad_ = std::move(gradient);
+  }
+
  private:
   const Shape shape_;
   const std::shared_ptr<const SymShape> sym_shape_;
@@ -57,6 +91,10 @@ class TensorState {
   const std::string device_;
   mutable std::mutex mutex_;
   mutable UOpRef node_;
+  std::atomic<bool> requires_grad_{false};
+  std::shared_ptr<GradNode> grad_fn_;
+  bool graph_freed_ = false;
+  Tensor grad_;
 };
 
 Tensor make_tensor(UOpRef node, const std::string& device);
@@ -157,6 +195,9 @@ std::shared_ptr<const SymShape> broadcast_sym_shape(const Shape& shape,
                                                     const std::vector<UOpRef>& operands,
                                                     const char* op);
 
+// A float-only math function of one operand (exp, asin, ...): integer and bool inputs compute
+// in float32.
+Tensor float_unary(Op op, const Tensor& tensor);
 // A binary op with NumPy broadcasting and dtype promotion; `result` overrides the result dtype
 // (comparisons give bool).
 Tensor binary_op(Op op, const Tensor& a, const Tensor& b, const char* name);

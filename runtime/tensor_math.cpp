@@ -11,12 +11,6 @@
 namespace kiln {
 namespace {
 
-// A float-only function: integer and bool inputs compute in float32.
-Tensor math_unary(Op op, const Tensor& tensor) {
-  const DType dtype = float_dtype_for(tensor.dtype());
-  return make_tensor(alu_node(op, dtype, {cast_node(node_of(tensor), dtype)}), tensor.device());
-}
-
 DType float_operands_dtype(const Tensor& a, const Tensor& b) {
   return float_dtype_for(promote_types(a.dtype(), b.dtype()));
 }
@@ -79,37 +73,37 @@ DType division_dtype(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor Tensor::asin() const {
-  return math_unary(Op::Asin, *this);
+  return float_unary(Op::Asin, *this);
 }
 Tensor Tensor::acos() const {
-  return math_unary(Op::Acos, *this);
+  return float_unary(Op::Acos, *this);
 }
 Tensor Tensor::atan() const {
-  return math_unary(Op::Atan, *this);
+  return float_unary(Op::Atan, *this);
 }
 Tensor Tensor::sinh() const {
-  return math_unary(Op::Sinh, *this);
+  return float_unary(Op::Sinh, *this);
 }
 Tensor Tensor::cosh() const {
-  return math_unary(Op::Cosh, *this);
+  return float_unary(Op::Cosh, *this);
 }
 Tensor Tensor::asinh() const {
-  return math_unary(Op::Asinh, *this);
+  return float_unary(Op::Asinh, *this);
 }
 Tensor Tensor::acosh() const {
-  return math_unary(Op::Acosh, *this);
+  return float_unary(Op::Acosh, *this);
 }
 Tensor Tensor::atanh() const {
-  return math_unary(Op::Atanh, *this);
+  return float_unary(Op::Atanh, *this);
 }
 Tensor Tensor::log10() const {
-  return math_unary(Op::Log10, *this);
+  return float_unary(Op::Log10, *this);
 }
 Tensor Tensor::log1p() const {
-  return math_unary(Op::Log1p, *this);
+  return float_unary(Op::Log1p, *this);
 }
 Tensor Tensor::expm1() const {
-  return math_unary(Op::Expm1, *this);
+  return float_unary(Op::Expm1, *this);
 }
 
 Tensor Tensor::square() const {

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <optional>
 
+#include "runtime/autograd.h"
 #include "runtime/tensor_internal.h"
 
 namespace kiln {
@@ -21,6 +22,35 @@ std::string pairs_string(const std::vector<std::pair<int64_t, int64_t>>& pairs) 
 
 Tensor with_node(const Tensor& tensor, UOpRef node) {
   return make_tensor(std::move(node), tensor.device());
+}
+
+// The gradient of a view that keeps every element once (reshape, flip): the same view taken
+// back.
+Tensor reshaped(Tensor result, const Tensor& x) {
+  return recorded(
+      std::move(result), "reshape",
+      [x](const Tensor& gradient) { return std::vector<Tensor>{gradient.reshape(x.dims())}; }, x);
+}
+
+// The gradient of a broadcast: summed over the axes it spread along.
+Tensor expanded(Tensor result, const Tensor& x) {
+  return recorded(
+      std::move(result), "expand",
+      [x](const Tensor& gradient) { return std::vector<Tensor>{gradient_for(x, gradient)}; }, x);
+}
+
+// The gradient of a region cut from x (start, end per axis): put back in place, zeros around it.
+Tensor shrunk(Tensor result, const Tensor& x, std::vector<std::pair<Dim, Dim>> bounds) {
+  return recorded(
+      std::move(result), "shrink",
+      [x, bounds](const Tensor& gradient) {
+        std::vector<std::pair<Dim, Dim>> amounts;
+        const DimShape sizes = x.dims();
+        for (size_t dim = 0; dim < bounds.size(); ++dim)
+          amounts.emplace_back(bounds[dim].first, sizes[dim] - bounds[dim].second);
+        return std::vector<Tensor>{gradient.pad(amounts)};
+      },
+      x);
 }
 
 }  // namespace
@@ -61,7 +91,7 @@ Tensor Tensor::reshape(Shape new_shape) const {
                      std::to_string(numel()) + " elements) to " + kiln::shape_string(new_shape) +
                      " (" + std::to_string(known) + " elements)");
   }
-  return with_node(*this, reshape_node(node_of(*this), new_shape));
+  return reshaped(with_node(*this, reshape_node(node_of(*this), new_shape)), *this);
 }
 
 Tensor Tensor::permute(std::vector<int64_t> axes) const {
@@ -81,9 +111,17 @@ Tensor Tensor::permute(std::vector<int64_t> axes) const {
     order.push_back(normalized);
     new_shape.push_back(shape()[normalized]);
   }
-  return with_node(
+  Tensor result = with_node(
       *this, movement_node(node_of(*this), new_shape,
                            [&](const ShapeTracker& tracker) { return tracker.permute(order); }));
+  return recorded(
+      std::move(result), "permute",
+      [order](const Tensor& gradient) {
+        std::vector<int64_t> inverse(order.size());
+        for (size_t at = 0; at < order.size(); ++at) inverse[static_cast<size_t>(order[at])] = at;
+        return std::vector<Tensor>{gradient.permute(inverse)};
+      },
+      *this);
 }
 
 Tensor Tensor::transpose(int64_t axis0, int64_t axis1) const {
@@ -123,8 +161,8 @@ Tensor Tensor::expand(Shape new_shape) const {
   check_numel(new_shape, "expand");
   const UOpRef node = node_of(*this);
   if (auto symbolic = broadcast_sym_shape(new_shape, {node}, "expand"))
-    return with_node(*this, broadcast_node(node, *symbolic));
-  return with_node(*this, broadcast_node(node, new_shape));
+    return expanded(with_node(*this, broadcast_node(node, *symbolic)), *this);
+  return expanded(with_node(*this, broadcast_node(node, new_shape)), *this);
 }
 
 namespace {
@@ -167,9 +205,12 @@ Tensor Tensor::reshape(const DimShape& new_shape) const {
   check_symbolic_numel(sizes, "reshape");
   // A buffer takes the symbolic shape itself, so that kernels reading it do not depend on the
   // size it was made with (dynamic batching: one kernel for every batch's buffer).
-  if (node->op() == Op::Buffer)
-    return with_node(*this, UOp::make_symbolic(Op::Buffer, node->dtype(), {}, node->arg(), sizes));
-  return with_node(*this, reshape_node(node, sizes));
+  if (node->op() == Op::Buffer) {
+    return reshaped(
+        with_node(*this, UOp::make_symbolic(Op::Buffer, node->dtype(), {}, node->arg(), sizes)),
+        *this);
+  }
+  return reshaped(with_node(*this, reshape_node(node, sizes)), *this);
 }
 
 Tensor Tensor::expand(const DimShape& new_shape) const {
@@ -195,7 +236,7 @@ Tensor Tensor::expand(const DimShape& new_shape) const {
     }
   }
   check_symbolic_numel(sizes, "expand");
-  return with_node(*this, broadcast_node(node_of(*this), sizes));
+  return expanded(with_node(*this, broadcast_node(node_of(*this), sizes)), *this);
 }
 
 Tensor Tensor::shrink(const std::vector<std::pair<Dim, Dim>>& given) const {
@@ -214,9 +255,11 @@ Tensor Tensor::shrink(const std::vector<std::pair<Dim, Dim>>& given) const {
   if (!symbolic) return checked;
   std::vector<std::pair<Sym, Sym>> bounds;
   for (const auto& [start, end] : start_end) bounds.emplace_back(start.sym(), end.sym());
-  return with_node(
-      *this, movement_node(node_of(*this), checked.shape(),
-                           [&](const ShapeTracker& tracker) { return tracker.shrink(bounds); }));
+  return shrunk(with_node(*this, movement_node(node_of(*this), checked.shape(),
+                                               [&](const ShapeTracker& tracker) {
+                                                 return tracker.shrink(bounds);
+                                               })),
+                *this, start_end);
 }
 
 namespace {
@@ -227,10 +270,24 @@ Tensor padded_view(const Tensor& tensor, const Shape& new_shape,
   auto change = [&](const ShapeTracker& tracker) { return tracker.pad(amounts); };
   Tensor padded = with_node(tensor, movement_node(node_of(tensor), new_shape, change));
   // The masked-off part of a View reads +0 (or false): other fills, -0.0 included, are selected.
-  if (value == 0 && !std::signbit(value)) return padded;
-  // Where the mask is off, the padded View reads 0; a padded all-true mask selects the fill.
-  UOpRef inside = movement_node(const_like(1, dtypes::bool_, node_of(tensor)), new_shape, change);
-  return where(with_node(tensor, inside), padded, value);
+  if (value != 0 || std::signbit(value)) {
+    // Where the mask is off, the padded View reads 0; a padded all-true mask selects the fill.
+    UOpRef inside = movement_node(const_like(1, dtypes::bool_, node_of(tensor)), new_shape, change);
+    padded = where(with_node(tensor, inside), padded, value);
+  }
+  // The gradient of a pad: the tensor's region of it.
+  return recorded(
+      std::move(padded), "pad",
+      [tensor, amounts](const Tensor& gradient) {
+        std::vector<std::pair<Dim, Dim>> region;
+        const DimShape sizes = tensor.dims();
+        for (size_t dim = 0; dim < amounts.size(); ++dim) {
+          const Dim before(amounts[dim].first);
+          region.emplace_back(before, before + sizes[dim]);
+        }
+        return std::vector<Tensor>{gradient.shrink(region)};
+      },
+      tensor);
 }
 
 }  // namespace
@@ -309,17 +366,24 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> start_end) const 
     new_shape.push_back(end - start);
     bounds.emplace_back(Sym(start), Sym(end));
   }
-  return with_node(
-      *this, movement_node(node_of(*this), new_shape,
-                           [&](const ShapeTracker& tracker) { return tracker.shrink(bounds); }));
+  std::vector<std::pair<Dim, Dim>> given;
+  for (const auto& [start, end] : start_end) given.emplace_back(Dim(start), Dim(end));
+  return shrunk(with_node(*this, movement_node(node_of(*this), new_shape,
+                                               [&](const ShapeTracker& tracker) {
+                                                 return tracker.shrink(bounds);
+                                               })),
+                *this, std::move(given));
 }
 
 Tensor Tensor::flip(std::vector<int64_t> axes) const {
   std::vector<bool> flipped(ndim(), false);
   for (int axis : normalize_axes(axes, ndim(), "flip")) flipped[axis] = true;
-  return with_node(*this, movement_node(node_of(*this), shape(), [&](const ShapeTracker& tracker) {
-    return tracker.flip(flipped);
-  }));
+  Tensor result = with_node(
+      *this, movement_node(node_of(*this), shape(),
+                           [&](const ShapeTracker& tracker) { return tracker.flip(flipped); }));
+  return recorded(
+      std::move(result), "flip",
+      [axes](const Tensor& gradient) { return std::vector<Tensor>{gradient.flip(axes)}; }, *this);
 }
 
 Tensor Tensor::squeeze() const {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "runtime/autograd.h"
 #include "runtime/tensor_internal.h"
 
 namespace kiln {
@@ -46,11 +47,51 @@ UOpRef drop_reduced_axes(const UOpRef& reduced, const std::vector<int>& axes, bo
   return reshape_node(reduced, kept);
 }
 
+Tensor reduce(const Tensor& tensor, ReduceOp op, const std::vector<int>& axes, bool keepdim,
+              DType dtype);
+
+// The gradient of a reduction of `tensor` (computed in `dtype`) over `axes`.
+Tensor reduce_gradient(const Tensor& tensor, ReduceOp op, const std::vector<int>& axes, DType dtype,
+                       const Tensor& gradient) {
+  DimShape kept = tensor.dims();
+  for (int axis : axes) kept[static_cast<size_t>(axis)] = Dim(1);
+  const Tensor spread = gradient.reshape(kept);
+  const std::vector<int64_t> axes64(axes.begin(), axes.end());
+  const Tensor x = tensor.cast(dtype);
+  switch (op) {
+    case ReduceOp::Sum:
+      return spread.expand(tensor.dims()).cast(tensor.dtype());
+    case ReduceOp::Max:
+    case ReduceOp::Min: {
+      // The elements equal to the extreme share its gradient (as PyTorch's amax and amin).
+      const Tensor extreme = reduce(x, op, axes, /*keepdim=*/true, dtype);
+      const Tensor hits = (x == extreme).cast(dtype);
+      return (spread * hits / hits.sum(axes64, true)).cast(tensor.dtype());
+    }
+    case ReduceOp::Prod: {
+      // The product of the other elements, without dividing by a zero: with no zero it is
+      // product / x; with one, the zero's is the product of the rest and the others' 0; with
+      // more, every one is 0.
+      const Tensor zero = x == 0.0;
+      const Tensor rest = reduce(where(zero, 1.0, x), ReduceOp::Prod, axes, true, dtype);
+      const Tensor zeros = reduce(zero.cast(dtype), ReduceOp::Sum, axes, true, dtype);
+      const Tensor others = where(zeros == 0.0, rest / x, where(zero & (zeros == 1.0), rest, 0.0));
+      return (spread * others).cast(tensor.dtype());
+    }
+  }
+  return Tensor();
+}
+
 // Reduces in `dtype`, then drops the reduced axes unless keepdim.
 Tensor reduce(const Tensor& tensor, ReduceOp op, const std::vector<int>& axes, bool keepdim,
               DType dtype) {
   const UOpRef node = reduce_node(cast_node(node_of(tensor), dtype), op, axes);
-  return make_tensor(drop_reduced_axes(node, axes, keepdim), tensor.device());
+  return recorded(
+      make_tensor(drop_reduced_axes(node, axes, keepdim), tensor.device()), reduce_op_name(op),
+      [tensor, op, axes, dtype](const Tensor& gradient) {
+        return std::vector<Tensor>{reduce_gradient(tensor, op, axes, dtype, gradient)};
+      },
+      tensor);
 }
 
 int64_t count_of(const Tensor& tensor, const std::vector<int>& axes) {
@@ -211,29 +252,69 @@ Tensor Tensor::argmin(int64_t axis, bool keepdim) const {
   return first_index(matches, dim, keepdim);
 }
 
+// softmax, log_softmax and logsumexp record their own rules: the shift by the maximum, which
+// their values do not depend on, would otherwise send a gradient through max() that cancels
+// only up to rounding.
 Tensor Tensor::softmax(int64_t axis) const {
   const int dim = normalize_axis(axis, ndim(), "softmax");
-  const Tensor x = cast(float_dtype_for(dtype()));
-  const Tensor shifted = x - x.max({dim}, true);
-  const Tensor exponent = shifted.exp();
-  return exponent / exponent.sum({dim}, true);
+  Tensor result;
+  {
+    NoGradGuard recorded_below;
+    const Tensor x = cast(float_dtype_for(dtype()));
+    const Tensor shifted = x - x.max({dim}, true);
+    const Tensor exponent = shifted.exp();
+    result = exponent / exponent.sum({dim}, true);
+  }
+  const Tensor& input = *this;
+  return recorded(
+      std::move(result), "softmax",
+      [input, dim](const Tensor& gradient) {
+        const Tensor value = input.softmax(dim);  // the forward pass's nodes again
+        const Tensor inner = (gradient * value).sum({dim}, true);
+        return std::vector<Tensor>{(value * (gradient - inner)).cast(input.dtype())};
+      },
+      input);
 }
 
 Tensor Tensor::log_softmax(int64_t axis) const {
   const int dim = normalize_axis(axis, ndim(), "log_softmax");
-  const Tensor x = cast(float_dtype_for(dtype()));
-  const Tensor shifted = x - x.max({dim}, true);
-  return shifted - shifted.exp().sum({dim}, true).log();
+  Tensor result;
+  {
+    NoGradGuard recorded_below;
+    const Tensor x = cast(float_dtype_for(dtype()));
+    const Tensor shifted = x - x.max({dim}, true);
+    result = shifted - shifted.exp().sum({dim}, true).log();
+  }
+  const Tensor& input = *this;
+  return recorded(
+      std::move(result), "log_softmax",
+      [input, dim](const Tensor& gradient) {
+        const Tensor total = gradient.sum({dim}, true);
+        return std::vector<Tensor>{(gradient - input.softmax(dim) * total).cast(input.dtype())};
+      },
+      input);
 }
 
 Tensor Tensor::logsumexp(int64_t axis, bool keepdim) const {
   const int dim = normalize_axis(axis, ndim(), "logsumexp");
-  const Tensor x = cast(float_dtype_for(dtype()));
-  const Tensor peak = x.max({dim}, true);
-  // An infinite peak would make x - peak NaN; shifting by 0 there gives the right inf.
-  const Tensor shift = where(peak.abs() == INFINITY, 0.0, peak);
-  const Tensor result = (x - shift).exp().sum({dim}, true).log() + shift;
-  return keepdim ? result : result.squeeze(dim);
+  Tensor result;
+  {
+    NoGradGuard recorded_below;
+    const Tensor x = cast(float_dtype_for(dtype()));
+    const Tensor peak = x.max({dim}, true);
+    // An infinite peak would make x - peak NaN; shifting by 0 there gives the right inf.
+    const Tensor shift = where(peak.abs() == INFINITY, 0.0, peak);
+    result = (x - shift).exp().sum({dim}, true).log() + shift;
+    if (!keepdim) result = result.squeeze(dim);
+  }
+  const Tensor& input = *this;
+  return recorded(
+      std::move(result), "logsumexp",
+      [input, dim, keepdim](const Tensor& gradient) {
+        const Tensor spread = keepdim ? gradient : gradient.unsqueeze(dim);
+        return std::vector<Tensor>{(spread * input.softmax(dim)).cast(input.dtype())};
+      },
+      input);
 }
 
 Tensor Tensor::cumsum(int64_t axis) const {
@@ -264,19 +345,39 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const Shape right_batch(right.shape().begin(), right.shape().end() - 2);
   broadcast_shapes(left_batch, right_batch, "matmul");
   const DType dtype = promote_types(a.dtype(), b.dtype());
-  return built_from_ops(
-      "matmul", [&] { return describe(a) + " @ " + describe(b); },
-      [&] {
-        // (..., m, k, 1) * (..., 1, k, n) summed over k.
-        const Tensor products = left.cast(dtype).unsqueeze(-1) * right.cast(dtype).unsqueeze(-3);
-        const int last = static_cast<int>(products.ndim()) - 2;
-        Tensor result = make_tensor(
-            drop_reduced_axes(reduce_node(node_of(products), ReduceOp::Sum, {last}), {last}, false),
-            a.device());
-        if (a.ndim() == 1) result = result.squeeze(-2);
-        if (b.ndim() == 1) result = result.squeeze(-1);
-        return result;
-      });
+  Tensor product;
+  {
+    NoGradGuard recorded_below;  // matmul's own rule, not the multiply's and the sum's
+    product = built_from_ops(
+        "matmul", [&] { return describe(a) + " @ " + describe(b); },
+        [&] {
+          // (..., m, k, 1) * (..., 1, k, n) summed over k.
+          const Tensor products = left.cast(dtype).unsqueeze(-1) * right.cast(dtype).unsqueeze(-3);
+          const int last = static_cast<int>(products.ndim()) - 2;
+          Tensor result =
+              make_tensor(drop_reduced_axes(reduce_node(node_of(products), ReduceOp::Sum, {last}),
+                                            {last}, false),
+                          a.device());
+          if (a.ndim() == 1) result = result.squeeze(-2);
+          if (b.ndim() == 1) result = result.squeeze(-1);
+          return result;
+        });
+  }
+  return recorded(
+      std::move(product), "matmul",
+      [a, b, dtype](const Tensor& gradient) {
+        const Tensor left = (a.ndim() == 1 ? a.unsqueeze(0) : a).cast(dtype);
+        const Tensor right = (b.ndim() == 1 ? b.unsqueeze(1) : b).cast(dtype);
+        // The forward pass's squeezes undone, in reverse order: (..., m, n).
+        Tensor spread = gradient;
+        if (b.ndim() == 1) spread = spread.unsqueeze(-1);
+        if (a.ndim() == 1) spread = spread.unsqueeze(-2);
+        const Tensor to_left = gradient_for(left, matmul(spread, right.transpose(-1, -2)));
+        const Tensor to_right = gradient_for(right, matmul(left.transpose(-1, -2), spread));
+        return std::vector<Tensor>{to_left.reshape(a.dims()).cast(a.dtype()),
+                                   to_right.reshape(b.dims()).cast(b.dtype())};
+      },
+      a, b);
 }
 
 Tensor Tensor::matmul(const Tensor& other) const {

@@ -8,6 +8,7 @@
 #include <kiln/tensor.h>
 
 #include "codegen/linear_builder.h"
+#include "runtime/autograd.h"
 #include "runtime/tensor_internal.h"
 
 namespace kiln {
@@ -82,7 +83,23 @@ Tensor scattered(const Tensor& destination, int axis, const Tensor& index, const
   UOpRef node = UOp::make(Op::Scatter, destination.dtype(),
                           {node_of(destination), node_of(position), node_of(values)},
                           ScatterArg{axis, reduce, op}, destination.shape());
-  return make_tensor(std::move(node), destination.device());
+  // A stored value's gradient is read back from where it went (for a replacing store, every
+  // value pointed at one place gets it, as PyTorch's); the destination keeps its gradient where
+  // it was added to and loses it where it was replaced.
+  return recorded(
+      make_tensor(std::move(node), destination.device()), op,
+      [axis, position, reduce, op](const Tensor& gradient) {
+        if (reduce && *reduce != ReduceOp::Sum) {
+          throw ValueError(std::string("[backward] the gradient of ") + op + " with \"" +
+                           reduce_op_name(*reduce) +
+                           "\" is not implemented yet; only replacing stores and sums "
+                           "(scatter, scatter_add, index_put, scatter_reduce \"sum\" and "
+                           "\"mean\") take gradients");
+        }
+        const Tensor kept = reduce ? gradient : gradient.scatter(axis, position, 0.0);
+        return std::vector<Tensor>{kept, gradient.gather(axis, position)};
+      },
+      destination, values);
 }
 
 namespace {

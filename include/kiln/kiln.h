@@ -9,6 +9,7 @@
 // The device is chosen by KILN_DEVICE (CPU, CL, CL:1, ...) or per tensor with `to(name)`.
 
 #include <kiln/activations.h>
+#include <kiln/autograd.h>
 #include <kiln/capture.h>
 #include <kiln/conv.h>
 #include <kiln/device.h>

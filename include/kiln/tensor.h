@@ -477,6 +477,36 @@ class Tensor {
   // The same values on another device (a copy when the device differs).
   Tensor to(const std::string& device) const;
 
+  // ---- gradients (reverse mode; kiln/autograd.h has kiln::grad and NoGradGuard) ----
+  // Ops on tensors that require a gradient record how to take it back, as a graph of their own
+  // beside the value's; backward() walks it and builds each gradient as a lazy tensor, fused and
+  // realized like any other.
+  //
+  //   Tensor w = Tensor::rand({4, 3}, /*seed=*/0).requires_grad_();
+  //   Tensor loss = (x.matmul(w) - y).square().mean();
+  //   loss.backward();                // w.grad() is d loss / d w, shape (4, 3)
+  //
+  // Marks a float tensor as a leaf whose gradient backward() accumulates (or unmarks it);
+  // returns *this. A DTypeError for integer and bool tensors (no gradient), a ValueError for a
+  // tensor a recorded op made (take `detach()` first).
+  const Tensor& requires_grad_(bool on = true) const;
+  // Marked itself, or computed by a recorded op from a tensor that requires a gradient.
+  bool requires_grad() const;
+  // Not made by a recorded op: every tensor that does not require a gradient, and the marked ones.
+  bool is_leaf() const;
+  // What backward() accumulated into this leaf: an empty tensor before the first backward.
+  Tensor grad() const;
+  // Replaces the accumulated gradient; an empty tensor clears it (what zero_grad does). A
+  // ShapeError unless it has this tensor's shape.
+  void set_grad(const Tensor& gradient) const;
+  // Adds d(this)/d(leaf) to leaf.grad() for every leaf this tensor was computed from that
+  // requires a gradient. A one-element tensor may leave `gradient` empty (it is then 1); any
+  // other needs a `gradient` of its shape, the weights of its elements. The recorded graph is
+  // freed as it is walked unless `retain_graph`: a second backward through it is a ValueError.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // The same value, cut from the recorded graph: a leaf that does not require a gradient.
+  Tensor detach() const;
+
   // The expression graph behind this tensor, as text (one node per line) and as Graphviz dot.
   std::string graph() const;
   std::string graph_dot() const;
@@ -484,6 +514,8 @@ class Tensor {
   // Internal: the graph node. Stable across copies of the handle until realized.
   std::shared_ptr<const UOp> node() const;
   explicit Tensor(std::shared_ptr<TensorState> state) : state_(std::move(state)) {}
+  // Internal: the state the handle's copies share (null when empty).
+  const std::shared_ptr<TensorState>& shared_state() const { return state_; }
 
  private:
   static Tensor from_bytes(const void* data, size_t nbytes, DType dtype, Shape shape,
