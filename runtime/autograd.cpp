@@ -87,7 +87,7 @@ Walk walk_back(const std::vector<Tensor>& outputs, const std::vector<Tensor>& ou
                          " must have the output's shape, " + describe(output));
       }
       check_same_device(output, given, op);
-      seed = given.cast(output.dtype());
+      seed = given.detach().cast(output.dtype());
     } else {
       if (output.numel() != 1) {
         throw ValueError(std::string("[") + op + "] " + describe(output) +
@@ -204,7 +204,7 @@ const Tensor& Tensor::requires_grad_(bool on) const {
                          "; cast it to a float dtype first",
                      dtype());
   }
-  if (held.grad_fn()) {
+  if (held.grad_fn() || held.graph_freed()) {
     throw ValueError("[requires_grad_] " + describe(*this) +
                      " was computed by a recorded op; only leaves are marked (use detach() for a "
                      "leaf with its value)");
@@ -218,7 +218,8 @@ bool Tensor::requires_grad() const {
 }
 
 bool Tensor::is_leaf() const {
-  return !state("is_leaf").grad_fn();
+  const TensorState& held = state("is_leaf");
+  return !held.grad_fn() && !held.graph_freed();
 }
 
 Tensor Tensor::grad() const {
@@ -232,7 +233,7 @@ void Tensor::set_grad(const Tensor& gradient) const {
                      describe(*this));
   }
   if (gradient.defined()) check_same_device(*this, gradient, "set_grad");
-  held.set_grad(gradient);
+  held.set_grad(gradient.defined() ? gradient.detach() : gradient);
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
@@ -243,8 +244,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
     if (state->grad_fn() || !state->requires_grad() || state->graph_freed()) continue;
     const auto found = walk.gradients.find(state.get());
     if (found == walk.gradients.end()) continue;
-    const Tensor leaf(state);
-    state->set_grad(added(state->grad(), found->second.cast(leaf.dtype())));
+    state->add_grad(found->second.cast(state->dtype()));
   }
 }
 

@@ -181,6 +181,8 @@ Tensor batch_norm(const Tensor& x, Tensor* running_mean, Tensor* running_var,
     mean = value.mean(axes, true);
     variance = value.var(axes, true, 0);
     // Both statistics or neither: the mean's old contents are kept until the variance is written.
+    // The running statistics take no gradient.
+    NoGradGuard statistics;
     std::optional<Tensor> old_mean;
     if (running_mean) {
       old_mean = running_mean->contiguous().realize();

@@ -10,6 +10,7 @@
 // node over the same memory (Buffer::alias_of). A value realized into the memory before (a
 // realized_value) is out of date once its storage's version moves (Storage::note_written).
 
+#include <kiln/autograd.h>
 #include <kiln/error.h>
 #include <kiln/tensor.h>
 
@@ -98,6 +99,14 @@ Tensor& Tensor::write_in_place(Tensor&& value, const char* op, bool scatter_chec
                                std::shared_ptr<const UOp> region) {
   check_writable(*this, op);
   check_defined(value, op);
+  // A write records no gradient: one that would cut a recorded path is refused, as PyTorch's.
+  if (grad_enabled() && (requires_grad() || value.requires_grad())) {
+    throw ValueError(
+        std::string("[") + op + "] cannot write " + describe(*this) +
+        " in place while gradients are recorded: " +
+        (requires_grad() ? "it requires a gradient" : "the value written requires a gradient") +
+        "; write under a NoGradGuard (as optimizers do), or detach() the value");
+  }
   check_same_device(*this, value, op);
   TensorState& held = state(op);
   const UOpRef target = held.node();

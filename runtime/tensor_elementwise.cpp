@@ -374,7 +374,16 @@ Tensor Tensor::sign() const {
 
 Tensor Tensor::relu() const {
   if (dtype().is_bool() || dtype().is_unsigned()) return *this;
-  return maximum(*this, full_like(*this, 0, dtype()));
+  Tensor result;
+  {
+    NoGradGuard recorded_below;  // 0 at 0, as PyTorch's, not maximum's shared tie
+    result = maximum(*this, full_like(*this, 0, dtype()));
+  }
+  const Tensor& x = *this;
+  return recorded(
+      std::move(result), "relu",
+      [x](const Tensor& gradient) { return std::vector<Tensor>{where(x > 0.0, gradient, 0.0)}; },
+      x);
 }
 
 Tensor Tensor::sigmoid() const {

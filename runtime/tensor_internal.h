@@ -83,6 +83,11 @@ class TensorState {
     std::lock_guard<std::mutex> lock(mutex_);
     grad_ = std::move(gradient);
   }
+  // Adds to the gradient under the lock: backward passes in two threads both count.
+  void add_grad(const Tensor& gradient) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    grad_ = grad_.defined() ? grad_ + gradient : gradient;
+  }
 
  private:
   const Shape shape_;

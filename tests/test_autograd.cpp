@@ -516,3 +516,83 @@ TEST_CASE("an MLP's gradients are the CPU's on every device", "[autograd]") {
         CHECK(got[which][index] == Approx(expected[which][index]).margin(1e-6).epsilon(1e-4));
   }
 }
+
+TEST_CASE("writes in place while recording are refused, and the documented update runs",
+          "[autograd]") {
+  Generator generator(/*seed=*/0);
+  Tensor w = random::normal(generator, {4, 3}, 0.0, 0.05);
+  w.realize().requires_grad_();
+  const Tensor x = Tensor::from_vector(std::vector<float>(8, 0.5f), {2, 4});
+  const Tensor labels = Tensor::from_vector(std::vector<int64_t>{0, 2}, {2});
+  const Tensor loss = nn::cross_entropy(x.matmul(w), labels);
+  const std::vector<Tensor> gradients = grad({loss}, {w});
+  const std::vector<float> before = w.to_vector<float>();
+  CHECK_THROWS_WITH(w.assign(w - gradients[0] * 0.1), Catch::Contains("NoGradGuard"));
+  CHECK(w.to_vector<float>() == before);  // nothing written
+  Tensor plain = Tensor::from_vector(std::vector<float>(12, 0.0f), {4, 3});
+  CHECK_THROWS_AS(plain.assign(w * 2.0), ValueError);
+  {
+    NoGradGuard updating;
+    w.assign(w - gradients[0] * 0.1);
+  }
+  const std::vector<float> step = gradients[0].to_vector<float>();
+  const std::vector<float> after = w.to_vector<float>();
+  for (size_t at = 0; at < after.size(); ++at)
+    CHECK(after[at] == Approx(before[at] - 0.1f * step[at]).margin(1e-7));
+  CHECK(w.is_leaf());
+  CHECK(w.requires_grad());
+}
+
+TEST_CASE("relu's gradient at 0, freed records and stored gradients", "[autograd]") {
+  const Tensor x = Tensor::from_vector(std::vector<float>{-1, 0, 2}, {3}).requires_grad_();
+  CHECK(grad({x.relu().sum()}, {x})[0].to_vector<float>() == std::vector<float>{0, 0, 1});
+  const Tensor doubled = x * 2.0;
+  doubled.sum().backward();
+  // Freed by the backward pass: neither a leaf nor markable as one.
+  CHECK(!doubled.is_leaf());
+  CHECK_THROWS_AS(doubled.requires_grad_(), ValueError);
+  CHECK(!x.grad().requires_grad());
+  // A gradient given to backward that itself requires one is stored without its record.
+  const Tensor y = x * 1.0;
+  y.backward(x * 0.0 + 1.0);
+  CHECK(!x.grad().requires_grad());
+  x.set_grad(x * 3.0);
+  CHECK(!x.grad().requires_grad());
+}
+
+TEST_CASE("attention's gradient ignores dropped keys' values and runs in half precision",
+          "[autograd]") {
+  // The last key is masked off and its value is NaN: the gradients stay finite.
+  std::vector<float> values = {0.1f, 0.2f, -0.3f, 0.4f, NAN, NAN};
+  const Tensor q =
+      Tensor::from_vector(std::vector<float>{0.5f, -0.2f, 0.1f, 0.3f}, {2, 2}).requires_grad_();
+  const Tensor k =
+      Tensor::from_vector(std::vector<float>{0.2f, 0.1f, -0.4f, 0.3f, 0.9f, 0.8f}, {3, 2})
+          .requires_grad_();
+  const Tensor v = Tensor::from_vector(values, {3, 2}).requires_grad_();
+  const Tensor keep =
+      Tensor::from_vector(std::vector<uint8_t>{1, 1, 0, 1, 1, 0}, {2, 3}).cast(dtypes::bool_);
+  const Tensor out = nn::scaled_dot_product_attention(q, k, v, keep);
+  for (const Tensor& gradient : grad({out.sum()}, {q, k}))
+    for (float element : gradient.to_vector<float>()) CHECK(std::isfinite(element));
+  // float16 operands: the gradients come back in float16, close to float32's.
+  const Tensor q16 = q.detach().cast(dtypes::float16).requires_grad_();
+  const Tensor k16 = k.detach().cast(dtypes::float16).requires_grad_();
+  const Tensor v16 =
+      Tensor::from_vector(std::vector<float>{0.1f, 0.2f, -0.3f, 0.4f, 0.5f, 0.6f}, {3, 2})
+          .cast(dtypes::float16)
+          .requires_grad_();
+  const std::vector<Tensor> half =
+      grad({nn::scaled_dot_product_attention(q16, k16, v16).sum()}, {q16, k16, v16});
+  const Tensor q32 = q16.detach().cast(dtypes::float32).requires_grad_();
+  const Tensor k32 = k16.detach().cast(dtypes::float32).requires_grad_();
+  const Tensor v32 = v16.detach().cast(dtypes::float32).requires_grad_();
+  const std::vector<Tensor> full =
+      grad({nn::scaled_dot_product_attention(q32, k32, v32).sum()}, {q32, k32, v32});
+  for (size_t which = 0; which < 3; ++which) {
+    CHECK(half[which].dtype() == dtypes::float16);
+    const std::vector<float> got = half[which].cast(dtypes::float32).to_vector<float>();
+    const std::vector<float> want = full[which].to_vector<float>();
+    for (size_t at = 0; at < got.size(); ++at) CHECK(got[at] == Approx(want[at]).margin(2e-3));
+  }
+}

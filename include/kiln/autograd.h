@@ -8,7 +8,8 @@
 // each fused with the rest of the work it is realized with.
 //
 //   Generator generator(/*seed=*/0);
-//   Tensor w = normal(generator, {784, 64}, 0.0, 0.05).requires_grad_();
+//   Tensor w = random::normal(generator, {784, 64}, 0.0, 0.05);
+//   w.realize().requires_grad_();                              // a buffer: written in place
 //   Tensor loss = nn::cross_entropy(x.matmul(w), labels);
 //   std::vector<Tensor> gradients = kiln::grad({loss}, {w});   // d loss / d w, shape (784, 64)
 //   {
@@ -16,8 +17,10 @@
 //     w.assign(w - gradients[0] * 0.1);
 //   }
 //
-// A gradient is taken through the values an op saw when it was recorded: writing an input in
-// place (Tensor::assign) before the backward pass changes what that pass computes.
+// A backward pass reads the inputs' values as they are when it runs: an input written in place
+// (Tensor::assign) after the forward pass and before the backward pass gives the gradient at its
+// new value. A write in place while recording, to a tensor that requires a gradient or of a
+// value that does, is a ValueError: write under a NoGradGuard.
 
 #include <kiln/tensor.h>
 

@@ -17,6 +17,7 @@
 #include <kiln/error.h>
 #include <kiln/memory.h>
 #include <kiln/nn.h>
+#include <kiln/optim.h>
 #include <kiln/random.h>
 #include <kiln/shape_ops.h>
 #include <kiln/sort.h>
