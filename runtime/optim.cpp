@@ -51,19 +51,49 @@ Optimizer::Optimizer(std::vector<Tensor> parameters, double lr)
       parameter.shared_state()->set_node(own.node());
     }
   }
+  for (const Tensor& parameter : parameters_) {
+    const DType dtype = parameter.dtype() == dtypes::float64 ? dtypes::float64 : dtypes::float32;
+    bool known = false;
+    for (const Schedule& schedule : schedules_)
+      known = known || (schedule.device == parameter.device() && schedule.dtype == dtype);
+    if (known) continue;
+    // Uploaded buffers of their own, written in place from then on.
+    Schedule schedule{parameter.device(), dtype,
+                      Tensor::from_vector(std::vector<double>{lr_}, {}, parameter.device()),
+                      Tensor::from_vector(std::vector<double>{0.0}, {}, parameter.device())};
+    if (dtype != dtypes::float64) {
+      schedule.lr = schedule.lr.cast(dtype).contiguous().realize();
+      schedule.step = schedule.step.cast(dtype).contiguous().realize();
+    }
+    schedules_.push_back(std::move(schedule));
+  }
+}
+
+const Optimizer::Schedule& Optimizer::schedule_for(const Tensor& parameter) const {
+  const DType dtype = parameter.dtype() == dtypes::float64 ? dtypes::float64 : dtypes::float32;
+  for (const Schedule& schedule : schedules_)
+    if (schedule.device == parameter.device() && schedule.dtype == dtype) return schedule;
+  throw InternalError("[optimizer] no learning rate buffer for " + describe(parameter));
+}
+
+const Tensor& Optimizer::learning_rate(const Tensor& parameter) const {
+  return schedule_for(parameter).lr;
+}
+
+const Tensor& Optimizer::step_count(const Tensor& parameter) const {
+  return schedule_for(parameter).step;
 }
 
 void Optimizer::set_lr(double lr) {
   check_non_negative(lr, "optimizer", "lr");
   lr_ = lr;
+  NoGradGuard writing;
+  for (Schedule& schedule : schedules_)
+    schedule.lr.assign(Tensor::scalar(lr, schedule.dtype, schedule.device));
 }
 
 void Optimizer::zero_grad() {
   for (const Tensor& parameter : parameters_) parameter.set_grad(Tensor());
-}
-
-Tensor Optimizer::scalar_like(const Tensor& parameter, double value) {
-  return Tensor::scalar(value, parameter.dtype(), parameter.device());
 }
 
 Tensor Optimizer::zeros_like(const Tensor& parameter) {
@@ -82,6 +112,7 @@ Tensor Optimizer::zeros_like(const Tensor& parameter) {
 void Optimizer::step(const std::vector<Tensor>& together) {
   NoGradGuard updating;
   ++steps_;
+  for (Schedule& schedule : schedules_) schedule.step.assign(schedule.step + 1.0);
   // Realized together (one schedule, shared work fused) and no longer a graph over the
   // parameters, whose in-place writes would otherwise keep a copy of each old value for it.
   std::vector<Tensor> gradients = together;
@@ -121,7 +152,7 @@ void SGD::update(size_t index, Tensor& parameter, const Tensor& gradient) {
     }
     direction = options_.nesterov ? direction + buffer * options_.momentum : buffer;
   }
-  parameter.assign(parameter - direction * scalar_like(parameter, lr()));
+  parameter.assign(parameter - direction * learning_rate(parameter));
 }
 
 Adam::Adam(std::vector<Tensor> parameters, const AdamOptions& options)
@@ -139,7 +170,7 @@ void Adam::update(size_t index, Tensor& parameter, const Tensor& gradient) {
   Tensor direction = gradient;
   if (options_.weight_decay != 0) {
     if (decoupled()) {
-      parameter.assign(parameter * scalar_like(parameter, 1 - lr() * options_.weight_decay));
+      parameter.assign(parameter * (1.0 - learning_rate(parameter) * options_.weight_decay));
     } else {
       direction = direction + parameter * options_.weight_decay;
     }
@@ -152,11 +183,13 @@ void Adam::update(size_t index, Tensor& parameter, const Tensor& gradient) {
   }
   first.assign(first * options_.beta1 + direction * (1 - options_.beta1));
   second.assign(second * options_.beta2 + direction * direction * (1 - options_.beta2));
-  const double t = static_cast<double>(steps());
-  const double first_correction = 1 - std::pow(options_.beta1, t);
-  const double second_correction = 1 - std::pow(options_.beta2, t);
-  const Tensor step_size = scalar_like(parameter, lr() / first_correction);
-  const Tensor root_correction = scalar_like(parameter, std::sqrt(second_correction));
+  // 1 - beta^t as -expm1(t log beta), which keeps its digits where beta^t is near 1 (beta2 =
+  // 0.999 early on), computed in the kernel from the step count so a replay counts its step.
+  const Tensor& t = step_count(parameter);
+  const Tensor first_correction = -(t * std::log(options_.beta1)).expm1();
+  const Tensor second_correction = -(t * std::log(options_.beta2)).expm1();
+  const Tensor step_size = learning_rate(parameter) / first_correction;
+  const Tensor root_correction = second_correction.sqrt();
   parameter.assign(parameter -
                    step_size * first / (second.sqrt() / root_correction + options_.eps));
 }

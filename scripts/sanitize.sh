@@ -18,10 +18,10 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # promotion, cast) run the host path the other families run (build a graph, compile, launch,
 # compare), once per op and dtype; the sanitizers watch host code only (kernels compiled at run
 # time are not instrumented), so those families add time and no coverage here. So do the
-# families of ops composed from others (nn, conv, sort, random), whose host code their own unit
+# families of ops composed from others (nn, conv, sort, random, and the gradient tier), whose host code their own unit
 # tests (test_nn, test_conv, test_sort, test_random) run here. They all run in the plain build.
 # The battery runs on the CPU only (KILN_DEVICE): the host code it drives is the same for every
 # device, and each device plugin's own host code runs in the unit tests, which still use every
 # device.
 KILN_DEVICE=CPU ctest --test-dir build-sanitize --output-on-failure -j2 \
-  -E 'install_and_build|conformance: (unary|activation|binary|pow|compare|bitwise|scalar|promotion|cast|nn|conv|sort|random)'
+  -E 'install_and_build|conformance: (unary|activation|binary|pow|compare|bitwise|scalar|promotion|cast|nn|conv|sort|random|grad)'

@@ -217,7 +217,7 @@ const char* const kTestedFamilies[] = {
     "nn",          "conv",       "sort",       "random",  "bitwise",   "scalar",      "where",
     "broadcast",   "promotion",  "cast",       "reduce",  "argreduce", "softmax",     "cumsum",
     "matmul",      "movement",   "index",      "scatter", "assign",    "layout",      "shapes",
-    "graph",       "creation",   "transfer",   "host",    "symbolic",  "regression"};
+    "graph",       "creation",   "transfer",   "host",    "symbolic",  "regression",  "grad"};
 
 TEST_CASE("conformance battery: every case has a unique name and a tested family",
           "[conformance]") {
@@ -335,3 +335,4 @@ KILN_CONFORMANCE_FAMILY("transfer")
 KILN_CONFORMANCE_FAMILY("host")
 KILN_CONFORMANCE_FAMILY("symbolic")
 KILN_CONFORMANCE_FAMILY("regression")
+KILN_CONFORMANCE_FAMILY("grad")

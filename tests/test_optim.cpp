@@ -162,6 +162,61 @@ TEST_CASE("a learning rate that changes every step compiles nothing after the fi
   }
 }
 
+TEST_CASE("a training step captured whole replays the steps run as written, compiling nothing",
+          "[optim][capture]") {
+  for (const std::string& device : devices()) {
+    INFO(device);
+    const nn::LayerOptions options{.device = device};
+    auto make = [&] {
+      manual_seed(21);
+      return std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
+          std::make_shared<nn::Linear>(6, 8, true, options), std::make_shared<nn::ReLU>(),
+          std::make_shared<nn::Linear>(8, 3, true, options)});
+    };
+    auto written = make(), captured = make();
+    optim::AdamW written_optimizer(written->parameters(), {.lr = 0.02});
+    optim::AdamW captured_optimizer(captured->parameters(), {.lr = 0.02});
+    captured_optimizer.set_lr(0.02);  // builds set_lr's copy before the count below
+    CapturedStep step([&](const std::vector<Tensor>& in) {
+      captured_optimizer.zero_grad();
+      Tensor loss = nn::cross_entropy((*captured)(in[0]), in[1]);
+      loss.backward();
+      captured_optimizer.step({loss});
+      return std::vector<Tensor>{loss};
+    });
+    int64_t built = -1;
+    for (int call = 0; call < 8; ++call) {
+      INFO("step " << call);
+      std::vector<float> data(4 * 6);
+      for (size_t at = 0; at < data.size(); ++at)
+        data[at] = std::sin(0.37f * static_cast<float>(at) + 0.9f * static_cast<float>(call));
+      const Tensor batch = Tensor::from_vector(data, {4, 6}, device);
+      const Tensor labels = Tensor::from_vector(
+          std::vector<int64_t>{call % 3, (call + 1) % 3, 2, 0}, {4}, device);
+      if (call == 5) {  // a schedule between calls reaches the replays
+        written_optimizer.set_lr(0.005);
+        captured_optimizer.set_lr(0.005);
+      }
+      written_optimizer.zero_grad();
+      Tensor expected = nn::cross_entropy((*written)(batch), labels);
+      expected.backward();
+      written_optimizer.step({expected});
+      const double got = step({batch, labels})[0].item<double>();
+      CHECK(got == Approx(expected.item<double>()).epsilon(1e-5));
+      if (call == 2) built = kernels_built(device);
+    }
+    CHECK(kernels_built(device) == built);
+    const NamedTensors a = written->state_dict(), b = captured->state_dict();
+    for (size_t at = 0; at < a.size(); ++at) {
+      INFO(a[at].first);
+      const std::vector<double> left = a[at].second.to_vector<double>();
+      const std::vector<double> right = b[at].second.to_vector<double>();
+      for (size_t element = 0; element < left.size(); ++element)
+        CHECK(right[element] == Approx(left[element]).epsilon(1e-5).margin(1e-6));
+    }
+  }
+}
+
 TEST_CASE("clip_grad_norm scales the gradients to the largest norm allowed", "[optim]") {
   const Tensor a = Tensor::from_vector(std::vector<float>{3, 0}, {2}).requires_grad_();
   const Tensor b = Tensor::from_vector(std::vector<float>{0, 4}, {2}).requires_grad_();

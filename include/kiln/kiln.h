@@ -16,9 +16,11 @@
 #include <kiln/dtype.h>
 #include <kiln/error.h>
 #include <kiln/memory.h>
+#include <kiln/modules.h>
 #include <kiln/nn.h>
 #include <kiln/optim.h>
 #include <kiln/random.h>
+#include <kiln/safetensors.h>
 #include <kiln/shape_ops.h>
 #include <kiln/sort.h>
 #include <kiln/tensor.h>

@@ -10,14 +10,20 @@
 //   }
 //
 // A step realizes the gradients together, then writes each parameter (and its state: momentum,
-// moments) with Tensor::assign, recording no gradient. Values that change every step (the
-// learning rate, Adam's bias corrections) reach the kernels as one-element buffers
-// (Tensor::scalar), so changing them compiles nothing: every step after the first runs the
-// kernels the first built. The state lives on each parameter's device, in its dtype.
+// moments) with Tensor::assign, recording no gradient. The values that change between steps
+// live on the device, in one-element buffers the kernels read: the learning rate (set_lr writes
+// it in place) and the step count (each step adds one, on the device; Adam's bias corrections
+// are computed from it in the update's kernel). So changing them compiles nothing (every step
+// after the first runs the kernels the first built), and a training step captured whole
+// (kiln/capture.h: forward, backward and step in one CapturedStep) replays correctly: each
+// replay counts its step, and reads the learning rate set_lr last wrote between replays.
+// The state lives on each parameter's device, in its dtype; the learning rate and the step count
+// in float32 (float64 for float64 parameters), one pair per device and dtype.
 
 #include <kiln/tensor.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace kiln::optim {
@@ -40,25 +46,39 @@ class Optimizer {
   // Clears every parameter's gradient (Tensor::set_grad with an empty tensor).
   void zero_grad();
 
-  // The learning rate of the next steps: a schedule sets it before each step.
+  // The learning rate of the next steps: a schedule sets it before each step (outside a
+  // captured step's function, whose host code runs only when it is captured).
   double lr() const { return lr_; }
   void set_lr(double lr);
-  // Steps taken.
+  // Calls of step() on the host (a captured step's replays count on the device only).
   int64_t steps() const { return steps_; }
   const std::vector<Tensor>& parameters() const { return parameters_; }
 
  protected:
-  // Updates parameter `index` from `gradient` (realized), at step `steps()` (1 for the first).
+  // Updates parameter `index` from `gradient` (realized). What it writes must be computed on the
+  // device from tensors (learning_rate, step_count, the state), not from host values that
+  // change between steps, which a captured step would keep at their captured value.
   virtual void update(size_t index, Tensor& parameter, const Tensor& gradient) = 0;
-  // A one-element buffer holding `value` on the parameter's device, in its dtype.
-  static Tensor scalar_like(const Tensor& parameter, double value);
+  // The learning rate and the number of the step being taken (1 for the first), one-element
+  // buffers on the parameter's device, float32 (float64 for a float64 parameter).
+  const Tensor& learning_rate(const Tensor& parameter) const;
+  const Tensor& step_count(const Tensor& parameter) const;
   // A buffer of zeros of the parameter's shape, dtype and device, its own (optimizer state).
   static Tensor zeros_like(const Tensor& parameter);
 
  private:
+  struct Schedule {
+    std::string device;
+    DType dtype;
+    Tensor lr;
+    Tensor step;
+  };
+  const Schedule& schedule_for(const Tensor& parameter) const;
+
   std::vector<Tensor> parameters_;
   double lr_;
   int64_t steps_ = 0;
+  std::vector<Schedule> schedules_;  // one per device and dtype of the parameters
 };
 
 struct SGDOptions {

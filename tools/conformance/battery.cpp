@@ -352,6 +352,7 @@ const std::vector<Case>& battery() {
     detail::add_host_cases(builder);
     detail::add_symbolic_cases(builder);
     detail::add_regression_cases(builder);
+    detail::add_gradient_cases(builder);
     return builder.cases;
   }();
   return cases;
@@ -363,7 +364,8 @@ const std::vector<std::string>& families() {
       "bitwise",     "scalar",     "where",      "broadcast", "promotion", "cast",        "reduce",
       "argreduce",   "softmax",    "cumsum",     "sort",      "random",    "matmul",      "nn",
       "conv",        "movement",   "index",      "scatter",   "assign",    "layout",      "shapes",
-      "graph",       "creation",   "transfer",   "host",      "symbolic",  "regression"};
+      "graph",       "creation",   "transfer",   "host",      "symbolic",  "regression",
+      "grad"};
   return names;
 }
 
@@ -409,6 +411,9 @@ std::vector<std::string> tolerance_notes() {
       "(4 + 2 sqrt(n)) eps sum(x^2) / (n - correction)",
       "softmax, log_softmax, logsumexp: <= 4 ulp or 8 eps (|x - max| + log2(n) + 4), relative for "
       "softmax",
+      "grad (the gradient tier: d sum(op * w) / d each float input, float32 and float64, inputs "
+      "drawn where the op is smooth): |err| <= rtol (|g| + 0.01 max |g|) against central "
+      "differences of the double-precision reference; rtol 2e-4 for float32, 1e-6 for float64",
       "an element of float output is compared after rounding the double-precision reference into "
       "the "
       "output dtype; NaN matches any NaN",

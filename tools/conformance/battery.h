@@ -83,6 +83,9 @@ void add_symbolic_cases(BatteryBuilder& builder);
 // Cases for defects found once (battery_regressions.cpp), and those at a device's loop and index
 // limits (battery_regressions_limits.cpp).
 void add_regression_cases(BatteryBuilder& builder);
+// The gradient tier: gradients of the differentiable cases above against central differences of
+// their double-precision references (battery_grad.cpp). Runs after every other family is added.
+void add_gradient_cases(BatteryBuilder& builder);
 void add_limit_regression_cases(BatteryBuilder& builder);
 // Half-type constants and integer powers (battery_regressions_values.cpp).
 void add_value_regression_cases(BatteryBuilder& builder);

@@ -28,6 +28,8 @@ enum class Values {
   Bool,      // true / false
   Unit,      // in [-1, 1] with both ends, +-0, tiny values, NaN, +-inf and a little beyond: the
              // domain of asin, acos and atanh
+  Interior,  // in [-0.9, 0.9], no edges: asin, acos and atanh away from their poles (gradients)
+  AboveOne,  // in [1.25, 4], no edges: acosh away from its pole (gradients)
 };
 
 struct InputSpec {

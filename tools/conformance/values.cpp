@@ -197,6 +197,13 @@ HostTensor generate(DType dtype, const Shape& shape, Values kind, int role, uint
       case Values::Bool:
         value = static_cast<double>(random.next() & 1);
         break;
+      case Values::Interior:
+        value = dtype.is_float() ? random.uniform() * 1.8 - 0.9 : 0;
+        break;
+      case Values::AboveOne:
+        value = dtype.is_float() ? 1.25 + random.uniform() * 2.75
+                                 : static_cast<double>(random.range(2, 4));
+        break;
       case Values::Unit:
         value =
             dtype.is_float() ? random.uniform() * 2 - 1 : static_cast<double>(random.range(-1, 1));
