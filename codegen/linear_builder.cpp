@@ -113,6 +113,11 @@ std::optional<int> LinearBuilder::folded(Op op, DType dtype, const std::vector<i
 int LinearBuilder::alu(Op op, DType dtype, std::vector<int> srcs) {
   if (const std::optional<int> constant = folded(op, dtype, srcs)) return *constant;
   if (op == Op::Pow && !dtype.is_float()) return integer_pow(srcs[0], srcs[1], dtype);
+  // x^2 as x * x: the one rounding a correctly rounded pow makes (for the 16-bit floats too, whose
+  // square is exact in float32), where a pow call costs a log and an exp (a norm's |g|^2).
+  if (op == Op::Pow && program_.instrs[srcs[1]].op == LinOp::Const &&
+      program_.instrs[srcs[1]].value.float_value == 2.0)
+    return alu(Op::Mul, dtype, {srcs[0], srcs[0]});
   LinInstr instr{LinOp::Alu, dtype};
   instr.alu = op;
   instr.srcs = std::move(srcs);

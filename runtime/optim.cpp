@@ -220,7 +220,11 @@ Tensor clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm, do
     total = !total.defined() ? part : std::isinf(norm_type) ? maximum(total, part) : total + part;
   }
   const Tensor norm = std::isinf(norm_type) ? total : total.pow(1.0 / norm_type);
-  norm.realize();
+  // The gradients are realized with the norm, so that each is computed once: a gradient left
+  // lazy would be computed inside the norm's reduction and again where the step reads it.
+  std::vector<Tensor> together = gradients;
+  together.push_back(norm);
+  kiln::realize(together);
   // Scaled only where the norm is larger (a factor of at most 1), without a host round trip.
   const Tensor factor = minimum(Tensor::scalar(max_norm, dtypes::float32, device) / (norm + 1e-6),
                                 Tensor::full(Shape{}, 1.0, dtypes::float32, device));

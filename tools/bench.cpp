@@ -35,6 +35,7 @@ struct Options {
   std::string device;
   int repeat = 10;
   bool quick = false;
+  std::vector<std::string> workloads;  // only these rows; every row when empty
 };
 
 // ---- formatting ---------------------------------------------------------------------------
@@ -127,14 +128,17 @@ void print_peer(const bench::PeerResult& peer, const std::vector<Result>& result
       work = 2.0 * sizes.matmul * sizes.matmul * sizes.matmul;
       unit = Result::Unit::FlopsPerSecond;
     }
+    // A time per step (the training step): the figure is the time itself.
+    if (workload == "train") work = 1, unit = Result::Unit::Seconds;
     if (work == 0) continue;
+    const double figure = unit == Result::Unit::Seconds ? seconds : work / seconds;
     std::string kiln_figure = "-";
     for (const Result& result : results) {
       if (result.workload == workload && result.timing.runs > 0)
         kiln_figure = format_in_unit(result.figure, unit);
     }
     std::printf("  %-9s %10s %14s   (kiln %s)\n", workload.c_str(), format_seconds(seconds).c_str(),
-                format_in_unit(work / seconds, unit).c_str(), kiln_figure.c_str());
+                format_in_unit(figure, unit).c_str(), kiln_figure.c_str());
   }
 }
 
@@ -193,7 +197,12 @@ int bench_main(const Options& options) {
 
   print_header();
   std::vector<Result> results;
+  std::vector<std::string> rows;  // every row's name, for --workload's check
   auto run = [&](const char* name, auto workload) {
+    rows.push_back(name);
+    if (!options.workloads.empty() && std::find(options.workloads.begin(), options.workloads.end(),
+                                                name) == options.workloads.end())
+      return;
     results.push_back(run_workload(name, workload));
     print_result(results.back());
   };
@@ -209,6 +218,7 @@ int bench_main(const Options& options) {
   run("conv2d", [&] { return bench::bench_conv2d(harness, blas.get(), limits); });
   run("attention", [&] { return bench::bench_attention(harness, copy); });
   run("matmul n", [&] { return bench::bench_matmul_sizes(harness); });
+  run("train n", [&] { return bench::bench_train_sizes(harness); });
   run("train", [&] { return bench::bench_train(harness); });
   run("decode", [&] { return bench::bench_decode(harness); });
   if (limits.gemm_bfloat16_flops > 0)
@@ -220,6 +230,15 @@ int bench_main(const Options& options) {
   run("threads", [&] { return bench::bench_threads(harness); });
   // Last: its 64 sizes leave 64 sizes of blocks in the allocator's cache.
   run("softmax n", [&] { return bench::bench_softmax_sizes(harness, copy); });
+  for (const std::string& wanted : options.workloads) {
+    if (std::find(rows.begin(), rows.end(), wanted) == rows.end()) {
+      std::string known;
+      for (const std::string& row : rows) known += (known.empty() ? "" : ", ") + row;
+      std::fprintf(stderr, "kiln bench: no workload '%s'; the workloads: %s\n", wanted.c_str(),
+                   known.c_str());
+      return 2;
+    }
+  }
 
   std::printf(
       "\nfraction: figure / limit; for overhead, the share of the target used (lower is better)\n");
@@ -227,7 +246,12 @@ int bench_main(const Options& options) {
     std::printf("quick sizes fit in cache: fractions of memcpy bandwidth can pass 100%%\n");
 
   // The peer is tinygrad's CPU backend: a peer for kiln's CPU-side devices only.
-  if (!options.quick && !gpu) {
+  const bool peer_rows =
+      options.workloads.empty() ||
+      std::any_of(options.workloads.begin(), options.workloads.end(), [](const std::string& row) {
+        return row == "add" || row == "sum" || row == "matmul" || row == "train";
+      });
+  if (!options.quick && !gpu && peer_rows) {
     print_peer(bench::run_tinygrad_peer({sizes.elementwise, sizes.matmul, options.repeat}), results,
                sizes);
   }
@@ -248,7 +272,8 @@ Command add_bench_command(CLI::App& kiln) {
       "reference, then timed: one warm-up (which compiles), then the median of N runs of\n"
       "build graph + realize. Figures stand beside the machine's own limits: memcpy\n"
       "bandwidth, and the best BLAS found at run time for matmul. When tinygrad is\n"
-      "installed, its CPU backend runs add, sum and matmul too, for comparison.\n\n"
+      "installed, its CPU backend runs add, sum, matmul and the train step too, for\n"
+      "comparison.\n\n"
       "Exit status: 0 when every workload ran and was right, 1 otherwise, 2 on bad options.");
   auto options = std::make_shared<Options>();
   command
@@ -260,6 +285,10 @@ Command add_bench_command(CLI::App& kiln) {
       });
   add_whole_number(*command, "--repeat", options->repeat, 1, 100000,
                    "timed runs per workload (default 10; a slow one stops after ~10 s)");
+  command
+      ->add_option("--workload", options->workloads,
+                   "run only this row (repeatable), e.g. --workload train; every row by default")
+      ->type_name("NAME");
   command->add_flag("--quick", options->quick,
                     "small sizes (1M elements, 1024x1024, matmul 512) for a smoke run;\n"
                     "no tinygrad");

@@ -3,6 +3,7 @@
 //   bench.cpp            options, the table, bench_main
 //   bench_workloads.cpp  the kiln workloads: each checked against a host reference, then timed
 //   bench_sizes.cpp      the workloads over Variable sizes
+//   bench_train.cpp      a captured training step (autograd, AdamW) beside one written by hand
 //   bench_threads.cpp    realizes from several threads at once
 //   bench_indexing.cpp   an embedding lookup and its gradient (computed addresses)
 //   bench_conv.cpp       a 3x3 convolution beside the BLAS on its im2col product
@@ -87,7 +88,8 @@ struct PeerSizes {
   int repeat = 0;
 };
 
-// Times add, sum and matmul with tinygrad's CPU backend in a python3 child process.
+// Times add, sum, matmul and the `train` row's step (TinyJit) with tinygrad's CPU backend in a
+// python3 child process.
 PeerResult run_tinygrad_peer(const PeerSizes& sizes);
 
 // ---- the workloads (bench_workloads.cpp) --------------------------------------------------
@@ -185,6 +187,10 @@ Result bench_matmul_sizes(Harness& harness);
 // SGD steps of a 784-64-10 MLP whose batch slides (a Variable offset) and whose learning rate
 // changes (Tensor::scalar): the kernels built after the first step (must be 0), and the time of a
 // step beside the same step at a fixed offset and rate (its limit).
+Result bench_train_sizes(Harness& harness);
+// One captured AdamW step of a 784-64-10 MLP at batch 64 written with kiln's modules, autograd
+// and optimizer (bench_train.cpp), beside the same step written by hand with tensor operations
+// and captured the same way (its limit); the losses of the two must agree step by step.
 Result bench_train(Harness& harness);
 // A decode step of the GPT-2-style block of examples/gpt2 captured over a Variable length n and
 // replayed at n = 64..79, each checked against the forward pass compiled for that length: the

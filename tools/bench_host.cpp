@@ -84,6 +84,39 @@ bench("add", lambda: a + b)
 bench("sum", lambda: a.sum())
 x, y = Tensor.rand(side, side, device=device).realize(), Tensor.rand(side, side, device=device).realize()
 bench("matmul", lambda: x @ y)
+
+# kiln's `train` row: one AdamW step of a 784-64-10 MLP at batch 64, captured (TinyJit).
+from tinygrad import TinyJit, nn
+def training():  # Context(TRAINING=1) in newer tinygrad, Tensor.train() in older
+    if hasattr(Tensor, "train"):
+        return Tensor.train()
+    from tinygrad.helpers import Context
+    return Context(TRAINING=1)
+l1, l2 = nn.Linear(784, 64), nn.Linear(64, 10)
+for parameter in nn.state.get_parameters([l1, l2]):
+    parameter.to_(device)
+optimizer = nn.optim.AdamW(nn.state.get_parameters([l1, l2]), lr=1e-3, b1=0.9, b2=0.999,
+                           eps=1e-8, weight_decay=0.01)
+inputs = Tensor.rand(64, 784, device=device).realize()
+labels = Tensor([(row * 7 + 3) % 10 for row in range(64)], device=device).realize()
+@TinyJit
+def train_step(x, y):
+    with training():
+        optimizer.zero_grad()
+        loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y)
+        loss.backward()
+        optimizer.step()
+        return loss.realize()
+for _ in range(3):  # run, capture, first replay
+    train_step(inputs, labels)
+Device[device].synchronize()
+times = []
+for _ in range(max(repeat, 10)):
+    start = time.perf_counter()
+    train_step(inputs, labels)
+    Device[device].synchronize()
+    times.append(time.perf_counter() - start)
+print("train", statistics.median(times), flush=True)
 )PY";
 
 }  // namespace
@@ -188,7 +221,8 @@ PeerResult run_tinygrad_peer(const PeerSizes& sizes) {
         words >> version >> device;
         result.name = "tinygrad " + version + " on " + device;
       } else if (double seconds = 0;
-                 (first == "add" || first == "sum" || first == "matmul") && (words >> seconds)) {
+                 (first == "add" || first == "sum" || first == "matmul" || first == "train") &&
+                 (words >> seconds)) {
         result.seconds.emplace_back(first, seconds);
       }
       if (!output.empty()) last_line = output;

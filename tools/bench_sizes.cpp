@@ -145,10 +145,10 @@ StepResult mlp_step(const Mlp& model, const Tensor& batch, const Tensor& onehot,
 
 }  // namespace
 
-Result bench_train(Harness& harness) {
+Result bench_train_sizes(Harness& harness) {
   constexpr int64_t kRows = 1024, kInputs = 784, kHidden = 64, kClasses = 10, kBatch = 32;
   constexpr int kSteps = 12;
-  Result result("train", "MLP 784-64-10 b32");
+  Result result("train n", "MLP 784-64-10 b32 SGD");
   result.unit = Result::Unit::Seconds;
   const std::string& device = harness.device();
   const std::vector<float> data = harness.realized_rand({kRows, kInputs}, 15).to_vector<float>();
