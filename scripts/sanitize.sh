@@ -22,9 +22,6 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # tests (test_nn, test_conv, test_sort, test_random) run here. They all run in the plain build.
 # The random distributions' statistical test (millions of draws checked by the test's own host
 # code, 132 s at -O0) runs in the plain build; test_random's other cases run here.
-# examples/train runs on the CPU only here: its host code (modules, autograd, capture, the
-# checkpoint) is the same on every device, and Vulkan's pass would add its ~500 kernels' lowering
-# at -O0 again.
 # So do the view families (shapes, layout, movement: the ShapeTracker's arithmetic, which
 # test_view and test_schedule run here) and the regression family (past defects' graphs, many of
 # them at a device's limits: long loops, big index arithmetic, which is kernel work, not host
@@ -33,4 +30,4 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # device, and each device plugin's own host code runs in the unit tests, which still use every
 # device.
 KILN_DEVICE=CPU ctest --test-dir build-sanitize --output-on-failure -j2 \
-  -E 'install_and_build|example train on VULKAN|follow their distributions|conformance: (unary|activation|binary|pow|compare|bitwise|scalar|promotion|cast|nn|conv|sort|random|grad|shapes|layout|regression|movement)'
+  -E 'install_and_build|follow their distributions|conformance: (unary|activation|binary|pow|compare|bitwise|scalar|promotion|cast|nn|conv|sort|random|grad|shapes|layout|regression|movement)'
