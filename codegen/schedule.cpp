@@ -8,6 +8,7 @@
 #include "codegen/bound_reduce.h"
 #include "codegen/kernel_size.h"
 #include "codegen/row_fusion.h"
+#include "codegen/row_major_operand.h"
 #include "codegen/schedule_builder.h"
 #include "codegen/unfused_attention.h"
 #include "core/const_fold.h"
@@ -322,6 +323,10 @@ std::vector<UOpRef> rewrite_reductions(const std::vector<UOpRef>& input_roots,
                                                                      : unfused_attention(node);
         if (node->op() != Op::Reduce) return nullptr;
         if (UOpRef folded = fold_constant_reduce(node)) return folded;
+        const ScheduleTarget& on = limits.target(device_of_node(node));
+        if (on.heuristics && on.target.loop_launch) {
+          if (UOpRef copied = copy_transposed_operand(node)) return copied;
+        }
         const bool one_kernel =
             limits(device_of_node(node)).grid_reductions && node->dtype().itemsize() >= 4 &&
             !(node->dtype().is_float() && node->reduce_arg().op == ReduceOp::Prod);
@@ -370,6 +375,13 @@ bool reads_elementwise(const UOpRef& value, const UOp* target) {
   return true;
 }
 
+bool has_mask(const ShapeTracker& tracker) {
+  for (const View& view : tracker.views()) {
+    if (view.mask) return true;
+  }
+  return false;
+}
+
 // How the graph uses each node, as far as the choice of realized nodes needs it.
 struct Uses {
   // How many distinct nodes use a node (a node that lists a source twice counts once: its users
@@ -380,7 +392,12 @@ struct Uses {
   };
   std::unordered_map<const UOp*, Users> users;
   std::unordered_set<const UOp*> broadcast_read;  // some user broadcasts it through a View
-  std::unordered_set<const UOp*> must_realize;    // roots, Contiguous, Scatters, a Copy's source
+  // Where a reduction inside it would be computed untiled if fused: some user reads it through
+  // a View with a mask (a pad: the reduction runs under the pad's guard in its user's kernel; a
+  // slice's gradient is a pad, attention's in-projection gradient three padded matmuls), or a
+  // Contiguous stores it in another order (codegen/row_major_operand.h copies an operand so).
+  std::unordered_set<const UOp*> untiled_read;
+  std::unordered_set<const UOp*> must_realize;  // roots, Contiguous, Scatters, a Copy's source
   // A computed node read through a broadcasting View (past Views that only move it): the most
   // times one of its elements is read, as the View's elements per element of its source.
   std::unordered_map<const UOp*, int64_t> reads_per_element;
@@ -409,6 +426,13 @@ Uses find_uses(const std::vector<UOpRef>& order, const std::vector<UOpRef>& root
           largest_numel(*node) / std::max<int64_t>(largest_numel(*node->src()), 1);
       int64_t& most = uses.reads_per_element[computed];
       most = std::max(most, reads);
+    }
+    const bool reordered_copy = node->op() == Op::Contiguous && node->src()->op() == Op::View &&
+                                !node->src()->tracker().is_contiguous();
+    if ((node->op() == Op::View && has_mask(node->tracker())) || reordered_copy) {
+      const UOp* computed = reordered_copy ? node->src()->src().get() : node->src().get();
+      while (computed->op() == Op::View) computed = computed->src().get();
+      uses.untiled_read.insert(computed);
     }
     // A Gather evaluates its source at computed positions and its index once per element: a
     // reduction in either is realized first (kernel_reduce stops at the Gather).
@@ -545,7 +569,8 @@ Placement choose_realized(const std::vector<UOpRef>& order, const Uses& uses,
     }
     holds_reduce[node] = reduce_inside;
     const bool repeats_reduce =
-        reduce_inside && (uses.user_count(node) > 1 || uses.broadcast_read.count(node));
+        reduce_inside && (uses.user_count(node) > 1 || uses.broadcast_read.count(node) ||
+                          uses.untiled_read.count(node));
     size_of[node] = size;
     const bool too_large = size.ops > kMaxFusedOps;
     if (uses.must_realize.count(node) || repeats_reduce || too_large || node->op() == Op::Copy) {

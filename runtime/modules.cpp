@@ -204,6 +204,14 @@ Tensor Sequential::forward(const Tensor& input) {
   return value;
 }
 
+ModuleList::ModuleList(std::vector<std::shared_ptr<Module>> modules) {
+  for (auto& module : modules) push_back(std::move(module));
+}
+
+void ModuleList::push_back(std::shared_ptr<Module> module) {
+  register_module(std::to_string(children().size()), std::move(module));
+}
+
 Tensor GELU::forward(const Tensor& input) {
   return approximate_tanh ? gelu_tanh(input) : input.gelu();
 }

@@ -5,9 +5,11 @@
 #include <kiln/error.h>
 #include <kiln/modules.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "runtime/tensor_internal.h"
 
@@ -205,15 +207,19 @@ Tensor GroupNorm::forward(const Tensor& input) {
                     bias.defined() ? std::optional<Tensor>(bias) : std::nullopt, eps);
 }
 
-BatchNorm2d::BatchNorm2d(int64_t num_features, double eps_, std::optional<double> momentum_,
-                         bool affine, bool track_running_stats, const LayerOptions& options)
-    : eps(eps_), momentum(momentum_) {
-  check_size(num_features, "BatchNorm2d", "num_features", 1);
+BatchNorm::BatchNorm(const std::string& layer, std::vector<size_t> input_ranks,
+                     std::string input_layout, int64_t num_features, double eps_,
+                     std::optional<double> momentum_, bool affine, bool track_running_stats,
+                     const LayerOptions& options)
+    : eps(eps_),
+      momentum(momentum_),
+      input_ranks_(std::move(input_ranks)),
+      input_layout_(std::move(input_layout)) {
+  check_size(num_features, layer.c_str(), "num_features", 1);
   if (momentum && !(*momentum >= 0 && *momentum <= 1)) {
-    throw ValueError(
-        "[BatchNorm2d] momentum must be in [0, 1] (or empty for a cumulative "
-        "average), got " +
-        std::to_string(*momentum));
+    throw ValueError("[" + layer +
+                     "] momentum must be in [0, 1] (or empty for a cumulative average), got " +
+                     std::to_string(*momentum));
   }
   if (affine) {
     weight = make_parameter(Tensor::ones({num_features}, options.dtype, options.device));
@@ -234,11 +240,13 @@ BatchNorm2d::BatchNorm2d(int64_t num_features, double eps_, std::optional<double
   }
 }
 
-Tensor BatchNorm2d::forward(const Tensor& input) {
-  check_defined(input, "BatchNorm2d");
-  if (input.ndim() != 4) {
-    throw ShapeError("[BatchNorm2d] expects input (N, C, H, W), got " + input.shape_string() +
-                     " (BatchNorm1d and BatchNorm3d take 2-3 and 5 axes: use nn::batch_norm)");
+Tensor BatchNorm::forward(const Tensor& input) {
+  const std::string layer = type_name();
+  check_defined(input, layer.c_str());
+  if (std::find(input_ranks_.begin(), input_ranks_.end(), static_cast<size_t>(input.ndim())) ==
+      input_ranks_.end()) {
+    throw ShapeError("[" + layer + "] expects input " + input_layout_ + ", got " +
+                     input.shape_string());
   }
   const std::optional<Tensor> affine_weight =
       weight.defined() ? std::optional<Tensor>(weight) : std::nullopt;

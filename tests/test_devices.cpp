@@ -187,6 +187,32 @@ TEST_CASE("reductions, softmax and matmul match a double reference", "[devices]"
   }
 }
 
+// GCC 12 -O2 once compiled this kernel (a 4-term float32 sum of float64 terms cast down, the
+// reduce loop under `omp simd reduction`) with an aligned store to a misaligned stack slot: the
+// CPU kernel died. A small gradient of einsum (3x4 weights of float64) was what met it.
+TEST_CASE("a four-term float32 sum of float64 terms cast down runs and matches", "[devices]") {
+  const std::vector<double> w = {0.5,  -1.25, 2.0, 3.5,   -0.75, 1.0,
+                                 0.25, -2.0,  1.5, 0.125, -3.0,  4.0};
+  const std::vector<float> b = wave(24, 2.0f, 0.5f);
+  std::vector<double> expected(18, 0.0);
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < 6; ++j) {
+      for (int64_t r = 0; r < 4; ++r)
+        expected[i * 6 + j] += static_cast<double>(static_cast<float>(w[i * 4 + r])) * b[r * 6 + j];
+    }
+  }
+  for (const std::string& device : devices()) {
+    if (!device_supports(device, dtypes::float64)) continue;
+    DYNAMIC_SECTION("on " << device) {
+      const Tensor weights = Tensor::from_vector(w, {3, 4}, device);
+      const Tensor values = Tensor::from_vector(b, {4, 6}, device);
+      const Tensor out =
+          (weights.cast(dtypes::float32).reshape({3, 4, 1}) * values.reshape({1, 4, 6})).sum({1});
+      check_close(out.to_vector<float>(), expected, 1e-6, 1e-6);
+    }
+  }
+}
+
 TEST_CASE("movement ops and pad index like the explicit computation", "[devices]") {
   std::vector<float> base(42);
   for (size_t i = 0; i < base.size(); ++i) base[i] = static_cast<float>(i);

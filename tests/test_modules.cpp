@@ -259,6 +259,88 @@ TEST_CASE("BatchNorm2d tracks running statistics in training and uses them in ev
   CHECK_THROWS_AS(norm(Tensor::zeros({2, 2, 3})), ShapeError);
 }
 
+// BatchNorm1d normalizes each channel over the batch (and the length, for (N, C, L));
+// BatchNorm3d over the batch and the volume. Same buffers, names and updates as BatchNorm2d.
+TEST_CASE("BatchNorm1d and BatchNorm3d normalize per channel over the other axes", "[modules]") {
+  struct Layout {
+    Shape shape;
+    int64_t per_sample;  // elements of one channel in one sample
+  };
+  for (const Layout& layout :
+       {Layout{{5, 3}, 1}, Layout{{4, 3, 6}, 6}, Layout{{2, 3, 2, 3, 2}, 12}}) {
+    INFO("input " << layout.shape.size() << " axes");
+    std::unique_ptr<nn::BatchNorm> norm;
+    if (layout.shape.size() == 5) {
+      norm = std::make_unique<nn::BatchNorm3d>(3, 1e-5, 0.25);
+    } else {
+      norm = std::make_unique<nn::BatchNorm1d>(3, 1e-5, 0.25);
+    }
+    const int64_t samples = layout.shape[0], count = samples * 3 * layout.per_sample;
+    const std::vector<float> data = ramp(static_cast<size_t>(count), 2.0f, 0.3f);
+    const std::vector<double> out = host((*norm)(values(data, layout.shape)));
+    std::vector<double> running_mean(3), running_var(3);
+    for (int64_t channel = 0; channel < 3; ++channel) {
+      std::vector<int64_t> at;
+      for (int64_t n = 0; n < samples; ++n) {
+        for (int64_t inner = 0; inner < layout.per_sample; ++inner)
+          at.push_back((n * 3 + channel) * layout.per_sample + inner);
+      }
+      double mean = 0, square = 0;
+      for (int64_t index : at) mean += data[index] / static_cast<double>(at.size());
+      for (int64_t index : at) square += (data[index] - mean) * (data[index] - mean);
+      const double variance = square / static_cast<double>(at.size());
+      for (int64_t index : at) {
+        INFO("channel " << channel << " element " << index);
+        CHECK(out[index] ==
+              Approx((data[index] - mean) / std::sqrt(variance + 1e-5)).epsilon(1e-4).margin(1e-4));
+      }
+      running_mean[channel] = 0.25 * mean;
+      running_var[channel] = 0.75 + 0.25 * square / static_cast<double>(at.size() - 1);
+    }
+    check_close(host(norm->running_mean), running_mean);
+    check_close(host(norm->running_var), running_var);
+    CHECK(names_of(norm->state_dict()) == std::vector<std::string>{"weight", "bias", "running_mean",
+                                                                   "running_var",
+                                                                   "num_batches_tracked"});
+  }
+  nn::BatchNorm1d one(3);
+  CHECK(one.type_name() == "BatchNorm1d");
+  CHECK_THROWS_AS(one(Tensor::zeros({2, 3, 4, 5})), ShapeError);
+  CHECK_THROWS_WITH(one(Tensor::zeros({2, 3, 4, 5})),
+                    Catch::Contains("BatchNorm1d") && Catch::Contains("(N, C) or (N, C, L)"));
+  nn::BatchNorm3d three(3);
+  CHECK_THROWS_WITH(three(Tensor::zeros({2, 3, 4, 5})), Catch::Contains("(N, C, D, H, W)"));
+  CHECK_THROWS_AS(nn::BatchNorm1d(0), ValueError);
+}
+
+// A ModuleList registers its children as "0", "1", ...: their parameters are the owner's, and
+// the owner calls them as it needs; the list has no forward of its own.
+TEST_CASE("ModuleList holds children whose parameters are its own", "[modules]") {
+  struct Residual : nn::Module {
+    std::shared_ptr<nn::ModuleList> layers = std::make_shared<nn::ModuleList>();
+    Residual() {
+      for (int at = 0; at < 3; ++at) layers->push_back(std::make_shared<nn::Linear>(4, 4));
+      register_module("layers", layers);
+    }
+    Tensor forward(const Tensor& input) override {
+      Tensor value = input;
+      for (size_t at = 0; at < layers->size(); ++at) value = value + (*layers)[at](value).relu();
+      return value;
+    }
+    std::string type_name() const override { return "Residual"; }
+  };
+  Residual model;
+  CHECK(names_of(model.named_parameters()) ==
+        std::vector<std::string>{"layers.0.weight", "layers.0.bias", "layers.1.weight",
+                                 "layers.1.bias", "layers.2.weight", "layers.2.bias"});
+  CHECK(model.layers->type_name() == "ModuleList");
+  const Tensor x = Tensor::ones({2, 4});
+  CHECK(model(x).shape() == Shape{2, 4});
+  CHECK_THROWS_AS((*model.layers)(x), ValueError);
+  model.eval();
+  CHECK_FALSE((*model.layers)[2].training());
+}
+
 TEST_CASE("Dropout drops in training and passes through in eval", "[modules]") {
   nn::Dropout dropout(0.25, Generator(3));
   const Tensor x = Tensor::ones({4000});

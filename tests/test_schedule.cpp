@@ -66,6 +66,47 @@ TEST_CASE("a matmul is one kernel", "[schedule]") {
   CHECK(kernel_count(matmul(a, b).relu() + 1) == 1);
 }
 
+// A slice's gradient is a pad: attention's in-projection weight gradient is three padded
+// matmuls summed. Fused behind the pads, all three would be computed in one untiled kernel per
+// output element (two of them masked off); each is its own kernel, and the cat one more.
+TEST_CASE("a reduction read through a pad is its own kernel", "[schedule]") {
+  const Tensor a = input({16, 8}, 1), b = input({8, 24}, 2), c = input({8, 24}, 3);
+  const Tensor stacked = cat({matmul(a, b), matmul(a, c)}, 0);
+  CHECK(kernel_count(stacked) == 3);
+  CHECK(kernel_count(matmul(a, b).pad({{2, 2}, {0, 0}})) == 2);
+  // Elementwise work behind a pad still fuses, and so does a reduction that is not padded.
+  CHECK(kernel_count((a * 2).pad({{1, 1}, {0, 0}}).sum({1})) == 1);
+  CHECK(kernel_count(matmul(a, b).relu() + 1) == 1);
+}
+
+// nn::Linear computes x @ W^T. W^T read down its columns leaves a CPU's column tile no
+// neighbouring loads: W^T is copied row-major first (codegen/row_major_operand.h), a small
+// kernel, and the product is tiled. Not for a small product, nor an operand already row-major.
+TEST_CASE("a CPU copies a matmul's transposed operand row-major first", "[schedule]") {
+  const Tensor x = input({256, 64}, 1), w = input({128, 64}, 2);
+  const Schedule schedule = schedule_of(matmul(x, w.transpose()));
+  REQUIRE(schedule.items.size() == 2);
+  CHECK(schedule.buffers[schedule.items[0].buffers[0]].numel == 128 * 64);
+  CHECK(kernel_count(matmul(x, input({64, 128}, 3))) == 1);
+  CHECK(kernel_count(matmul(input({16, 8}, 4), input({24, 8}, 5).transpose())) == 1);
+  // A computed operand is computed in the copy; a matmul in it is its own tiled kernel first.
+  CHECK(kernel_count(matmul(x, (w * 2 + 1).transpose())) == 2);
+  CHECK(kernel_count(matmul(x, matmul(w, input({64, 64}, 6)).transpose())) == 3);
+
+  const std::vector<float> xs = x.to_vector<float>(), ws = w.to_vector<float>();
+  const std::vector<float> got = matmul(x, w.transpose()).relu().to_vector<float>();
+  double worst = 0;
+  for (int64_t row = 0; row < 256; ++row) {
+    for (int64_t column = 0; column < 128; ++column) {
+      double expected = 0;
+      for (int64_t k = 0; k < 64; ++k)
+        expected += static_cast<double>(xs[row * 64 + k]) * ws[column * 64 + k];
+      worst = std::max(worst, std::abs(std::max(expected, 0.0) - got[row * 128 + column]));
+    }
+  }
+  CHECK(worst < 1e-4);
+}
+
 TEST_CASE("large full reductions are split in two kernels", "[schedule]") {
   const Tensor big = input({1 << 17}, 1);
   CHECK(kernel_count(big.sum()) == 2);

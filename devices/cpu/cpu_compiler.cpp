@@ -27,8 +27,14 @@ namespace {
 // multiply-add, so results match other devices. -fopenmp-simd: honours the renderer's
 // reduction pragma without OpenMP's runtime. -fno-trapping-math: lets the compiler turn the
 // NaN-aware selects (max, where) into branch-free code; kiln never reads FP exception flags.
+// -mincoming-stack-boundary=3: GCC 12 lays out an `omp simd` reduction's lane array in the red
+// zone 8 bytes off its 16-byte alignment where a 4-term float sum reads float64 terms (the
+// vectorized array is dead, so no realignment is kept, but its aligned store is): the kernel
+// dies on that store. Assuming an 8-byte-aligned incoming stack makes GCC realign the frame
+// whenever it stores an aligned vector there (one `and` on entry where it does).
 const std::vector<std::string> kFlags = {"-O2",
                                          "-march=native",
+                                         "-mincoming-stack-boundary=3",
                                          "-fPIC",
                                          "-shared",
                                          "-fwrapv",

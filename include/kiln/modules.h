@@ -15,9 +15,9 @@
 //
 // A module's parameters are float leaves that require gradients, each a buffer of its own on
 // LayerOptions::device, drawn from LayerOptions::generator (the device's default generator,
-// kiln::manual_seed's, when none is given). Buffers (BatchNorm2d's running statistics) are named
+// kiln::manual_seed's, when none is given). Buffers (BatchNorm's running statistics) are named
 // state that is saved and loaded but takes no gradient. A module is in training mode when made;
-// eval() switches it and its children (Dropout then passes its input through, BatchNorm2d uses
+// eval() switches it and its children (Dropout then passes its input through, BatchNorm uses
 // its running statistics).
 //
 // Modules are not copied: hold them by std::shared_ptr (Sequential does), and register a module
@@ -25,7 +25,7 @@
 // registered: replacing a member's shared_ptr afterwards (MultiheadAttention::out_proj) leaves
 // the registered one in the state; change its weight and bias instead. The forward functions only
 // build lazy tensors; they are safe to call from several threads at once while nobody changes the
-// module (BatchNorm2d in training mode updates its running statistics, so it is not).
+// module (BatchNorm in training mode updates its running statistics, so it is not).
 
 #include <cstdint>
 #include <memory>
@@ -217,20 +217,17 @@ class GroupNorm : public Module {
   double eps;
 };
 
-// nn::batch_norm over (N, C, H, W): in training mode by the batch's statistics, updating the
-// buffers running_mean (0), running_var (1) and num_batches_tracked (int64, counts the updates);
-// in eval mode by the running statistics. momentum empty: the running statistics are the
-// cumulative average (1 / num_batches_tracked), as PyTorch's momentum=None: it reads the count on
-// the host each step, so a CapturedStep would keep the factor of its capture (give a momentum
-// there).
+// nn::batch_norm per channel of (N, C, ...): in training mode by the batch's statistics,
+// updating the buffers running_mean (0), running_var (1) and num_batches_tracked (int64, counts
+// the updates); in eval mode by the running statistics. momentum empty: the running statistics
+// are the cumulative average (1 / num_batches_tracked), as PyTorch's momentum=None: it reads the
+// count on the host each step, so a CapturedStep would keep the factor of its capture (give a
+// momentum there).
 // track_running_stats false: no buffers, and the batch's statistics in both modes.
-class BatchNorm2d : public Module {
+// BatchNorm1d takes (N, C) or (N, C, L), BatchNorm2d (N, C, H, W), BatchNorm3d (N, C, D, H, W).
+class BatchNorm : public Module {
  public:
-  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5,
-                       std::optional<double> momentum = 0.1, bool affine = true,
-                       bool track_running_stats = true, const LayerOptions& options = {});
   Tensor forward(const Tensor& input) override;
-  std::string type_name() const override { return "BatchNorm2d"; }
 
   Tensor weight;
   Tensor bias;
@@ -239,6 +236,47 @@ class BatchNorm2d : public Module {
   Tensor num_batches_tracked;
   double eps;
   std::optional<double> momentum;
+
+ protected:
+  // `layer` names it in errors; `input_ranks` are the ranks it takes, `input_layout` how they
+  // read ("(N, C, H, W)").
+  BatchNorm(const std::string& layer, std::vector<size_t> input_ranks, std::string input_layout,
+            int64_t num_features, double eps, std::optional<double> momentum, bool affine,
+            bool track_running_stats, const LayerOptions& options);
+
+ private:
+  std::vector<size_t> input_ranks_;
+  std::string input_layout_;
+};
+
+class BatchNorm1d : public BatchNorm {
+ public:
+  explicit BatchNorm1d(int64_t num_features, double eps = 1e-5,
+                       std::optional<double> momentum = 0.1, bool affine = true,
+                       bool track_running_stats = true, const LayerOptions& options = {})
+      : BatchNorm("BatchNorm1d", {2, 3}, "(N, C) or (N, C, L)", num_features, eps, momentum, affine,
+                  track_running_stats, options) {}
+  std::string type_name() const override { return "BatchNorm1d"; }
+};
+
+class BatchNorm2d : public BatchNorm {
+ public:
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5,
+                       std::optional<double> momentum = 0.1, bool affine = true,
+                       bool track_running_stats = true, const LayerOptions& options = {})
+      : BatchNorm("BatchNorm2d", {4}, "(N, C, H, W)", num_features, eps, momentum, affine,
+                  track_running_stats, options) {}
+  std::string type_name() const override { return "BatchNorm2d"; }
+};
+
+class BatchNorm3d : public BatchNorm {
+ public:
+  explicit BatchNorm3d(int64_t num_features, double eps = 1e-5,
+                       std::optional<double> momentum = 0.1, bool affine = true,
+                       bool track_running_stats = true, const LayerOptions& options = {})
+      : BatchNorm("BatchNorm3d", {5}, "(N, C, D, H, W)", num_features, eps, momentum, affine,
+                  track_running_stats, options) {}
+  std::string type_name() const override { return "BatchNorm3d"; }
 };
 
 // random::dropout with probability p in training mode; the input itself in eval mode.
@@ -333,6 +371,18 @@ class Sequential : public Module {
   Module& operator[](size_t index) const { return *children().at(index).second; }
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "Sequential"; }
+};
+
+// Children held in order, named "0", "1", ... (PyTorch's): their parameters and state are the
+// list's; a module of your own calls them as it needs (the list has no forward of its own).
+class ModuleList : public Module {
+ public:
+  ModuleList() = default;
+  explicit ModuleList(std::vector<std::shared_ptr<Module>> modules);
+  void push_back(std::shared_ptr<Module> module);
+  size_t size() const { return children().size(); }
+  Module& operator[](size_t index) const { return *children().at(index).second; }
+  std::string type_name() const override { return "ModuleList"; }
 };
 
 }  // namespace kiln::nn
